@@ -1,0 +1,43 @@
+# Two commands for a fresh machine:
+#   make run    create .venv, install, run the main job (every TLC model + the twin cross-check)
+#   make test   the same set-up, then the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test java setup clean
+
+setup: $(STAMP) java
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "Python >= 3.11 is required (found $$($(PYTHON) --version 2>&1)); set PYTHON=python3.11"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	@touch $(STAMP)
+
+# TLC needs a Java runtime; install Debian's default one when we can.
+java:
+	@if command -v java >/dev/null 2>&1; then exit 0; fi; \
+	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "java not found: installing default-jre-headless with apt-get"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null; \
+	elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+	  echo "java not found: installing default-jre-headless with sudo apt-get"; \
+	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null; \
+	else \
+	  echo "java not found. Install a Java 17 runtime, e.g. 'apt-get install default-jre-headless' (Debian/Ubuntu)"; \
+	  echo "or 'brew install openjdk@17' (macOS), then run make again."; exit 1; \
+	fi; \
+	command -v java >/dev/null 2>&1 || { echo "java is still missing after the install"; exit 1; }
+
+run: setup
+	$(VENV)/bin/ackorder run
+
+test: setup
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) .ackorder .pytest_cache .hypothesis *.egg-info

@@ -1,0 +1,292 @@
+"""The actions of tla/AckOrder.tla, one function per action, same names.
+
+Each function takes the configuration and a state and returns the list of
+successor states (empty when the action is not enabled).  The docstrings
+give WHO performs the action; tla/AckOrder.tla has the full headers with
+the RocketMQ code each one abstracts.  ``successors`` is MCAckOrder!MCNext:
+the same disjuncts, with the perturbations bounded by ``Bounds``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import attrs
+
+from spec.config import Bounds, Config
+from spec.functions import (
+    event, file_end, flush_leg_done, handshake_accepts, recovered_log, replica_covered,
+    timeout_status,
+)
+from spec.state import (
+    CLIENT_TIMEOUT, MACHINE_DOWN, PROC_DOWN, PUT_OK, SERVICE_NOT_AVAILABLE, TORN, UP,
+    WAITING, Counters, Request, ResponseEvent, State,
+)
+
+evolve = attrs.evolve
+
+
+def initial_state(cfg: Config) -> State:
+    n = len(cfg.replicas)
+    return State(
+        mstate=UP, log=(), committed=0, flushed=0, durable=0, writable=True, reqs=(),
+        connected=(False,) * n, ack=(0,) * n, push2SlaveMaxOffset=0,
+        syncStateSet=frozenset(cfg.replicas), rlog=((),) * n, rUp=(True,) * n,
+        inv_responses=frozenset(), aux_ctrs=Counters(),
+    )
+
+
+def _bump(s: State, kind: str) -> Counters:
+    return evolve(s.aux_ctrs, **{kind: getattr(s.aux_ctrs, kind) + 1})
+
+
+def _set(t: tuple, k: int, v) -> tuple:
+    return t[:k] + (v,) + t[k + 1:]
+
+
+# --- master -----------------------------------------------------------------
+
+def put(cfg: Config, s: State) -> list[State]:
+    """Producer -> SendMessageProcessor -> CommitLog.asyncPutMessage."""
+    if s.mstate != UP:
+        return []
+    rid = len(s.reqs) + 1
+    if s.writable:
+        off = len(s.log) + 1
+        return [evolve(
+            s, log=s.log + (rid,),
+            committed=s.committed if cfg.transient_store_pool else off,
+            reqs=s.reqs + (Request(off, not cfg.sync_flush, WAITING),),
+        )]
+    rejected = ResponseEvent(
+        id=rid, off=0, status=SERVICE_NOT_AVAILABLE, cause="Reject", wrote=s.wrote,
+        committed=s.committed, flushed=s.flushed, durable=s.durable, holders=frozenset(),
+        sss=s.syncStateSet,
+    )
+    return [evolve(
+        s, reqs=s.reqs + (Request(0, False, SERVICE_NOT_AVAILABLE),),
+        inv_responses=s.inv_responses | {rejected},
+    )]
+
+
+def commit(cfg: Config, s: State) -> list[State]:
+    """Master CommitRealTimeService (transient store pool only)."""
+    if not (cfg.transient_store_pool and s.mstate == UP and s.committed < s.wrote):
+        return []
+    return [evolve(s, committed=min(s.wrote, file_end(cfg, s.committed)))]
+
+
+def flush_target(cfg: Config, s: State) -> int:
+    return min(s.committed, file_end(cfg, s.flushed))
+
+
+def release(cfg: Config, s: State, target: int) -> tuple[Request, ...]:
+    """Release(rs, ReleaseBound(target)): group commit completes every waiter."""
+    bound = s.committed if cfg.bug("BugFlushOneFileReleasesAll") else target
+    return tuple(
+        evolve(r, flush_done=True) if r.status == WAITING and not r.flush_done and r.off <= bound else r
+        for r in s.reqs
+    )
+
+
+def flush(cfg: Config, s: State) -> list[State]:
+    """Master GroupCommitService (SYNC_FLUSH) / FlushRealTimeService (ASYNC_FLUSH)."""
+    if not (s.mstate == UP and s.writable and s.flushed < s.committed):
+        return []
+    target = flush_target(cfg, s)
+    return [evolve(s, flushed=target, durable=target, reqs=release(cfg, s, target))]
+
+
+def flush_fail(cfg: Config, s: State) -> list[State]:
+    """The disk fails an fsync under the flush service."""
+    if not (s.mstate == UP and s.writable and s.flushed < s.committed):
+        return []
+    ctrs = _bump(s, "fsyncFailure")
+    if cfg.bug("BugFlushIgnoresFsyncError"):
+        target = flush_target(cfg, s)
+        return [evolve(s, flushed=target, reqs=release(cfg, s, target), aux_ctrs=ctrs)]
+    return [evolve(s, writable=False, aux_ctrs=ctrs)]
+
+
+def respond(cfg: Config, s: State, i: int) -> list[State]:
+    """Master: the thread completing the last leg (thenCombine) answers PUT_OK."""
+    req = s.reqs[i - 1]
+    if not (s.mstate == UP and req.status == WAITING and flush_leg_done(cfg, s, i)
+            and replica_covered(cfg, s, req.off)):
+        return []
+    return [evolve(
+        s, reqs=_set(s.reqs, i - 1, evolve(req, status=PUT_OK)),
+        inv_responses=s.inv_responses | {event(cfg, s, i, PUT_OK, "Respond")},
+    )]
+
+
+def leg_pending(cfg: Config, s: State, i: int) -> bool:
+    replica_pending = not replica_covered(cfg, s, s.reqs[i - 1].off)
+    if cfg.bug("BugNoFlushDiskWatcher"):
+        return replica_pending
+    return not flush_leg_done(cfg, s, i) or replica_pending
+
+
+def timeout_applies(cfg: Config, s: State, i: int) -> bool:
+    status = s.reqs[i - 1].status
+    return (status == WAITING and leg_pending(cfg, s, i)) or (
+        cfg.bug("BugDoubleResponse") and status == PUT_OK and cfg.sync_flush
+    )
+
+
+def timeout(cfg: Config, s: State, i: int) -> list[State]:
+    """Master FlushDiskWatcher / GroupTransferService: a deadline passes."""
+    if not (s.mstate == UP and timeout_applies(cfg, s, i)):
+        return []
+    status = timeout_status(cfg, s, i)
+    return [evolve(
+        s, reqs=_set(s.reqs, i - 1, evolve(s.reqs[i - 1], status=status)),
+        inv_responses=s.inv_responses | {event(cfg, s, i, status, "Timeout")},
+    )]
+
+
+def _abort_waiting(cfg: Config, s: State) -> tuple[tuple[Request, ...], frozenset[ResponseEvent]]:
+    events = frozenset(
+        event(cfg, s, k + 1, CLIENT_TIMEOUT, "Crash") for k, r in enumerate(s.reqs) if r.status == WAITING
+    )
+    reqs = tuple(evolve(r, status=CLIENT_TIMEOUT) if r.status == WAITING else r for r in s.reqs)
+    return reqs, s.inv_responses | events
+
+
+def _master_gone(cfg: Config) -> dict:
+    n = len(cfg.replicas)
+    return dict(connected=(False,) * n, ack=(0,) * n, push2SlaveMaxOffset=0)
+
+
+def master_process_crash(cfg: Config, s: State) -> list[State]:
+    """The master's process dies; page cache kept, write buffer lost."""
+    if s.mstate != UP:
+        return []
+    reqs, responses = _abort_waiting(cfg, s)
+    return [evolve(
+        s, mstate=PROC_DOWN, log=s.log[: s.committed], writable=True, reqs=reqs,
+        inv_responses=responses, aux_ctrs=_bump(s, "masterProcessCrash"), **_master_gone(cfg),
+    )]
+
+
+def master_machine_crash(cfg: Config, s: State) -> list[State]:
+    """The master's machine loses power: a prefix of the page cache survives."""
+    if s.mstate not in (UP, PROC_DOWN):
+        return []
+    reqs, responses = _abort_waiting(cfg, s)
+    common = dict(mstate=MACHINE_DOWN, writable=True, reqs=reqs, inv_responses=responses,
+                  aux_ctrs=_bump(s, "masterMachineCrash"), **_master_gone(cfg))
+    out = []
+    for keep in range(s.durable, s.committed + 1):
+        for torn in (False, True):
+            if torn and keep >= s.committed:
+                continue
+            log = s.log[:keep] + ((TORN,) if torn else ())
+            out.append(evolve(s, log=log, committed=keep, flushed=keep, durable=keep, **common))
+    return out
+
+
+def recover(cfg: Config, s: State) -> list[State]:
+    """The master's process starts: CRC scan, truncate, fsync what is kept."""
+    if s.mstate == UP:
+        return []
+    kept = recovered_log(cfg, s.log)
+    n = len(kept)
+    return [evolve(s, mstate=UP, log=kept, committed=n, flushed=n, durable=n, writable=True)]
+
+
+# --- replicas ----------------------------------------------------------------
+
+def replica_connect(cfg: Config, s: State, k: int) -> list[State]:
+    """Replica HAClient connects; the master checks its first report."""
+    if not (s.mstate == UP and s.rUp[k] and not s.connected[k] and handshake_accepts(cfg, s, k)):
+        return []
+    reported = len(s.rlog[k])
+    return [evolve(
+        s, connected=_set(s.connected, k, True), ack=_set(s.ack, k, reported),
+        push2SlaveMaxOffset=max(s.push2SlaveMaxOffset, reported),
+    )]
+
+
+def transfer(cfg: Config, s: State, k: int) -> list[State]:
+    """Master HAConnection WriteSocketService -> replica: the next record."""
+    limit = s.wrote if cfg.bug("BugTransferBeyondCommitted") else s.committed
+    if not (s.mstate == UP and s.rUp[k] and s.connected[k] and len(s.rlog[k]) < limit):
+        return []
+    rlog = s.rlog[k]
+    return [evolve(s, rlog=_set(s.rlog, k, rlog + (s.log[len(rlog)],)))]
+
+
+def replica_ack(cfg: Config, s: State, k: int) -> list[State]:
+    """Replica reports its max offset; the master records or rejects it."""
+    reported = len(s.rlog[k])
+    if not (s.mstate == UP and s.rUp[k] and s.connected[k] and s.ack[k] != reported):
+        return []
+    if reported <= s.committed or cfg.bug("BugAcceptAckBeyondLog"):
+        return [evolve(s, ack=_set(s.ack, k, reported),
+                       push2SlaveMaxOffset=max(s.push2SlaveMaxOffset, reported))]
+    return [evolve(s, connected=_set(s.connected, k, False), ack=_set(s.ack, k, 0))]
+
+
+def replica_crash(cfg: Config, s: State, k: int) -> list[State]:
+    """The replica's process dies (its page cache survives)."""
+    if not s.rUp[k]:
+        return []
+    return [evolve(
+        s, rUp=_set(s.rUp, k, False), connected=_set(s.connected, k, False),
+        ack=_set(s.ack, k, 0), aux_ctrs=_bump(s, "replicaCrash"),
+    )]
+
+
+def replica_restart(cfg: Config, s: State, k: int) -> list[State]:
+    """The replica's process starts again."""
+    if s.rUp[k]:
+        return []
+    return [evolve(s, rUp=_set(s.rUp, k, True))]
+
+
+# --- next-state relation -------------------------------------------------------
+
+def successors(cfg: Config, bounds: Bounds, s: State) -> Iterator[tuple[str, State]]:
+    """MCAckOrder!MCNext: (action label, successor) pairs, TLA+ action names."""
+    c = s.aux_ctrs
+    if len(s.reqs) < bounds.max_puts:
+        for t in put(cfg, s):
+            yield "Put", t
+    for t in commit(cfg, s):
+        yield "Commit", t
+    for t in flush(cfg, s):
+        yield "Flush", t
+    if c.fsyncFailure < bounds.max_fsync_failures:
+        for t in flush_fail(cfg, s):
+            yield "FlushFail", t
+    for i in range(1, len(s.reqs) + 1):
+        for t in respond(cfg, s, i):
+            yield f"Respond({i})", t
+        for t in timeout(cfg, s, i):
+            yield f"Timeout({i})", t
+    if c.masterProcessCrash < bounds.max_master_process_crashes:
+        for t in master_process_crash(cfg, s):
+            yield "MasterProcessCrash", t
+    if c.masterMachineCrash < bounds.max_master_machine_crashes:
+        for t in master_machine_crash(cfg, s):
+            yield "MasterMachineCrash", t
+    for t in recover(cfg, s):
+        yield "Recover", t
+    for k, r in enumerate(cfg.replicas):
+        for t in replica_connect(cfg, s, k):
+            yield f"ReplicaConnect({r})", t
+        for t in transfer(cfg, s, k):
+            yield f"Transfer({r})", t
+        for t in replica_ack(cfg, s, k):
+            yield f"ReplicaAck({r})", t
+        if c.replicaCrash < bounds.max_replica_crashes:
+            for t in replica_crash(cfg, s, k):
+                yield f"ReplicaCrash({r})", t
+        for t in replica_restart(cfg, s, k):
+            yield f"ReplicaRestart({r})", t
+
+
+# Actions under weak fairness in AckOrder!FairnessOver, by label prefix.
+FAIR_ACTIONS = ("Commit", "Flush", "Recover", "ReplicaConnect", "Transfer", "ReplicaAck",
+                "ReplicaRestart", "Respond", "Timeout")

@@ -1,0 +1,45 @@
+"""The `ackorder` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from spec import twin
+from tla import commands as tlc_commands
+from tla.manifest import MANIFEST_PATH
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """The main job of `make run`: every TLC model, then the twin cross-check."""
+    tlc_args = argparse.Namespace(models=[], list=False, manifest=MANIFEST_PATH, workers=args.workers, size=None, kind=None,
+                                  json=args.json, traces="auto", check_counts=False, update_manifest=False)
+    status = tlc_commands.main(tlc_args)
+    twin_status = twin.main(argparse.Namespace(models=[]))
+    return status or twin_status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ackorder",
+        description="Formal model and reference implementation of a RocketMQ-style broker's write path: "
+                    "an acknowledgement never runs ahead of the data it vouches for.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    tlc_commands.add_parser(sub)
+    twin.add_parser(sub)
+    run = sub.add_parser("run", help="the main job: every TLC model and the twin cross-check")
+    run.add_argument("--workers", type=int, default=None)
+    run.add_argument("--json", default=None, type=Path, metavar="FILE")
+    run.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

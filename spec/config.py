@@ -1,0 +1,105 @@
+"""Configuration of the spec: the CONSTANTS of tla/AckOrderTypes.tla and the
+bounds of tla/MCAckOrder.tla, validated the way ``ASSUME ConfigOK`` does."""
+
+from __future__ import annotations
+
+import attrs
+
+FLUSH_MODES = ("SYNC_FLUSH", "ASYNC_FLUSH")
+REPL_MODES = ("SYNC_MASTER", "ASYNC_MASTER")
+ACK_POLICIES = ("ANY_REPLICA_MAX", "AT_LEAST_K", "ALL_IN_SYNC")
+
+# One switch per ordering rule; same names as the Bug* constants in tla/.
+BUG_NAMES = (
+    "BugAckOnWrote",
+    "BugAckOnCommitted",
+    "BugTransferBeyondCommitted",
+    "BugAnyReplicaForAllInSync",
+    "BugTimeoutAsOK",
+    "BugFlushOneFileReleasesAll",
+    "BugRecoveryKeepsTorn",
+    "BugAcceptAckBeyondLog",
+    "BugHandshakeOffsetOnly",
+    "BugFlushIgnoresFsyncError",
+    "BugDoubleResponse",
+    "BugNoFlushDiskWatcher",
+)
+
+
+class ConfigError(ValueError):
+    """A configuration that the spec's ASSUMEs reject."""
+
+
+def _one_of(allowed):
+    def check(instance, attribute, value):
+        if value not in allowed:
+            raise ConfigError(f"{attribute.name} = {value!r}: must be one of {', '.join(allowed)}")
+
+    return check
+
+
+def _bugs(instance, attribute, value):
+    unknown = sorted(set(value) - set(BUG_NAMES))
+    if unknown:
+        raise ConfigError(f"unknown bug switch {', '.join(unknown)}; known: {', '.join(BUG_NAMES)}")
+
+
+@attrs.frozen
+class Config:
+    """The broker group's configuration (spec constants)."""
+
+    replicas: tuple[str, ...] = attrs.field(converter=lambda v: tuple(sorted(v)))
+    flush_mode: str = attrs.field(validator=_one_of(FLUSH_MODES))
+    repl_mode: str = attrs.field(validator=_one_of(REPL_MODES))
+    transient_store_pool: bool = False
+    ack_policy: str = attrs.field(default="ANY_REPLICA_MAX", validator=_one_of(ACK_POLICIES))
+    in_sync_replicas: int = 2
+    file_size: int = 2
+    bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset, validator=_bugs)
+
+    def __attrs_post_init__(self) -> None:
+        if len(set(self.replicas)) != len(self.replicas):
+            raise ConfigError(f"Replicas has duplicates: {self.replicas}")
+        if not 1 <= self.in_sync_replicas <= len(self.replicas) + 1:
+            raise ConfigError(
+                f"InSyncReplicas = {self.in_sync_replicas}: must be in 1..{len(self.replicas) + 1}"
+                " (the master counts as one)"
+            )
+        if self.file_size < 1:
+            raise ConfigError(f"FileSize = {self.file_size}: must be at least 1")
+
+    def bug(self, name: str) -> bool:
+        return name in self.bugs
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.flush_mode == "SYNC_FLUSH"
+
+    @property
+    def sync_master(self) -> bool:
+        return self.repl_mode == "SYNC_MASTER"
+
+
+def _nat(instance, attribute, value):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(f"{attribute.name} = {value!r}: must be a natural number")
+
+
+@attrs.frozen
+class Bounds:
+    """Perturbation budgets of tla/MCAckOrder.tla (healing is never bounded)."""
+
+    max_puts: int = attrs.field(default=2, validator=_nat)
+    max_master_process_crashes: int = attrs.field(default=1, validator=_nat)
+    max_master_machine_crashes: int = attrs.field(default=1, validator=_nat)
+    max_replica_crashes: int = attrs.field(default=1, validator=_nat)
+    max_fsync_failures: int = attrs.field(default=1, validator=_nat)
+
+
+UNBOUNDED = Bounds(
+    max_puts=10**9,
+    max_master_process_crashes=10**9,
+    max_master_machine_crashes=10**9,
+    max_replica_crashes=10**9,
+    max_fsync_failures=10**9,
+)

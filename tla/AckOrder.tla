@@ -1,0 +1,374 @@
+------------------------------ MODULE AckOrder ------------------------------
+(***************************************************************************)
+(* The write path of one RocketMQ broker group: put, transient-pool       *)
+(* commit, group-commit flush, HA transfer and slave acks, the combined    *)
+(* response, deadlines, and the three ways a node can fail.               *)
+(*                                                                         *)
+(* Every action is headed by WHO performs it and the RocketMQ code it      *)
+(* abstracts (paths as in apache/rocketmq develop @8fc57f14; see           *)
+(* ../shared/research/rocketmq.md).  The Python twin in spec/actions.py    *)
+(* has one function per action, with the same name.                       *)
+(*                                                                         *)
+(* Controller-driven failover (SyncStateSet changes, epochs, election,     *)
+(* truncation) is not here yet: syncStateSet is a variable that no action  *)
+(* changes, and a slave that the handshake refuses stays refused.          *)
+(***************************************************************************)
+EXTENDS AckOrderFunctions
+
+Init ==
+    /\ mstate = "UP"
+    /\ log = <<>>
+    /\ committed = 0 /\ flushed = 0 /\ durable = 0
+    /\ writable = TRUE
+    /\ reqs = <<>>
+    /\ connected = [r \in Replicas |-> FALSE]
+    /\ ack = [r \in Replicas |-> 0]
+    /\ push2SlaveMaxOffset = 0
+    /\ syncStateSet = Replicas
+    /\ rlog = [r \in Replicas |-> <<>>]
+    /\ rUp = [r \in Replicas |-> TRUE]
+    /\ inv_responses = {}
+    /\ aux_ctrs = [k \in CounterKinds |-> 0]
+
+(***************************************************************************)
+(* ACTION: Put                                                             *)
+(* WHO:    producer -> SendMessageProcessor thread -> CommitLog           *)
+(* CODE:   CommitLog.asyncPutMessage (CL L947-1122), appendMessage under   *)
+(*         putMessageLock; HookUtils.checkBeforePutMessage for the reject. *)
+(* A message is appended at the end of the log, so offsets grow           *)
+(* contiguously.  Without the transient store pool the append lands in    *)
+(* the mmap'd page cache (committed moves with it); with the pool it lands *)
+(* in the write buffer and waits for Commit.  The request then waits for   *)
+(* its flush leg (SYNC_FLUSH) and its replica leg (SYNC_MASTER).  After a  *)
+(* failed fsync the store is not writeable and the put is rejected before  *)
+(* the append with SERVICE_NOT_AVAILABLE.                                  *)
+(***************************************************************************)
+Put ==
+    /\ mstate = "UP"
+    /\ IF writable
+       THEN LET id == Len(reqs) + 1
+                off == Len(log) + 1
+            IN /\ log' = Append(log, id)
+               /\ committed' = IF TransientStorePool THEN committed ELSE off
+               /\ reqs' = Append(reqs, [off |-> off,
+                                        flushDone |-> FlushMode = "ASYNC_FLUSH",
+                                        status |-> Waiting])
+               /\ UNCHANGED inv_responses
+       ELSE LET id == Len(reqs) + 1
+                rejected == [off |-> 0, flushDone |-> FALSE, status |-> ServiceNotAvailable]
+            IN /\ reqs' = Append(reqs, rejected)
+               /\ inv_responses' = inv_responses \cup
+                    {[id |-> id, off |-> 0, status |-> ServiceNotAvailable, cause |-> "Reject",
+                      wrote |-> Wrote, committed |-> committed, flushed |-> flushed,
+                      durable |-> durable, holders |-> {}, sss |-> syncStateSet]}
+               /\ UNCHANGED <<log, committed>>
+    /\ UNCHANGED <<mstate, flushed, durable, writable, haVars, replicaVars, aux_ctrs>>
+
+(***************************************************************************)
+(* ACTION: Commit                                                          *)
+(* WHO:    master, CommitRealTimeService (transient store pool only)      *)
+(* CODE:   CommitLog.CommitRealTimeService (CL L1479-1532),               *)
+(*         MappedFileQueue.commit / DefaultMappedFile.commit (MF L567-610) *)
+(* Copies the write buffer of the file holding committedWhere into the    *)
+(* FileChannel (page cache).  One call never crosses a file end.  The     *)
+(* commit-least-pages rule only decides WHEN this runs, so it is a guard  *)
+(* of the implementation, not of the spec.                                 *)
+(***************************************************************************)
+Commit ==
+    /\ TransientStorePool
+    /\ mstate = "UP"
+    /\ committed < Wrote
+    /\ committed' = Min(Wrote, FileEnd(committed))
+    /\ UNCHANGED <<mstate, log, flushed, durable, writable, reqs, haVars, replicaVars,
+                   inv_responses, aux_ctrs>>
+
+\* The flush target of one MappedFileQueue.flush(0): the file holding
+\* flushedWhere, up to its read position (committed data only).
+FlushTarget == Min(committed, FileEnd(flushed))
+
+\* Group commit: every waiter covered by the new flushed offset is
+\* released in the same step (one fsync releases the whole batch).
+Release(rs, bound) ==
+    [k \in DOMAIN rs |-> IF rs[k].status = Waiting /\ ~rs[k].flushDone /\ rs[k].off <= bound
+                          THEN [rs[k] EXCEPT !.flushDone = TRUE] ELSE rs[k]]
+
+ReleaseBound(target) == IF BugFlushOneFileReleasesAll THEN committed ELSE target
+
+(***************************************************************************)
+(* ACTION: Flush                                                           *)
+(* WHO:    master, GroupCommitService (SYNC_FLUSH) or                      *)
+(*         FlushRealTimeService (ASYNC_FLUSH)                              *)
+(* CODE:   GroupCommitService.doCommit (CL L1661-1767),                    *)
+(*         MappedFileQueue.flush (MFQ L658-673), DefaultMappedFile.flush   *)
+(* One fsync of the file holding flushedWhere, up to committed data.      *)
+(* Every waiting request whose nextOffset is now flushed has its flush    *)
+(* future completed in the same step.  A message that rolled into the     *)
+(* next file needs a second Flush: "flush up to twice" is two steps here.  *)
+(***************************************************************************)
+Flush ==
+    /\ mstate = "UP"
+    /\ writable
+    /\ flushed < committed
+    /\ flushed' = FlushTarget
+    /\ durable' = FlushTarget
+    /\ reqs' = Release(reqs, ReleaseBound(FlushTarget))
+    /\ UNCHANGED <<mstate, log, committed, writable, haVars, replicaVars,
+                   inv_responses, aux_ctrs>>
+
+(***************************************************************************)
+(* ACTION: FlushFail                                                       *)
+(* WHO:    master, GroupCommitService / FlushRealTimeService; the disk     *)
+(* CODE:   DefaultMappedFile.flush catch IOException -> RunningFlags       *)
+(*         .makeNotWriteable (MF L531-564; fixed by #9713, bug B1 before)  *)
+(* fsync returns an error.  The correct store leaves flushedWhere alone   *)
+(* and stops accepting writes; waiters can only time out.  Under B1 the   *)
+(* store advances flushedWhere anyway and releases the waiters.           *)
+(***************************************************************************)
+FlushFail ==
+    /\ mstate = "UP"
+    /\ writable
+    /\ flushed < committed
+    /\ IF BugFlushIgnoresFsyncError
+       THEN /\ flushed' = FlushTarget
+            /\ reqs' = Release(reqs, ReleaseBound(FlushTarget))
+            /\ UNCHANGED writable
+       ELSE /\ writable' = FALSE
+            /\ UNCHANGED <<flushed, reqs>>
+    /\ aux_ctrs' = [aux_ctrs EXCEPT !["fsyncFailure"] = @ + 1]
+    /\ UNCHANGED <<mstate, log, committed, durable, haVars, replicaVars, inv_responses>>
+
+(***************************************************************************)
+(* ACTION: Respond(i)                                                      *)
+(* WHO:    master, the thread completing the last leg (GroupCommitService  *)
+(*         or GroupTransferService) through thenCombine                    *)
+(* CODE:   CommitLog.handleDiskFlushAndHA thenCombine (CL L1316-1335),     *)
+(*         GroupTransferService.doWaitTransfer (GTS L79-146)               *)
+(* PUT_OK once the flush future is complete and the acks the master has   *)
+(* received cover nextOffset under the ack policy.                         *)
+(***************************************************************************)
+Respond(i) ==
+    /\ mstate = "UP"
+    /\ reqs[i].status = Waiting
+    /\ FlushLegDone(i)
+    /\ ReplicaCovered(reqs[i].off)
+    /\ reqs' = [reqs EXCEPT ![i].status = PutOK]
+    /\ inv_responses' = inv_responses \cup {Event(i, PutOK, "Respond")}
+    /\ UNCHANGED <<mstate, log, committed, flushed, durable, writable, haVars, replicaVars,
+                   aux_ctrs>>
+
+\* The request still lacks a leg, so a deadline can complete it.
+LegPending(i) ==
+    IF BugNoFlushDiskWatcher
+    THEN ~ReplicaCovered(reqs[i].off)   \* only GroupTransferService has a deadline
+    ELSE ~FlushLegDone(i) \/ ~ReplicaCovered(reqs[i].off)
+
+TimeoutApplies(i) ==
+    \/ reqs[i].status = Waiting /\ LegPending(i)
+    \/ BugDoubleResponse /\ reqs[i].status = PutOK /\ FlushMode = "SYNC_FLUSH"
+
+(***************************************************************************)
+(* ACTION: Timeout(i)                                                      *)
+(* WHO:    master, FlushDiskWatcher (flush leg) and GroupTransferService   *)
+(*         (replica leg), each with the request's own deadline             *)
+(* CODE:   FlushDiskWatcher.run (FDW L38-69), GTS deadLine check,          *)
+(*         4.x isSlaveOK -> SLAVE_NOT_AVAILABLE                            *)
+(* A deadline passes while a leg is still pending.  The spec has no       *)
+(* clock: a deadline may pass at any time, which also covers fail-fast    *)
+(* answers such as SLAVE_NOT_AVAILABLE at registration.  The first        *)
+(* completion wins; the status follows thenCombine's precedence.          *)
+(***************************************************************************)
+Timeout(i) ==
+    /\ mstate = "UP"
+    /\ TimeoutApplies(i)
+    /\ reqs' = [reqs EXCEPT ![i].status = TimeoutStatus(i)]
+    /\ inv_responses' = inv_responses \cup {Event(i, TimeoutStatus(i), "Timeout")}
+    /\ UNCHANGED <<mstate, log, committed, flushed, durable, writable, haVars, replicaVars,
+                   aux_ctrs>>
+
+(***************************************************************************)
+(* ACTION: ReplicaConnect(r)                                               *)
+(* WHO:    replica HAClient connects; master AcceptSocketService /         *)
+(*         HAConnection reads the first report                             *)
+(* CODE:   DefaultHAClient.reportSlaveMaxOffset, DefaultHAConnection       *)
+(*         ReadSocketService (slaveRequestOffset), PR #3016's check        *)
+(* The slave reports its max offset; the master checks it against its own *)
+(* log (B3) and, unlike classic RocketMQ (B22), also that the slave's     *)
+(* records are its own.  A refused slave keeps its data and stays out.    *)
+(***************************************************************************)
+ReplicaConnect(r) ==
+    /\ mstate = "UP"
+    /\ rUp[r]
+    /\ ~connected[r]
+    /\ HandshakeAccepts(r)
+    /\ connected' = [connected EXCEPT ![r] = TRUE]
+    /\ ack' = [ack EXCEPT ![r] = Len(rlog[r])]
+    /\ push2SlaveMaxOffset' = Max(push2SlaveMaxOffset, Len(rlog[r]))
+    /\ UNCHANGED <<masterVars, syncStateSet, replicaVars, inv_responses, aux_ctrs>>
+
+\* How far HA may read: committed data only (readPosition), unless buggy.
+TransferLimit == IF BugTransferBeyondCommitted THEN Wrote ELSE committed
+
+(***************************************************************************)
+(* ACTION: Transfer(r)                                                     *)
+(* WHO:    master HAConnection.WriteSocketService -> replica HAClient      *)
+(* CODE:   DefaultHAConnection WriteSocketService (L274-375),              *)
+(*         getCommitLogData(nextTransferFromWhere); HAClient appends only  *)
+(*         when the batch offset equals its max offset (DHCli L184-244)    *)
+(* Replica r receives the next record at its end offset.  HA reads        *)
+(* through the page cache, so it never sees the transient-pool write      *)
+(* buffer: data waits for Commit (seed 001).  A batch of n records is n   *)
+(* Transfer steps.                                                         *)
+(***************************************************************************)
+Transfer(r) ==
+    /\ mstate = "UP"
+    /\ rUp[r]
+    /\ connected[r]
+    /\ Len(rlog[r]) < TransferLimit
+    /\ rlog' = [rlog EXCEPT ![r] = Append(@, log[Len(@) + 1])]
+    /\ UNCHANGED <<masterVars, haVars, rUp, inv_responses, aux_ctrs>>
+
+(***************************************************************************)
+(* ACTION: ReplicaAck(r)                                                   *)
+(* WHO:    replica HAClient reports; master HAConnection.ReadSocketService *)
+(* CODE:   DefaultHAClient.reportSlaveMaxOffset (DHCli L231-244),          *)
+(*         DefaultHAConnection L211-253, DefaultHAService                  *)
+(*         .notifyTransferSome (push2SlaveMaxOffset CAS max), GTS wakeup   *)
+(* The slave reports its max offset (page cache, not flushed).  The       *)
+(* master rejects a report beyond its own log by closing the connection   *)
+(* (never reached in a correct run; reachable under BugAcceptAckBeyondLog *)
+(* where it is accepted).                                                  *)
+(***************************************************************************)
+ReplicaAck(r) ==
+    /\ mstate = "UP"
+    /\ rUp[r]
+    /\ connected[r]
+    /\ ack[r] # Len(rlog[r])
+    /\ IF Len(rlog[r]) <= committed \/ BugAcceptAckBeyondLog
+       THEN /\ ack' = [ack EXCEPT ![r] = Len(rlog[r])]
+            /\ push2SlaveMaxOffset' = Max(push2SlaveMaxOffset, Len(rlog[r]))
+            /\ UNCHANGED connected
+       ELSE /\ connected' = [connected EXCEPT ![r] = FALSE]
+            /\ ack' = [ack EXCEPT ![r] = 0]
+            /\ UNCHANGED push2SlaveMaxOffset
+    /\ UNCHANGED <<masterVars, syncStateSet, replicaVars, inv_responses, aux_ctrs>>
+
+(***************************************************************************)
+(* ACTION: ReplicaCrash(r)                                                 *)
+(* WHO:    the replica's broker process dies                               *)
+(* CODE:   (environment)  HAConnection closed on the master side           *)
+(* The process dies; its page cache survives (replica power loss is not   *)
+(* modelled: acks are page-cache acks, rocketmq.md A4).                    *)
+(***************************************************************************)
+ReplicaCrash(r) ==
+    /\ rUp[r]
+    /\ rUp' = [rUp EXCEPT ![r] = FALSE]
+    /\ connected' = [connected EXCEPT ![r] = FALSE]
+    /\ ack' = [ack EXCEPT ![r] = 0]
+    /\ aux_ctrs' = [aux_ctrs EXCEPT !["replicaCrash"] = @ + 1]
+    /\ UNCHANGED <<masterVars, push2SlaveMaxOffset, syncStateSet, rlog, inv_responses>>
+
+(***************************************************************************)
+(* ACTION: ReplicaRestart(r)                                               *)
+(* WHO:    the replica's broker process starts again                       *)
+(* CODE:   BrokerStartup -> DefaultMessageStore.load/recover -> HAClient    *)
+(***************************************************************************)
+ReplicaRestart(r) ==
+    /\ ~rUp[r]
+    /\ rUp' = [rUp EXCEPT ![r] = TRUE]
+    /\ UNCHANGED <<masterVars, haVars, rlog, inv_responses, aux_ctrs>>
+
+\* What a dead master leaves behind: no connections, no acks in memory,
+\* waiting producers time out on their side.
+MasterGone ==
+    /\ connected' = [r \in Replicas |-> FALSE]
+    /\ ack' = [r \in Replicas |-> 0]
+    /\ push2SlaveMaxOffset' = 0
+    /\ UNCHANGED syncStateSet
+
+(***************************************************************************)
+(* ACTION: MasterProcessCrash                                              *)
+(* WHO:    the master's broker process dies (kill -9, OOM)                 *)
+(* CODE:   (environment); the abort file stays, recovery will be abnormal  *)
+(* The page cache survives; the transient-pool write buffer is user-space *)
+(* memory and is lost with the process.                                    *)
+(***************************************************************************)
+MasterProcessCrash ==
+    /\ mstate = "UP"
+    /\ mstate' = "PROC_DOWN"
+    /\ log' = SubSeq(log, 1, committed)
+    /\ writable' = TRUE
+    /\ reqs' = AbortWaiting(reqs)
+    /\ inv_responses' = inv_responses \cup AbortEvents
+    /\ MasterGone
+    /\ aux_ctrs' = [aux_ctrs EXCEPT !["masterProcessCrash"] = @ + 1]
+    /\ UNCHANGED <<committed, flushed, durable, replicaVars>>
+
+(***************************************************************************)
+(* ACTION: MasterMachineCrash                                              *)
+(* WHO:    the master's machine loses power (or the OS crashes)            *)
+(* CODE:   (environment)                                                   *)
+(* Only part of what was not fsync'd reaches the disk: any prefix between *)
+(* the durable offset and the end of the page cache survives, possibly    *)
+(* followed by one partly written (torn) record.  It can also strike a    *)
+(* master whose process already died, before the page cache was written. *)
+(***************************************************************************)
+MasterMachineCrash ==
+    /\ mstate \in {"UP", "PROC_DOWN"}
+    /\ \E keep \in durable..committed, torn \in BOOLEAN :
+         /\ torn => keep < committed
+         /\ log' = SubSeq(log, 1, keep) \o (IF torn THEN <<Torn>> ELSE <<>>)
+         /\ committed' = keep /\ flushed' = keep /\ durable' = keep
+    /\ mstate' = "MACHINE_DOWN"
+    /\ writable' = TRUE
+    /\ reqs' = AbortWaiting(reqs)
+    /\ inv_responses' = inv_responses \cup AbortEvents
+    /\ MasterGone
+    /\ aux_ctrs' = [aux_ctrs EXCEPT !["masterMachineCrash"] = @ + 1]
+    /\ UNCHANGED replicaVars
+
+(***************************************************************************)
+(* ACTION: Recover                                                         *)
+(* WHO:    the master's broker process starts again                        *)
+(* CODE:   DefaultMessageStore.load/recover, CommitLog.recoverAbnormally   *)
+(*         (CL L731-862): CRC scan, truncateDirtyFiles(processOffset)      *)
+(* The scan stops at the first record whose CRC fails and truncates       *)
+(* there.  Our store then fsyncs what it kept, so every watermark equals  *)
+(* the recovered length (RocketMQ sets flushedWhere without forcing).     *)
+(***************************************************************************)
+Recover ==
+    /\ mstate # "UP"
+    /\ LET kept == RecoveredLog(log)
+       IN /\ log' = kept
+          /\ committed' = Len(kept) /\ flushed' = Len(kept) /\ durable' = Len(kept)
+    /\ mstate' = "UP"
+    /\ writable' = TRUE
+    /\ UNCHANGED <<reqs, haVars, replicaVars, inv_responses, aux_ctrs>>
+
+MasterNext ==
+    \/ Put \/ Commit \/ Flush \/ FlushFail
+    \/ \E i \in DOMAIN reqs : Respond(i) \/ Timeout(i)
+    \/ MasterProcessCrash \/ MasterMachineCrash \/ Recover
+
+ReplicaNext ==
+    \E r \in Replicas :
+        \/ ReplicaConnect(r) \/ Transfer(r) \/ ReplicaAck(r)
+        \/ ReplicaCrash(r) \/ ReplicaRestart(r)
+
+Next == MasterNext \/ ReplicaNext
+
+\* Fairness only on progress and healing actions: puts, crashes and fsync
+\* failures are the environment's choice and may never happen.  Request ids
+\* are unbounded in the spec, so the MC module says which ids to quantify.
+RespondIf(i) == i \in DOMAIN reqs /\ Respond(i)
+TimeoutIf(i) == i \in DOMAIN reqs /\ Timeout(i)
+
+FairnessOver(ids) ==
+    /\ WF_vars(Commit)
+    /\ WF_vars(Flush)
+    /\ WF_vars(Recover)
+    /\ \A r \in Replicas : /\ WF_vars(ReplicaConnect(r)) /\ WF_vars(Transfer(r))
+                           /\ WF_vars(ReplicaAck(r)) /\ WF_vars(ReplicaRestart(r))
+    /\ \A i \in ids : WF_vars(RespondIf(i)) /\ WF_vars(TimeoutIf(i))
+
+SpecOver(ids) == Init /\ [][Next]_vars /\ FairnessOver(ids)
+=============================================================================

@@ -1,0 +1,107 @@
+----------------------------- MODULE MCAckOrder -----------------------------
+(***************************************************************************)
+(* Model-checking wrapper: bounds, bug selection, VIEW and symmetry.      *)
+(* The spec modules are unbounded; only perturbations (puts, crashes,     *)
+(* fsync failures) are bounded here, never the healing actions (flush,    *)
+(* commit, transfer, ack, restart, recover, deadlines), so liveness stays  *)
+(* meaningful.  A cfg names at most one bug: ActiveBug turns on exactly    *)
+(* the boolean constant of that name in the spec (all others FALSE).       *)
+(***************************************************************************)
+EXTENDS Naturals, Sequences, FiniteSets, TLC
+
+CONSTANTS
+    Replicas, FlushMode, ReplMode, TransientStorePool, AckPolicy, InSyncReplicas, FileSize,
+    ActiveBug,                \* "none" or the name of one Bug* constant
+    MaxPuts,                  \* requests the producers issue
+    MaxMasterProcessCrashes,
+    MaxMasterMachineCrashes,
+    MaxReplicaCrashes,        \* summed over all replicas
+    MaxFsyncFailures
+
+VARIABLES
+    mstate, log, committed, flushed, durable, writable, reqs,
+    connected, ack, push2SlaveMaxOffset, syncStateSet,
+    rlog, rUp, inv_responses, aux_ctrs
+
+BugNames == {"none", "BugAckOnWrote", "BugAckOnCommitted", "BugTransferBeyondCommitted",
+             "BugAnyReplicaForAllInSync", "BugTimeoutAsOK", "BugFlushOneFileReleasesAll",
+             "BugRecoveryKeepsTorn", "BugAcceptAckBeyondLog", "BugHandshakeOffsetOnly",
+             "BugFlushIgnoresFsyncError", "BugDoubleResponse", "BugNoFlushDiskWatcher"}
+
+ASSUME ActiveBug \in BugNames
+ASSUME /\ MaxPuts \in Nat
+       /\ {MaxMasterProcessCrashes, MaxMasterMachineCrashes,
+           MaxReplicaCrashes, MaxFsyncFailures} \subseteq Nat
+
+AO == INSTANCE AckOrderProperties WITH
+        BugAckOnWrote              <- ActiveBug = "BugAckOnWrote",
+        BugAckOnCommitted          <- ActiveBug = "BugAckOnCommitted",
+        BugTransferBeyondCommitted <- ActiveBug = "BugTransferBeyondCommitted",
+        BugAnyReplicaForAllInSync  <- ActiveBug = "BugAnyReplicaForAllInSync",
+        BugTimeoutAsOK             <- ActiveBug = "BugTimeoutAsOK",
+        BugFlushOneFileReleasesAll <- ActiveBug = "BugFlushOneFileReleasesAll",
+        BugRecoveryKeepsTorn       <- ActiveBug = "BugRecoveryKeepsTorn",
+        BugAcceptAckBeyondLog      <- ActiveBug = "BugAcceptAckBeyondLog",
+        BugHandshakeOffsetOnly     <- ActiveBug = "BugHandshakeOffsetOnly",
+        BugFlushIgnoresFsyncError  <- ActiveBug = "BugFlushIgnoresFsyncError",
+        BugDoubleResponse          <- ActiveBug = "BugDoubleResponse",
+        BugNoFlushDiskWatcher      <- ActiveBug = "BugNoFlushDiskWatcher"
+
+ASSUME AO!ConfigOK
+
+vars == AO!vars
+Init == AO!Init
+RequestIds == 1..MaxPuts
+
+MCPut                == Len(reqs) < MaxPuts /\ AO!Put
+MCFlushFail          == aux_ctrs["fsyncFailure"] < MaxFsyncFailures /\ AO!FlushFail
+MCMasterProcessCrash == aux_ctrs["masterProcessCrash"] < MaxMasterProcessCrashes /\ AO!MasterProcessCrash
+MCMasterMachineCrash == aux_ctrs["masterMachineCrash"] < MaxMasterMachineCrashes /\ AO!MasterMachineCrash
+MCReplicaCrash(r)    == aux_ctrs["replicaCrash"] < MaxReplicaCrashes /\ AO!ReplicaCrash(r)
+
+\* AckOrder!Next with the perturbations bounded (same disjuncts, same order).
+MCNext ==
+    \/ MCPut \/ AO!Commit \/ AO!Flush \/ MCFlushFail
+    \/ \E i \in DOMAIN reqs : AO!Respond(i) \/ AO!Timeout(i)
+    \/ MCMasterProcessCrash \/ MCMasterMachineCrash \/ AO!Recover
+    \/ \E r \in Replicas :
+         \/ AO!ReplicaConnect(r) \/ AO!Transfer(r) \/ AO!ReplicaAck(r)
+         \/ MCReplicaCrash(r) \/ AO!ReplicaRestart(r)
+
+MCSpec == Init /\ [][MCNext]_vars /\ AO!FairnessOver(RequestIds)
+
+\* Properties, under the names the cfgs and tla/manifest.json use.
+TypeOK                 == AO!TypeOK
+WatermarksOrdered      == AO!WatermarksOrdered
+LogMatching            == AO!LogMatching
+NoAckBeforeFlush       == AO!NoAckBeforeFlush
+NoAckBeforeReplicas    == AO!NoAckBeforeReplicas
+AckedSurvivesCrash     == AO!AckedSurvivesCrash
+OneResponsePerRequest  == AO!OneResponsePerRequest
+TimeoutIsError         == AO!TimeoutIsError
+AmbiguousAckOrdered    == AO!AmbiguousAckOrdered
+EveryRequestAnswered   == AO!EveryRequestAnsweredFor(RequestIds)
+
+Debug_NoPutOkUnderSyncMaster == AO!Debug_NoPutOkUnderSyncMaster
+Debug_NoReplicaAhead         == AO!Debug_NoReplicaAhead
+Debug_NoTornTail             == AO!Debug_NoTornTail
+Debug_NoAmbiguousSurvivor    == AO!Debug_NoAmbiguousSurvivor
+Debug_NoBatchRelease         == AO!Debug_NoBatchRelease
+
+(***************************************************************************)
+(* VIEW: every variable except the raw ghost history, which is replaced   *)
+(* by its digest (status, cause, and the outcome of each ack-time check).  *)
+(* The digest is what the properties read, so a state is merged only with *)
+(* states that agree on every property and on every future: state counts  *)
+(* do not depend on TLC's exploration order, and spec/ reproduces them.    *)
+(* The aux_ counters gate the perturbations, so they stay in the VIEW:    *)
+(* dropping them would merge states with different futures.                *)
+(***************************************************************************)
+View == <<mstate, log, committed, flushed, durable, writable, reqs,
+          connected, ack, push2SlaveMaxOffset, syncStateSet,
+          rlog, rUp, aux_ctrs, AO!ResponseDigest>>
+
+\* Replicas are interchangeable (ack policies count them, never name one).
+\* Used by the large cfgs only; never with liveness.
+Symmetry == Permutations(Replicas)
+=============================================================================

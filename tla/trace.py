@@ -1,0 +1,83 @@
+"""TLC counterexamples, read back into the Python twin.
+
+Each TLC trace state becomes a ``spec.state.State``; each step is then
+matched against the twin's successors of the previous state.  That names
+the parameters TLC does not print (``Respond(2)``, ``Transfer(r1)``) and is
+a cross-check of the twin: every TLC step must be a twin step.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from spec.actions import successors
+from spec.config import Bounds, Config
+from spec.state import Counters, Request, ResponseEvent, State
+from tla.tlcout import TraceState
+from tla.values import FunctionValue, Record, parse_value
+
+
+class TraceMismatch(AssertionError):
+    """A TLC step that the twin cannot take."""
+
+
+def _names(value) -> frozenset[str]:
+    return frozenset(str(v) for v in value)
+
+
+def _per_replica(cfg: Config, fn, convert=lambda v: v) -> tuple:
+    if not isinstance(fn, FunctionValue):
+        raise TraceMismatch(f"expected a function over Replicas, got {fn!r}")
+    by_name = {str(k): v for k, v in fn.items()}
+    return tuple(convert(by_name[r]) for r in cfg.replicas)
+
+
+def state_from_tlc(cfg: Config, assignments: dict[str, str]) -> State:
+    v = {name: parse_value(text) for name, text in assignments.items()}
+    reqs = tuple(Request(r["off"], r["flushDone"], r["status"]) for r in v["reqs"])
+    events = frozenset(
+        ResponseEvent(
+            id=e["id"], off=e["off"], status=e["status"], cause=e["cause"], wrote=e["wrote"],
+            committed=e["committed"], flushed=e["flushed"], durable=e["durable"],
+            holders=_names(e["holders"]), sss=_names(e["sss"]),
+        )
+        for e in v["inv_responses"]
+    )
+    ctrs: Record = v["aux_ctrs"]
+    return State(
+        mstate=v["mstate"], log=tuple(v["log"]), committed=v["committed"], flushed=v["flushed"],
+        durable=v["durable"], writable=v["writable"], reqs=reqs,
+        connected=_per_replica(cfg, v["connected"]), ack=_per_replica(cfg, v["ack"]),
+        push2SlaveMaxOffset=v["push2SlaveMaxOffset"], syncStateSet=_names(v["syncStateSet"]),
+        rlog=_per_replica(cfg, v["rlog"], tuple), rUp=_per_replica(cfg, v["rUp"]),
+        inv_responses=events, aux_ctrs=Counters(**dict(ctrs)),
+    )
+
+
+@attrs.frozen
+class TwinStep:
+    label: str          # the twin's action label, parameters included
+    state: State | None
+
+
+def replay_in_twin(cfg: Config, bounds: Bounds, trace: list[TraceState]) -> list[TwinStep]:
+    """Match every TLC step with a twin step; raise TraceMismatch if one has none."""
+    out: list[TwinStep] = []
+    previous: State | None = None
+    for step in trace:
+        if step.action == "Stuttering" or step.action.startswith("Back to"):
+            out.append(TwinStep(step.action, previous))
+            continue
+        state = state_from_tlc(cfg, step.as_dict())
+        if previous is None:
+            label = "Init"
+        else:
+            labels = [lab for lab, t in successors(cfg, bounds, previous) if t == state]
+            if not labels:
+                raise TraceMismatch(f"TLC step {step.number} ({step.action}) is not a step of the twin")
+            matching = [lab for lab in labels if lab.split("(")[0] == step.action]
+            label = (matching or labels)[0]
+        out.append(TwinStep(label, state))
+        previous = state
+    return out
+
