@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "Python >= 3.11 is required (found $$($(PYTHON) --version 2>&1)); set PYTHON=python3.11"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	@echo "installing ackorder and its dependencies into $(VENV) (a few minutes on a fresh machine)"
+	$(PY) -m pip install -qq --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -qq --disable-pip-version-check -e .
 	@touch $(STAMP)
 
 # TLC needs a Java runtime; install Debian's default one when we can.
