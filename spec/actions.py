@@ -16,7 +16,7 @@ import attrs
 from spec.config import Bounds, Config
 from spec.functions import (
     event, file_end, flush_leg_done, handshake_accepts, recovered_log, replica_covered,
-    timeout_status,
+    timeout_statuses,
 )
 from spec.state import (
     CLIENT_TIMEOUT, MACHINE_DOWN, PROC_DOWN, PUT_OK, SERVICE_NOT_AVAILABLE, TORN, UP,
@@ -70,31 +70,42 @@ def put(cfg: Config, s: State) -> list[State]:
 
 
 def commit(cfg: Config, s: State) -> list[State]:
-    """Master CommitRealTimeService (transient store pool only)."""
+    """Master CommitRealTimeService (transient store pool only): up to what was written."""
     if not (cfg.transient_store_pool and s.mstate == UP and s.committed < s.wrote):
         return []
-    return [evolve(s, committed=min(s.wrote, file_end(cfg, s.committed)))]
+    reach = min(s.wrote, file_end(cfg, s.committed))
+    return [evolve(s, committed=target) for target in range(s.committed + 1, reach + 1)]
 
 
-def flush_target(cfg: Config, s: State) -> int:
-    return min(s.committed, file_end(cfg, s.flushed))
+def flush_targets(cfg: Config, s: State) -> range:
+    """The offsets one fsync can leave flushed at (up to FlushTarget)."""
+    return range(s.flushed + 1, min(s.committed, file_end(cfg, s.flushed)) + 1)
 
 
 def release(cfg: Config, s: State, target: int) -> tuple[Request, ...]:
-    """Release(rs, ReleaseBound(target)): group commit completes every waiter."""
+    """Release(rs, ReleaseBound(target)): group commit completes every waiter.
+
+    Only requests whose record lies between the old flushed offset and the
+    bound can change (a waiter below the old flushed offset was released by
+    an earlier flush), so only those log positions are visited."""
     bound = s.committed if cfg.bug("BugFlushOneFileReleasesAll") else target
-    return tuple(
-        evolve(r, flush_done=True) if r.status == WAITING and not r.flush_done and r.off <= bound else r
-        for r in s.reqs
-    )
+    reqs = None
+    for pos in range(s.flushed, min(bound, len(s.log))):
+        rid = s.log[pos]
+        if rid == TORN or rid > len(s.reqs):
+            continue
+        r = s.reqs[rid - 1]
+        if r.status == WAITING and not r.flush_done and r.off <= bound:
+            reqs = reqs or list(s.reqs)
+            reqs[rid - 1] = evolve(r, flush_done=True)
+    return s.reqs if reqs is None else tuple(reqs)
 
 
 def flush(cfg: Config, s: State) -> list[State]:
     """Master GroupCommitService (SYNC_FLUSH) / FlushRealTimeService (ASYNC_FLUSH)."""
     if not (s.mstate == UP and s.writable and s.flushed < s.committed):
         return []
-    target = flush_target(cfg, s)
-    return [evolve(s, flushed=target, durable=target, reqs=release(cfg, s, target))]
+    return [evolve(s, flushed=t, durable=t, reqs=release(cfg, s, t)) for t in flush_targets(cfg, s)]
 
 
 def flush_fail(cfg: Config, s: State) -> list[State]:
@@ -103,8 +114,7 @@ def flush_fail(cfg: Config, s: State) -> list[State]:
         return []
     ctrs = _bump(s, "fsyncFailure")
     if cfg.bug("BugFlushIgnoresFsyncError"):
-        target = flush_target(cfg, s)
-        return [evolve(s, flushed=target, reqs=release(cfg, s, target), aux_ctrs=ctrs)]
+        return [evolve(s, flushed=t, reqs=release(cfg, s, t), aux_ctrs=ctrs) for t in flush_targets(cfg, s)]
     return [evolve(s, writable=False, aux_ctrs=ctrs)]
 
 
@@ -138,11 +148,10 @@ def timeout(cfg: Config, s: State, i: int) -> list[State]:
     """Master FlushDiskWatcher / GroupTransferService: a deadline passes."""
     if not (s.mstate == UP and timeout_applies(cfg, s, i)):
         return []
-    status = timeout_status(cfg, s, i)
     return [evolve(
         s, reqs=_set(s.reqs, i - 1, evolve(s.reqs[i - 1], status=status)),
         inv_responses=s.inv_responses | {event(cfg, s, i, status, "Timeout")},
-    )]
+    ) for status in timeout_statuses(cfg, s, i)]
 
 
 def _abort_waiting(cfg: Config, s: State) -> tuple[tuple[Request, ...], frozenset[ResponseEvent]]:
@@ -218,14 +227,25 @@ def transfer(cfg: Config, s: State, k: int) -> list[State]:
 
 
 def replica_ack(cfg: Config, s: State, k: int) -> list[State]:
-    """Replica reports its max offset; the master records or rejects it."""
-    reported = len(s.rlog[k])
-    if not (s.mstate == UP and s.rUp[k] and s.connected[k] and s.ack[k] != reported):
+    """Replica reports an offset above its last ack; the master records or rejects it."""
+    if not (s.mstate == UP and s.rUp[k] and s.connected[k]):
         return []
-    if reported <= s.committed or cfg.bug("BugAcceptAckBeyondLog"):
-        return [evolve(s, ack=_set(s.ack, k, reported),
-                       push2SlaveMaxOffset=max(s.push2SlaveMaxOffset, reported))]
-    return [evolve(s, connected=_set(s.connected, k, False), ack=_set(s.ack, k, 0))]
+    out = []
+    for reported in range(s.ack[k] + 1, len(s.rlog[k]) + 1):
+        if reported <= s.committed or cfg.bug("BugAcceptAckBeyondLog"):
+            out.append(evolve(s, ack=_set(s.ack, k, reported),
+                              push2SlaveMaxOffset=max(s.push2SlaveMaxOffset, reported)))
+        else:
+            out.append(evolve(s, connected=_set(s.connected, k, False), ack=_set(s.ack, k, 0)))
+    return out
+
+
+def replica_disconnect(cfg: Config, s: State, k: int) -> list[State]:
+    """The network drops the HA connection; both processes live on."""
+    if not s.connected[k]:
+        return []
+    return [evolve(s, connected=_set(s.connected, k, False), ack=_set(s.ack, k, 0),
+                   aux_ctrs=_bump(s, "replicaDisconnect"))]
 
 
 def replica_crash(cfg: Config, s: State, k: int) -> list[State]:
@@ -280,6 +300,9 @@ def successors(cfg: Config, bounds: Bounds, s: State) -> Iterator[tuple[str, Sta
             yield f"Transfer({r})", t
         for t in replica_ack(cfg, s, k):
             yield f"ReplicaAck({r})", t
+        if c.replicaDisconnect < bounds.max_replica_disconnects:
+            for t in replica_disconnect(cfg, s, k):
+                yield f"ReplicaDisconnect({r})", t
         if c.replicaCrash < bounds.max_replica_crashes:
             for t in replica_crash(cfg, s, k):
                 yield f"ReplicaCrash({r})", t

@@ -144,7 +144,8 @@ _CONFIG_CONSTANTS = {
 _BOUND_CONSTANTS = {
     "MaxPuts": "max_puts", "MaxMasterProcessCrashes": "max_master_process_crashes",
     "MaxMasterMachineCrashes": "max_master_machine_crashes",
-    "MaxReplicaCrashes": "max_replica_crashes", "MaxFsyncFailures": "max_fsync_failures",
+    "MaxReplicaCrashes": "max_replica_crashes", "MaxReplicaDisconnects": "max_replica_disconnects",
+    "MaxFsyncFailures": "max_fsync_failures",
 }
 
 

@@ -93,6 +93,7 @@ class Bounds:
     max_master_process_crashes: int = attrs.field(default=1, validator=_nat)
     max_master_machine_crashes: int = attrs.field(default=1, validator=_nat)
     max_replica_crashes: int = attrs.field(default=1, validator=_nat)
+    max_replica_disconnects: int = attrs.field(default=1, validator=_nat)
     max_fsync_failures: int = attrs.field(default=1, validator=_nat)
 
 
@@ -101,5 +102,6 @@ UNBOUNDED = Bounds(
     max_master_process_crashes=10**9,
     max_master_machine_crashes=10**9,
     max_replica_crashes=10**9,
+    max_replica_disconnects=10**9,
     max_fsync_failures=10**9,
 )

@@ -10,6 +10,7 @@ tests compare against tla/manifest.json.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Hashable
 
 import attrs
@@ -56,10 +57,9 @@ class Graph:
 
 
 def view_function(cfg: Config, cfgfile_view: str | None) -> Callable[[State], Hashable]:
+    """MCAckOrder's View or SymmetricView, or the whole state when the cfg has no VIEW."""
     if cfgfile_view is None:
         return lambda s: s
-    if cfgfile_view != "View":
-        raise ConfigError(f"VIEW {cfgfile_view}: the twin knows only MCAckOrder!View")
 
     def view(s: State) -> Hashable:
         return (
@@ -68,7 +68,20 @@ def view_function(cfg: Config, cfgfile_view: str | None) -> Callable[[State], Ha
             s.aux_ctrs, response_digest(cfg, s),
         )
 
-    return view
+    def symmetric_view(s: State) -> Hashable:
+        per_replica = Counter(
+            (s.connected[k], s.ack[k], s.rlog[k], s.rUp[k], r in s.syncStateSet)
+            for k, r in enumerate(cfg.replicas)
+        )
+        return (
+            s.mstate, s.log, s.committed, s.flushed, s.durable, s.writable, s.reqs,
+            s.push2SlaveMaxOffset, s.aux_ctrs, response_digest(cfg, s), frozenset(per_replica.items()),
+        )
+
+    views = {"View": view, "SymmetricView": symmetric_view}
+    if cfgfile_view not in views:
+        raise ConfigError(f"VIEW {cfgfile_view}: the twin knows {', '.join(views)}")
+    return views[cfgfile_view]
 
 
 def _trace(states: list[State], parent: list[int], label: list[str], idx: int):
@@ -170,6 +183,8 @@ def explore_cfg(cfgfile: CfgFile, **kwargs) -> ExploreResult:
     from spec.liveness import check_every_request_answered
 
     cfg, bounds = model_from_cfg(cfgfile)
+    if cfgfile.symmetry is not None:
+        raise ConfigError(f"{cfgfile.path}: SYMMETRY is not supported by the twin; use VIEW SymmetricView")
     invariants = tuple(cfgfile.invariants)
     action_props = tuple(p for p in cfgfile.properties if p in ACTION_PROPERTIES)
     liveness = tuple(p for p in cfgfile.properties if p in LIVENESS_PROPERTIES)

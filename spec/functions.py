@@ -70,12 +70,15 @@ def any_replica_connected(s: State) -> bool:
     return any(s.connected)
 
 
-def timeout_status(cfg: Config, s: State, i: int) -> str:
+def timeout_statuses(cfg: Config, s: State, i: int) -> tuple[str, ...]:
+    """TimeoutStatuses(i): thenCombine's precedence over the pending legs."""
     if cfg.bug("BugTimeoutAsOK"):
-        return PUT_OK
+        return (PUT_OK,)
     if not replica_covered(cfg, s, s.reqs[i - 1].off):
-        return FLUSH_SLAVE_TIMEOUT if any_replica_connected(s) else SLAVE_NOT_AVAILABLE
-    return FLUSH_DISK_TIMEOUT
+        if any_replica_connected(s):
+            return (FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE)
+        return (SLAVE_NOT_AVAILABLE,)
+    return (FLUSH_DISK_TIMEOUT,)
 
 
 def handshake_accepts(cfg: Config, s: State, k: int) -> bool:

@@ -30,8 +30,6 @@ CAUSES = frozenset({"Respond", "Timeout", "Reject", "Crash"})
 UP, PROC_DOWN, MACHINE_DOWN = "UP", "PROC_DOWN", "MACHINE_DOWN"
 MASTER_STATES = frozenset({UP, PROC_DOWN, MACHINE_DOWN})
 
-# aux_ctrs keys, in TLC's record-field order (alphabetical) for printing.
-COUNTER_KINDS = ("fsyncFailure", "masterMachineCrash", "masterProcessCrash", "replicaCrash")
 
 
 @attrs.frozen(slots=True)
@@ -66,6 +64,7 @@ class Counters:
     masterProcessCrash: int = 0
     masterMachineCrash: int = 0
     replicaCrash: int = 0
+    replicaDisconnect: int = 0
     fsyncFailure: int = 0
 
 

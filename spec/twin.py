@@ -40,11 +40,6 @@ class TwinCheck:
         return out
 
 
-def checkable(model: Model) -> bool:
-    """The twin reproduces TLC's counts for cfgs without SYMMETRY."""
-    return load_cfg(model.cfg_path).symmetry is None
-
-
 def check(model: Model) -> TwinCheck:
     result = explore_cfg(load_cfg(model.cfg_path))
     also = result.violation.also_violated if result.violation else ()
@@ -55,7 +50,7 @@ def check(model: Model) -> TwinCheck:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("twin", help="check the Python twin against TLC's recorded results",
-                       description="Explore spec/ (the Python twin) on each cfg without SYMMETRY and "
+                       description="Explore spec/ (the Python twin) on the cfgs (default: the small ones) and "
                                    "compare outcome, distinct states and depth with tla/manifest.json.")
     p.add_argument("models", nargs="*", metavar="MODEL", help="model names (default: every small model)")
     p.set_defaults(func=main)
@@ -65,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
     console = make_console()
     try:
         size = None if args.models else "small"
-        models = [m for m in select(load_manifest(), args.models, size) if checkable(m)]
+        models = select(load_manifest(), args.models, size)
     except ManifestError as err:
         console.print(f"[bold red]error:[/] {err}")
         return 2

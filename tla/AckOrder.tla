@@ -70,19 +70,20 @@ Put ==
 (* CODE:   CommitLog.CommitRealTimeService (CL L1479-1532),               *)
 (*         MappedFileQueue.commit / DefaultMappedFile.commit (MF L567-610) *)
 (* Copies the write buffer of the file holding committedWhere into the    *)
-(* FileChannel (page cache).  One call never crosses a file end.  The     *)
-(* commit-least-pages rule only decides WHEN this runs, so it is a guard  *)
-(* of the implementation, not of the spec.                                 *)
+(* FileChannel (page cache).  One call never crosses a file end, and it    *)
+(* copies what had been written when it started: any amount up to there.  *)
+(* The commit-least-pages rule only decides WHEN this runs, so it is a     *)
+(* guard of the implementation, not of the spec.                           *)
 (***************************************************************************)
 Commit ==
     /\ TransientStorePool
     /\ mstate = "UP"
     /\ committed < Wrote
-    /\ committed' = Min(Wrote, FileEnd(committed))
+    /\ \E target \in (committed + 1)..Min(Wrote, FileEnd(committed)) : committed' = target
     /\ UNCHANGED <<mstate, log, flushed, durable, writable, reqs, haVars, replicaVars,
                    inv_responses, aux_ctrs>>
 
-\* The flush target of one MappedFileQueue.flush(0): the file holding
+\* How far one MappedFileQueue.flush(0) can reach: the file holding
 \* flushedWhere, up to its read position (committed data only).
 FlushTarget == Min(committed, FileEnd(flushed))
 
@@ -100,18 +101,22 @@ ReleaseBound(target) == IF BugFlushOneFileReleasesAll THEN committed ELSE target
 (*         FlushRealTimeService (ASYNC_FLUSH)                              *)
 (* CODE:   GroupCommitService.doCommit (CL L1661-1767),                    *)
 (*         MappedFileQueue.flush (MFQ L658-673), DefaultMappedFile.flush   *)
-(* One fsync of the file holding flushedWhere, up to committed data.      *)
-(* Every waiting request whose nextOffset is now flushed has its flush    *)
-(* future completed in the same step.  A message that rolled into the     *)
-(* next file needs a second Flush: "flush up to twice" is two steps here.  *)
+(* One fsync of the file holding flushedWhere.  It covers the committed   *)
+(* data of that file as of when it started, so the new flushed offset is   *)
+(* anywhere up to there (data committed while the fsync ran is not         *)
+(* covered).  Every waiting request whose nextOffset is now flushed has    *)
+(* its flush future completed in the same step.  A message that rolled     *)
+(* into the next file needs a second Flush: "flush up to twice" is two     *)
+(* steps here.                                                             *)
 (***************************************************************************)
 Flush ==
     /\ mstate = "UP"
     /\ writable
     /\ flushed < committed
-    /\ flushed' = FlushTarget
-    /\ durable' = FlushTarget
-    /\ reqs' = Release(reqs, ReleaseBound(FlushTarget))
+    /\ \E target \in (flushed + 1)..FlushTarget :
+         /\ flushed' = target
+         /\ durable' = target
+         /\ reqs' = Release(reqs, ReleaseBound(target))
     /\ UNCHANGED <<mstate, log, committed, writable, haVars, replicaVars,
                    inv_responses, aux_ctrs>>
 
@@ -129,8 +134,9 @@ FlushFail ==
     /\ writable
     /\ flushed < committed
     /\ IF BugFlushIgnoresFsyncError
-       THEN /\ flushed' = FlushTarget
-            /\ reqs' = Release(reqs, ReleaseBound(FlushTarget))
+       THEN /\ \E target \in (flushed + 1)..FlushTarget :
+                 /\ flushed' = target
+                 /\ reqs' = Release(reqs, ReleaseBound(target))
             /\ UNCHANGED writable
        ELSE /\ writable' = FALSE
             /\ UNCHANGED <<flushed, reqs>>
@@ -175,13 +181,15 @@ TimeoutApplies(i) ==
 (* A deadline passes while a leg is still pending.  The spec has no       *)
 (* clock: a deadline may pass at any time, which also covers fail-fast    *)
 (* answers such as SLAVE_NOT_AVAILABLE at registration.  The first        *)
-(* completion wins; the status follows thenCombine's precedence.          *)
+(* completion wins; the status follows thenCombine's precedence over the  *)
+(* legs still pending at that moment.                                      *)
 (***************************************************************************)
 Timeout(i) ==
     /\ mstate = "UP"
     /\ TimeoutApplies(i)
-    /\ reqs' = [reqs EXCEPT ![i].status = TimeoutStatus(i)]
-    /\ inv_responses' = inv_responses \cup {Event(i, TimeoutStatus(i), "Timeout")}
+    /\ \E status \in TimeoutStatuses(i) :
+         /\ reqs' = [reqs EXCEPT ![i].status = status]
+         /\ inv_responses' = inv_responses \cup {Event(i, status, "Timeout")}
     /\ UNCHANGED <<mstate, log, committed, flushed, durable, writable, haVars, replicaVars,
                    aux_ctrs>>
 
@@ -233,23 +241,25 @@ Transfer(r) ==
 (* CODE:   DefaultHAClient.reportSlaveMaxOffset (DHCli L231-244),          *)
 (*         DefaultHAConnection L211-253, DefaultHAService                  *)
 (*         .notifyTransferSome (push2SlaveMaxOffset CAS max), GTS wakeup   *)
-(* The slave reports its max offset (page cache, not flushed).  The       *)
-(* master rejects a report beyond its own log by closing the connection   *)
-(* (never reached in a correct run; reachable under BugAcceptAckBeyondLog *)
-(* where it is accepted).                                                  *)
+(* The slave reports its max offset (page cache, not flushed).  A report  *)
+(* travels while more data arrives, so it may be below what the slave     *)
+(* holds by the time the master reads it: any offset above the last ack.  *)
+(* The master rejects a report beyond its own log by closing the           *)
+(* connection (never reached in a correct run; reachable under             *)
+(* BugAcceptAckBeyondLog, where it is accepted).                           *)
 (***************************************************************************)
 ReplicaAck(r) ==
     /\ mstate = "UP"
     /\ rUp[r]
     /\ connected[r]
-    /\ ack[r] # Len(rlog[r])
-    /\ IF Len(rlog[r]) <= committed \/ BugAcceptAckBeyondLog
-       THEN /\ ack' = [ack EXCEPT ![r] = Len(rlog[r])]
-            /\ push2SlaveMaxOffset' = Max(push2SlaveMaxOffset, Len(rlog[r]))
-            /\ UNCHANGED connected
-       ELSE /\ connected' = [connected EXCEPT ![r] = FALSE]
-            /\ ack' = [ack EXCEPT ![r] = 0]
-            /\ UNCHANGED push2SlaveMaxOffset
+    /\ \E reported \in (ack[r] + 1)..Len(rlog[r]) :
+         IF reported <= committed \/ BugAcceptAckBeyondLog
+         THEN /\ ack' = [ack EXCEPT ![r] = reported]
+              /\ push2SlaveMaxOffset' = Max(push2SlaveMaxOffset, reported)
+              /\ UNCHANGED connected
+         ELSE /\ connected' = [connected EXCEPT ![r] = FALSE]
+              /\ ack' = [ack EXCEPT ![r] = 0]
+              /\ UNCHANGED push2SlaveMaxOffset
     /\ UNCHANGED <<masterVars, syncStateSet, replicaVars, inv_responses, aux_ctrs>>
 
 (***************************************************************************)
@@ -266,6 +276,21 @@ ReplicaCrash(r) ==
     /\ ack' = [ack EXCEPT ![r] = 0]
     /\ aux_ctrs' = [aux_ctrs EXCEPT !["replicaCrash"] = @ + 1]
     /\ UNCHANGED <<masterVars, push2SlaveMaxOffset, syncStateSet, rlog, inv_responses>>
+
+(***************************************************************************)
+(* ACTION: ReplicaDisconnect(r)                                            *)
+(* WHO:    the network between the master and a slave                      *)
+(* CODE:   HAConnection closed on a socket error or heartbeat expiry        *)
+(*         (haHousekeepingInterval); HAClient.closeMaster                  *)
+(* The connection drops while both processes live; the master forgets    *)
+(* the acks of that connection (push2SlaveMaxOffset keeps its maximum).   *)
+(***************************************************************************)
+ReplicaDisconnect(r) ==
+    /\ connected[r]
+    /\ connected' = [connected EXCEPT ![r] = FALSE]
+    /\ ack' = [ack EXCEPT ![r] = 0]
+    /\ aux_ctrs' = [aux_ctrs EXCEPT !["replicaDisconnect"] = @ + 1]
+    /\ UNCHANGED <<masterVars, push2SlaveMaxOffset, syncStateSet, replicaVars, inv_responses>>
 
 (***************************************************************************)
 (* ACTION: ReplicaRestart(r)                                               *)
@@ -352,7 +377,7 @@ MasterNext ==
 ReplicaNext ==
     \E r \in Replicas :
         \/ ReplicaConnect(r) \/ Transfer(r) \/ ReplicaAck(r)
-        \/ ReplicaCrash(r) \/ ReplicaRestart(r)
+        \/ ReplicaDisconnect(r) \/ ReplicaCrash(r) \/ ReplicaRestart(r)
 
 Next == MasterNext \/ ReplicaNext
 

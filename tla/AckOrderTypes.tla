@@ -101,7 +101,8 @@ ResponseEvent == [id : Nat, off : Nat, status : Statuses, cause : Causes,
                   wrote : Nat, committed : Nat, flushed : Nat, durable : Nat,
                   holders : SUBSET Replicas, sss : SUBSET Replicas]
 
-CounterKinds == {"masterProcessCrash", "masterMachineCrash", "replicaCrash", "fsyncFailure"}
+CounterKinds == {"masterProcessCrash", "masterMachineCrash", "replicaCrash", "replicaDisconnect",
+                 "fsyncFailure"}
 
 TypeOK ==
     /\ mstate \in MasterStates

@@ -16,6 +16,7 @@ CONSTANTS
     MaxMasterProcessCrashes,
     MaxMasterMachineCrashes,
     MaxReplicaCrashes,        \* summed over all replicas
+    MaxReplicaDisconnects,    \* network drops, summed over all replicas
     MaxFsyncFailures
 
 VARIABLES
@@ -31,7 +32,7 @@ BugNames == {"none", "BugAckOnWrote", "BugAckOnCommitted", "BugTransferBeyondCom
 ASSUME ActiveBug \in BugNames
 ASSUME /\ MaxPuts \in Nat
        /\ {MaxMasterProcessCrashes, MaxMasterMachineCrashes,
-           MaxReplicaCrashes, MaxFsyncFailures} \subseteq Nat
+           MaxReplicaCrashes, MaxReplicaDisconnects, MaxFsyncFailures} \subseteq Nat
 
 AO == INSTANCE AckOrderProperties WITH
         BugAckOnWrote              <- ActiveBug = "BugAckOnWrote",
@@ -58,6 +59,7 @@ MCFlushFail          == aux_ctrs["fsyncFailure"] < MaxFsyncFailures /\ AO!FlushF
 MCMasterProcessCrash == aux_ctrs["masterProcessCrash"] < MaxMasterProcessCrashes /\ AO!MasterProcessCrash
 MCMasterMachineCrash == aux_ctrs["masterMachineCrash"] < MaxMasterMachineCrashes /\ AO!MasterMachineCrash
 MCReplicaCrash(r)    == aux_ctrs["replicaCrash"] < MaxReplicaCrashes /\ AO!ReplicaCrash(r)
+MCReplicaDisconnect(r) == aux_ctrs["replicaDisconnect"] < MaxReplicaDisconnects /\ AO!ReplicaDisconnect(r)
 
 \* AckOrder!Next with the perturbations bounded (same disjuncts, same order).
 MCNext ==
@@ -66,7 +68,7 @@ MCNext ==
     \/ MCMasterProcessCrash \/ MCMasterMachineCrash \/ AO!Recover
     \/ \E r \in Replicas :
          \/ AO!ReplicaConnect(r) \/ AO!Transfer(r) \/ AO!ReplicaAck(r)
-         \/ MCReplicaCrash(r) \/ AO!ReplicaRestart(r)
+         \/ MCReplicaDisconnect(r) \/ MCReplicaCrash(r) \/ AO!ReplicaRestart(r)
 
 MCSpec == Init /\ [][MCNext]_vars /\ AO!FairnessOver(RequestIds)
 
@@ -101,7 +103,21 @@ View == <<mstate, log, committed, flushed, durable, writable, reqs,
           connected, ack, push2SlaveMaxOffset, syncStateSet,
           rlog, rUp, aux_ctrs, AO!ResponseDigest>>
 
-\* Replicas are interchangeable (ack policies count them, never name one).
-\* Used by the large cfgs only; never with liveness.
-Symmetry == Permutations(Replicas)
+(***************************************************************************)
+(* SymmetricView: View with the replicas made interchangeable.  The ack    *)
+(* policies count replicas and never name one, so states that differ by a  *)
+(* permutation of Replicas have permuted futures.  Instead of TLC's        *)
+(* SYMMETRY (whose representative depends on exploration order when it is  *)
+(* combined with a VIEW, so counts varied from run to run), the view keeps *)
+(* the bag of per-replica states: exact orbit counting, and reproducible.  *)
+(* Used by the large cfgs; never with liveness.                            *)
+(***************************************************************************)
+ReplicaState(r) == <<connected[r], ack[r], rlog[r], rUp[r], r \in syncStateSet>>
+
+ReplicaBag ==
+    [x \in {ReplicaState(r) : r \in Replicas} |->
+        Cardinality({r \in Replicas : ReplicaState(r) = x})]
+
+SymmetricView == <<mstate, log, committed, flushed, durable, writable, reqs,
+                   push2SlaveMaxOffset, aux_ctrs, AO!ResponseDigest, ReplicaBag>>
 =============================================================================

@@ -25,16 +25,28 @@ def puts(cfg, n, s=None):
     return s
 
 
+def deepest(states):
+    """The flush or commit that reaches furthest (one that started after every write)."""
+    return max(states, key=lambda t: (t.flushed, t.committed))
+
+
 def test_group_commit_releases_every_covered_waiter_in_one_flush():
     s = puts(SF, 2)
-    t = one(a.flush(SF, s))
+    t = deepest(a.flush(SF, s))
     assert t.flushed == 2 and all(r.flush_done for r in t.reqs)
+
+
+def test_an_fsync_covers_what_was_committed_when_it_started():
+    s = puts(SF, 2)
+    assert sorted(t.flushed for t in a.flush(SF, s)) == [1, 2]  # a put raced the fsync: only 1 covered
+    partial = next(t for t in a.flush(SF, s) if t.flushed == 1)
+    assert [r.flush_done for r in partial.reqs] == [True, False]
 
 
 def test_a_flush_stops_at_the_file_end_so_a_rolled_message_needs_a_second_flush():
     cfg = attrs.evolve(SF, file_size=1)
     s = puts(cfg, 2)
-    t = one(a.flush(cfg, s))
+    t = one(a.flush(cfg, s))  # file 1 ends at offset 1: no fsync reaches further
     assert (t.flushed, [r.flush_done for r in t.reqs]) == (1, [True, False])
     u = one(a.flush(cfg, t))
     assert u.flushed == 2 and all(r.flush_done for r in u.reqs)
@@ -48,6 +60,12 @@ def test_replication_reads_only_committed_data_with_the_pool():
     s = one(a.commit(SM, s))
     s = one(a.transfer(SM, s, 0))
     assert s.rlog[0] == (1,)
+
+
+def test_a_commit_copies_what_was_written_when_it_started_and_stops_at_the_file_end():
+    cfg = attrs.evolve(SM, file_size=4)
+    assert sorted(t.committed for t in a.commit(cfg, puts(cfg, 3))) == [1, 2, 3]
+    assert sorted(t.committed for t in a.commit(SM, puts(SM, 3))) == [1, 2]  # file 1 holds 2 records
 
 
 def test_all_in_sync_waits_for_every_replica_then_answers():
@@ -72,7 +90,7 @@ def test_timeout_status_follows_then_combine():
 
 def test_machine_crash_keeps_any_prefix_from_durable_and_maybe_a_torn_record():
     s = puts(SF, 2)
-    s = one(a.flush(attrs.evolve(SF, file_size=1), s))  # durable = 1
+    s = one(a.flush(attrs.evolve(SF, file_size=1), s))  # durable = 1 (file 1 ends there)
     logs = sorted(t.log for t in a.master_machine_crash(SF, s))
     assert logs == sorted([(1,), (1, 2), (1, TORN)])
     recovered = {one(a.recover(SF, t)).log for t in a.master_machine_crash(SF, s)}

@@ -16,7 +16,7 @@ CONSTANTS
     FileSize = 2
     ActiveBug = "none"
     MaxPuts = 2 MaxMasterProcessCrashes = 0
-    MaxMasterMachineCrashes = 1 MaxReplicaCrashes = 1 MaxFsyncFailures = 0
+    MaxMasterMachineCrashes = 1 MaxReplicaCrashes = 1 MaxReplicaDisconnects = 1 MaxFsyncFailures = 0
 (* a block
    comment *)
 INIT Init
