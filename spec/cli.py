@@ -29,6 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     tlc_commands.add_parser(sub)
     twin.add_parser(sub)
+    from reference.real import cli as real_cli
+    from reference.sim import cli as sim_cli
+
+    sim_cli.add_parser(sub)
+    real_cli.add_parsers(sub)
     run = sub.add_parser("run", help="the main job: every TLC model and the twin cross-check")
     run.add_argument("--workers", type=int, default=None)
     run.add_argument("--json", default=None, type=Path, metavar="FILE")

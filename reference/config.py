@@ -1,0 +1,115 @@
+"""StoreConfig: the knobs of the reference broker, named after RocketMQ's
+MessageStoreConfig / BrokerConfig (snake_case, units in the names)."""
+
+from __future__ import annotations
+
+import argparse
+
+import attrs
+
+from spec.config import ACK_POLICIES, BUG_NAMES, FLUSH_MODES, REPL_MODES, ConfigError
+
+ACK_MODES = ("DECOUPLED", "BLOCKING")
+KiB, MiB = 1024, 1024 * 1024
+
+
+def _choice(options):
+    def check(instance, attribute, value):
+        if value not in options:
+            raise ConfigError(f"{attribute.name} = {value!r}: must be one of {', '.join(options)}")
+    return check
+
+
+def _positive(instance, attribute, value):
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"{attribute.name} = {value!r}: must be a positive integer")
+
+
+def _bugs(instance, attribute, value):
+    if unknown := sorted(set(value) - set(BUG_NAMES)):
+        raise ConfigError(f"unknown bug switch {', '.join(unknown)}; known: {', '.join(BUG_NAMES)}")
+
+
+@attrs.frozen
+class StoreConfig:
+    # what the broker promises (MessageStoreConfig.flushDiskType, brokerRole, ...)
+    flush_disk_type: str = attrs.field(default="ASYNC_FLUSH", validator=_choice(FLUSH_MODES))
+    broker_role: str = attrs.field(default="ASYNC_MASTER", validator=_choice(REPL_MODES))
+    transient_store_pool_enable: bool = False
+    ack_policy: str = attrs.field(default="ANY_REPLICA_MAX", validator=_choice(ACK_POLICIES))
+    in_sync_replicas: int = attrs.field(default=2, validator=_positive)    # master included
+    ack_mode: str = attrs.field(default="DECOUPLED", validator=_choice(ACK_MODES))
+    # commit log layout
+    mapped_file_size_commit_log: int = attrs.field(default=16 * MiB, validator=_positive)
+    max_message_size: int = attrs.field(default=4 * MiB, validator=_positive)
+    os_page_size: int = attrs.field(default=4 * KiB, validator=_positive)
+    # deadlines
+    sync_flush_timeout_ms: int = attrs.field(default=5000, validator=_positive)
+    slave_timeout_ms: int = attrs.field(default=3000, validator=_positive)
+    # services
+    group_commit_interval_ms: int = attrs.field(default=10, validator=_positive)
+    flush_interval_commit_log_ms: int = attrs.field(default=500, validator=_positive)
+    flush_commit_log_least_pages: int = 4
+    flush_commit_log_thorough_interval_ms: int = attrs.field(default=10_000, validator=_positive)
+    commit_interval_commit_log_ms: int = attrs.field(default=200, validator=_positive)
+    commit_commit_log_least_pages: int = 4
+    commit_commit_log_thorough_interval_ms: int = attrs.field(default=200, validator=_positive)
+    wake_commit_when_put_message: bool = True
+    wake_flush_when_put_message: bool = False
+    # HA
+    ha_transfer_batch_size: int = attrs.field(default=32 * KiB, validator=_positive)
+    ha_max_gap_not_in_sync: int = attrs.field(default=256 * MiB, validator=_positive)
+    ha_send_window_bytes: int = attrs.field(default=4 * MiB, validator=_positive)
+    # admission (BrokerConfig)
+    wait_time_in_send_queue_ms: int = attrs.field(default=200, validator=_positive)
+    send_message_thread_pool_nums: int = attrs.field(default=4, validator=_positive)
+    # seeded defects, same names as the spec's Bug* constants (all off by default)
+    bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset, validator=_bugs)
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_message_size + 64 > self.mapped_file_size_commit_log:
+            raise ConfigError(
+                f"max_message_size = {self.max_message_size} does not fit a segment of "
+                f"mapped_file_size_commit_log = {self.mapped_file_size_commit_log} bytes")
+        if self.flush_commit_log_least_pages < 0 or self.commit_commit_log_least_pages < 0:
+            raise ConfigError("the least-pages knobs must be >= 0")
+
+    def bug(self, name: str) -> bool:
+        return name in self.bugs
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.flush_disk_type == "SYNC_FLUSH"
+
+    @property
+    def sync_master(self) -> bool:
+        return self.broker_role == "SYNC_MASTER"
+
+
+_KNOBS = [f for f in attrs.fields(StoreConfig) if f.name != "bugs"]
+
+
+def add_store_flags(parser: argparse.ArgumentParser) -> None:
+    """One --flag per knob, RocketMQ-like names, RocketMQ's defaults."""
+    group = parser.add_argument_group("store configuration (RocketMQ MessageStoreConfig names)")
+    for f in _KNOBS:
+        flag = "--" + f.name.replace("_", "-")
+        if f.type is bool or isinstance(f.default, bool):
+            group.add_argument(flag, type=_parse_bool, default=f.default, metavar="BOOL",
+                               help=f"default {f.default}")
+        else:
+            group.add_argument(flag, type=type(f.default), default=f.default, help=f"default {f.default}")
+    group.add_argument("--bug", action="append", default=[], choices=BUG_NAMES, metavar="NAME",
+                       help="switch on a seeded defect (repeatable): " + ", ".join(BUG_NAMES))
+
+
+def _parse_bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes", "on"):
+        return True
+    if text.lower() in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def store_config_from_args(args: argparse.Namespace) -> StoreConfig:
+    return StoreConfig(**{f.name: getattr(args, f.name) for f in _KNOBS}, bugs=frozenset(args.bug))

@@ -1,0 +1,83 @@
+"""What the sans-IO cores ask their runtime to do.
+
+The cores never touch a file, a socket or a clock: they return effects, and
+the runtime (reference/real or reference/sim) performs them and reports back
+with events (method calls on the core such as ``fsync_done``).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class CreateSegment:
+    """Create (preallocate) the segment file named by its start offset."""
+    start: int
+
+
+@attrs.frozen
+class WriteData:
+    """Write bytes into the page cache of a segment (pwrite; no fsync)."""
+    start: int        # segment start offset
+    position: int     # position inside the segment
+    data: bytes
+
+
+@attrs.frozen
+class Fsync:
+    """fsync every segment from ``start`` up to ``upto`` (at most two: the
+    padded end of one and the next); answer with fsync_done or fsync_failed."""
+    start: int        # segment holding the flushed offset
+    upto: int         # global offset the fsync covers (what was committed when it was issued)
+
+
+@attrs.frozen
+class SendData:
+    """Master -> slave: log bytes starting at ``offset`` (an HA DATA frame)."""
+    replica: str
+    offset: int
+    data: bytes
+
+
+@attrs.frozen
+class CloseReplica:
+    """Master: close the HA connection of a slave (refused handshake, bad ack)."""
+    replica: str
+    reason: str
+
+
+@attrs.frozen
+class Respond:
+    """Answer a producer's request."""
+    req_id: int
+    status: int       # reference.status.PutStatus
+    next_offset: int
+
+
+@attrs.frozen
+class SendAck:
+    """Slave -> master: the offset this slave holds (an HA ACK frame)."""
+    offset: int
+
+
+@attrs.frozen
+class SendHandshake:
+    """Slave -> master: first message of a connection."""
+    offset: int
+    chain: bytes
+    records: int      # message records up to offset (diagnostics; the 4.9.x-style bug reads it)
+
+
+@attrs.frozen
+class CloseMaster:
+    """Slave: drop the connection to the master (a frame at the wrong offset)."""
+    reason: str
+
+
+@attrs.frozen
+class ZeroTail:
+    """Recovery: overwrite a segment from ``position`` to its end with zeros,
+    so truncated records cannot come back after another crash (RocketMQ B14)."""
+    start: int
+    position: int

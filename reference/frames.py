@@ -1,0 +1,153 @@
+"""Wire frames between producers, the master and the slaves.
+
+``length:u32 | type:u8 | payload`` with ``length`` counting the type byte and
+the payload.  ``FrameDecoder`` is incremental (feed it whatever the socket
+gave) and raises ``FrameError`` naming the problem on a malformed frame:
+the connection that sent it is closed, nothing else is affected.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+
+import attrs
+
+MAX_FRAME_BYTES_DEFAULT = 8 * 1024 * 1024
+_PREFIX = struct.Struct(">IB")
+
+
+class FrameType(enum.IntEnum):
+    PUT = 1         # producer -> master: req_id u64, key u64, body
+    RESPONSE = 2    # master -> producer: req_id u64, status u8, next_offset u64
+    HANDSHAKE = 3   # slave -> master: offset u64, records u64, chain 16 bytes, name utf-8
+    DATA = 4        # master -> slave: offset u64, log bytes
+    ACK = 5         # slave -> master: offset u64
+    REFUSE = 6      # master -> slave: reason utf-8, then the master closes
+
+
+class FrameError(ValueError):
+    """A malformed frame; the message says what was wrong."""
+
+
+@attrs.frozen
+class Put:
+    req_id: int
+    key: int
+    body: bytes
+
+
+@attrs.frozen
+class Response:
+    req_id: int
+    status: int
+    next_offset: int
+
+
+@attrs.frozen
+class Handshake:
+    offset: int
+    chain: bytes
+    name: str
+    records: int = 0
+
+
+@attrs.frozen
+class Data:
+    offset: int
+    data: bytes
+
+
+@attrs.frozen
+class Ack:
+    offset: int
+
+
+@attrs.frozen
+class Refuse:
+    reason: str
+
+
+_U64 = struct.Struct(">Q")
+_PUT = struct.Struct(">QQ")
+_RESPONSE = struct.Struct(">QBQ")
+
+
+def encode(frame) -> bytes:
+    if isinstance(frame, Put):
+        kind, payload = FrameType.PUT, _PUT.pack(frame.req_id, frame.key) + frame.body
+    elif isinstance(frame, Response):
+        kind, payload = FrameType.RESPONSE, _RESPONSE.pack(frame.req_id, frame.status, frame.next_offset)
+    elif isinstance(frame, Handshake):
+        assert len(frame.chain) == 16
+        kind, payload = (FrameType.HANDSHAKE,
+                         _U64.pack(frame.offset) + _U64.pack(frame.records) + frame.chain + frame.name.encode())
+    elif isinstance(frame, Data):
+        kind, payload = FrameType.DATA, _U64.pack(frame.offset) + frame.data
+    elif isinstance(frame, Ack):
+        kind, payload = FrameType.ACK, _U64.pack(frame.offset)
+    elif isinstance(frame, Refuse):
+        kind, payload = FrameType.REFUSE, frame.reason.encode()
+    else:
+        raise TypeError(f"not a frame: {frame!r}")
+    return _PREFIX.pack(len(payload) + 1, kind) + payload
+
+
+def _decode(kind: int, payload: bytes):
+    try:
+        t = FrameType(kind)
+    except ValueError:
+        raise FrameError(f"unknown frame type {kind}") from None
+    need = {FrameType.PUT: 16, FrameType.RESPONSE: 17, FrameType.HANDSHAKE: 32,
+            FrameType.DATA: 8, FrameType.ACK: 8, FrameType.REFUSE: 0}[t]
+    if len(payload) < need:
+        raise FrameError(f"{t.name} frame has {len(payload)} payload bytes, needs at least {need}")
+    if t is FrameType.PUT:
+        req_id, key = _PUT.unpack_from(payload)
+        return Put(req_id, key, payload[16:])
+    if t is FrameType.RESPONSE:
+        if len(payload) != 17:
+            raise FrameError(f"RESPONSE frame has {len(payload)} payload bytes, expected 17")
+        return Response(*_RESPONSE.unpack(payload))
+    if t is FrameType.HANDSHAKE:
+        try:
+            name = payload[32:].decode()
+        except UnicodeDecodeError:
+            raise FrameError("HANDSHAKE frame: replica name is not UTF-8") from None
+        offset, records = _U64.unpack_from(payload)[0], _U64.unpack_from(payload, 8)[0]
+        return Handshake(offset, payload[16:32], name, records)
+    if t is FrameType.DATA:
+        return Data(_U64.unpack_from(payload)[0], payload[8:])
+    if t is FrameType.ACK:
+        if len(payload) != 8:
+            raise FrameError(f"ACK frame has {len(payload)} payload bytes, expected 8")
+        return Ack(_U64.unpack(payload)[0])
+    return Refuse(payload.decode(errors="replace"))
+
+
+class FrameDecoder:
+    """Turns a byte stream into frames; one per connection."""
+
+    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES_DEFAULT) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list:
+        self._buf += data
+        frames = []
+        while len(self._buf) >= 5:
+            length, kind = _PREFIX.unpack_from(self._buf)
+            if length == 0:
+                raise FrameError("frame length 0 (a frame has at least its type byte)")
+            if length > self.max_frame_bytes:
+                raise FrameError(f"frame of {length} bytes exceeds the limit of {self.max_frame_bytes}")
+            if len(self._buf) < 4 + length:
+                break
+            payload = bytes(self._buf[5: 4 + length])
+            del self._buf[: 4 + length]
+            frames.append(_decode(kind, payload))
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)

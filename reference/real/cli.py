@@ -1,0 +1,70 @@
+"""`ackorder broker master|replica` and `ackorder load`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.table import Table
+
+from reference.config import add_store_flags
+from spec.ui import console as make_console
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    broker = sub.add_parser("broker", help="run a real master or slave (files, fsync, TCP on 127.0.0.1)")
+    roles = broker.add_subparsers(dest="role", required=True)
+    master = roles.add_parser("master", help="the master store")
+    master.add_argument("--dir", required=True, help="data directory (commitlog/ inside)")
+    master.add_argument("--host", default="127.0.0.1", help="listen address (default loopback only)")
+    master.add_argument("--port", type=int, default=10911, help="producer port (0: any free port)")
+    master.add_argument("--ha-port", type=int, default=10912, help="slave (HA) port (0: any free port)")
+    master.add_argument("--replicas", default="", help="comma-separated slave names (the SyncStateSet)")
+    master.add_argument("--inject-fsync-eio-after", type=int, default=None, help=argparse.SUPPRESS)
+    add_store_flags(master)
+    master.set_defaults(func=_master)
+    replica = roles.add_parser("replica", help="a slave")
+    replica.add_argument("--dir", required=True)
+    replica.add_argument("--master", required=True, metavar="HOST:PORT", help="the master's HA address")
+    replica.add_argument("--name", required=True, help="this slave's name (a member of --replicas)")
+    replica.add_argument("--mapped-file-size-commit-log", type=int, default=16 * 1024 * 1024)
+    replica.set_defaults(func=_replica)
+
+    load = sub.add_parser("load", help="send messages to a master and report throughput and latency")
+    load.add_argument("--target", required=True, metavar="HOST:PORT")
+    load.add_argument("--producers", type=int, default=4)
+    load.add_argument("--count", type=int, default=10_000)
+    load.add_argument("--size", type=int, default=128, help="message body bytes")
+    load.add_argument("--first-key", type=int, default=1)
+    load.add_argument("--json", type=Path, metavar="FILE")
+    load.set_defaults(func=_load)
+
+
+def _master(args) -> int:
+    from reference.real.master_server import serve_master
+    return serve_master(args)
+
+
+def _replica(args) -> int:
+    from reference.real.replica_server import serve_replica
+    return serve_replica(args)
+
+
+def _load(args) -> int:
+    from reference.real.load import run_load
+
+    console = make_console()
+    host, _, port = args.target.rpartition(":")
+    if not port.isdigit() or args.producers < 1 or args.count < 1 or args.size < 1:
+        console.print("[bold red]error:[/] --target HOST:PORT, and positive --producers, --count, --size")
+        return 2
+    result = run_load((host or "127.0.0.1", int(port)), args.producers, args.count, args.size, args.first_key)
+    table = Table(title=f"load: {args.producers} producers, {args.count} messages of {args.size} bytes",
+                  title_justify="left", show_header=False)
+    for key, value in result.to_json().items():
+        table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
+    console.print(table)
+    if args.json:
+        args.json.write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    return 0 if result.sent else 1

@@ -1,0 +1,275 @@
+"""The real master: the sans-IO MasterCore driven by files, fdatasync, TCP
+sockets and threads.
+
+Threads, named after RocketMQ's: connection readers put requests in a
+bounded send queue; ``send_message_thread_pool_nums`` processor threads take
+them (in BLOCKING mode a processor waits until its request is answered, as
+before RocketMQ 4.7); one service thread runs the core's timers (commit,
+group commit rounds, deadlines, HA transfer); one flush thread performs the
+fdatasyncs; each slave connection has a reader and a writer.  One lock
+guards the core; page-cache writes happen under it, in append order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import attrs
+
+from reference import effects as fx
+from reference.commitlog import CommitLog
+from reference.config import StoreConfig
+from reference.frames import Ack, Data, Handshake, Put, Response
+from reference.master import MasterCore
+from reference.real.disk import SegmentStore
+from reference.real.net import Connection, listen
+from reference.status import PutStatus
+
+SEND_QUEUE_CAPACITY = 10_000
+
+
+def now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+@attrs.define
+class Pending:
+    conn: Connection
+    client_req_id: int
+    done: threading.Event | None = None
+
+
+class MasterServer:
+    def __init__(self, directory: Path, config: StoreConfig, replicas: tuple[str, ...],
+                 host: str = "127.0.0.1", port: int = 0, ha_port: int = 0, log=print) -> None:
+        self.cfg = config
+        self.log = log
+        self.store = SegmentStore(Path(directory) / "commitlog", config.mapped_file_size_commit_log)
+        report, data = self.store.recover(keep_torn=config.bug("BugRecoveryKeepsTorn"))
+        self.recovery = report
+        commitlog = CommitLog.recovered(config.mapped_file_size_commit_log, config.transient_store_pool_enable,
+                                        report, data)
+        self.core = MasterCore(config, replicas, now_ms(), log=commitlog)
+        self.lock = threading.Lock()
+        self.send_queue: queue.Queue = queue.Queue(SEND_QUEUE_CAPACITY)
+        self.pending: dict[int, Pending] = {}
+        self._ids = itertools.count(1)
+        self._wake = threading.Event()
+        self._fsyncs: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self.ha_conns: dict[str, Connection] = {}
+        self.stats: Counter = Counter()
+        self.client_sock = listen(host, port)
+        self.ha_sock = listen(host, ha_port)
+        self.port = self.client_sock.getsockname()[1]
+        self.ha_port = self.ha_sock.getsockname()[1]
+        self._threads: list[threading.Thread] = []
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        targets = [("client-acceptor", self._accept_clients), ("ha-acceptor", self._accept_slaves),
+                   ("service", self._service_loop), ("flush", self._flush_loop)]
+        targets += [(f"SendMessageThread_{i}", self._processor_loop) for i in range(self.cfg.send_message_thread_pool_nums)]
+        for name, target in targets:
+            t = threading.Thread(target=target, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        for sock in (self.client_sock, self.ha_sock):
+            try:
+                sock.close()
+            except OSError:
+                pass
+        for conn in list(self.ha_conns.values()):
+            conn.close("master stopping")
+        self.store.close()
+
+    # ------------------------------------------------------------ the core
+
+    def _call(self, fn, *args) -> None:
+        """Call the core under the lock; do its effects (disk writes in order, under the lock)."""
+        deferred = []
+        with self.lock:
+            fn(*args)
+            for e in self.core.take_effects():
+                if isinstance(e, fx.WriteData):
+                    self._disk(self.store.write, e.start, e.position, e.data)
+                elif isinstance(e, fx.CreateSegment):
+                    self._disk(self.store.create, e.start)
+                elif isinstance(e, fx.Fsync):
+                    self._fsyncs.put(e)
+                else:
+                    deferred.append(e)
+        for e in deferred:
+            if isinstance(e, fx.Respond):
+                self._respond(e)
+            elif isinstance(e, fx.SendData):
+                conn = self.ha_conns.get(e.replica)
+                if conn is not None:
+                    conn.send(Data(e.offset, e.data))
+            elif isinstance(e, fx.CloseReplica):
+                conn = self.ha_conns.pop(e.replica, None)
+                if conn is not None:
+                    conn.close(e.reason)
+                self.log(f"slave {e.replica} closed: {e.reason}")
+            else:
+                raise AssertionError(f"unexpected effect {e!r}")
+
+    def _disk(self, op, *args) -> None:
+        try:
+            op(*args)
+        except OSError as err:
+            # A page-cache write failed: no later fsync can vouch for it.
+            self.log(f"write failed ({err}); the store stops accepting writes")
+            self.core.storage_failed()
+
+    def _respond(self, e: fx.Respond) -> None:
+        self.stats[PutStatus(e.status).name] += 1
+        p = self.pending.pop(e.req_id, None) if not self.cfg.bug("BugDoubleResponse") else self.pending.get(e.req_id)
+        if p is None:
+            return
+        p.conn.send(Response(p.client_req_id, e.status, e.next_offset))
+        if p.done is not None:
+            p.done.set()
+
+    # ------------------------------------------------------------ producers
+
+    def _accept_clients(self) -> None:
+        while not self._stop.is_set():
+            try:
+                sock, _ = self.client_sock.accept()
+            except OSError:
+                return
+            conn = Connection(sock, self.cfg.max_message_size + 64, "producer")
+            threading.Thread(target=self._read_client, args=(conn,), daemon=True).start()
+
+    def _read_client(self, conn: Connection) -> None:
+        for frame in conn.frames():
+            if not isinstance(frame, Put):
+                conn.close(f"a producer sent a {type(frame).__name__} frame")
+                break
+            internal = next(self._ids)
+            self.pending[internal] = Pending(conn, frame.req_id)
+            try:
+                self.send_queue.put_nowait((internal, frame.key, frame.body, time.monotonic()))
+            except queue.Full:
+                self._respond(fx.Respond(internal, int(PutStatus.OS_PAGE_CACHE_BUSY), 0))
+        if conn.close_reason and conn.close_reason.startswith("malformed"):
+            self.log(f"producer connection closed: {conn.close_reason}")
+
+    def _processor_loop(self) -> None:
+        """SendMessageProcessor: take a request, put it, and (BLOCKING) wait for its answer."""
+        limit_s = self.cfg.wait_time_in_send_queue_ms / 1000
+        blocking = self.cfg.ack_mode == "BLOCKING"
+        max_wait_s = (max(self.cfg.sync_flush_timeout_ms, self.cfg.slave_timeout_ms) + 5000) / 1000
+        while not self._stop.is_set():
+            try:
+                internal, key, body, enqueued = self.send_queue.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if time.monotonic() - enqueued > limit_s:     # BrokerFastFailure: TIMEOUT_CLEAN_QUEUE
+                self._respond(fx.Respond(internal, int(PutStatus.OS_PAGE_CACHE_BUSY), 0))
+                continue
+            done = threading.Event() if blocking else None
+            p = self.pending.get(internal)
+            if p is not None and done is not None:
+                p.done = done
+            self._call(self.core.put, internal, key, body, now_ms())
+            self._wake.set()
+            if done is not None and internal in self.pending:
+                done.wait(max_wait_s)
+
+    # ------------------------------------------------------------ services
+
+    def _service_loop(self) -> None:
+        while not self._stop.is_set():
+            now = now_ms()
+            self._call(self.core.tick, now)
+            with self.lock:
+                wait_ms = self.core.next_wakeup_ms(now_ms()) - now_ms()
+            self._wake.wait(min(max(wait_ms, 0), 5) / 1000)
+            self._wake.clear()
+
+    def _flush_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                e = self._fsyncs.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                self.store.fsync(e.start, e.upto)
+            except OSError as err:
+                self.log(f"fsync failed ({err}): the store turns read-only")
+                self._call(self.core.fsync_failed, e.start, e.upto, now_ms())
+                continue
+            self._call(self.core.fsync_done, e.start, e.upto, now_ms())
+
+    # ------------------------------------------------------------ slaves
+
+    def _accept_slaves(self) -> None:
+        while not self._stop.is_set():
+            try:
+                sock, _ = self.ha_sock.accept()
+            except OSError:
+                return
+            conn = Connection(sock, max(self.cfg.ha_transfer_batch_size, 1024) + 64, "slave")
+            threading.Thread(target=self._read_slave, args=(conn,), daemon=True).start()
+
+    def _read_slave(self, conn: Connection) -> None:
+        name = None
+        for frame in conn.frames():
+            if name is None:
+                if not isinstance(frame, Handshake):
+                    conn.close("the first frame of a slave must be HANDSHAKE")
+                    break
+                if frame.name in self.ha_conns:
+                    conn.close(f"slave {frame.name} is already connected")
+                    break
+                name = frame.name
+                self.ha_conns[name] = conn
+                self._call(self.core.replica_handshake, name, frame.offset, frame.chain, now_ms(), frame.records)
+                if name not in self.core.conns:
+                    self.ha_conns.pop(name, None)
+                    conn.close("refused")
+                    break
+                self.log(f"slave {name} connected at offset {frame.offset}")
+            elif isinstance(frame, Ack):
+                self._call(self.core.replica_ack, name, frame.offset, now_ms())
+            else:
+                conn.close(f"unexpected {type(frame).__name__} frame from slave {name}")
+        if name is not None and self.ha_conns.get(name) is conn:
+            del self.ha_conns[name]
+            self._call(self.core.replica_disconnected, name)
+            self.log(f"slave {name} disconnected: {conn.close_reason}")
+
+
+def serve_master(args) -> int:
+    """`ackorder broker master`: run until killed."""
+    from reference.config import store_config_from_args
+
+    cfg = store_config_from_args(args)
+    replicas = tuple(r for r in args.replicas.split(",") if r) if args.replicas else ()
+    server = MasterServer(Path(args.dir), cfg, replicas, args.host, args.port, args.ha_port,
+                          log=lambda msg: print(msg, flush=True))
+    server.store.fail_fsync_after = args.inject_fsync_eio_after
+    r = server.recovery
+    print(f"recovered {len(r.records)} records, log ends at {r.end_offset}"
+          + "".join(f"; dropped: {d}" for d in r.dropped), flush=True)
+    server.start()
+    print(f"listening host={args.host} port={server.port} ha_port={server.ha_port}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+    return 0
+

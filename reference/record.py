@@ -1,0 +1,144 @@
+"""Commit-log records: encoding, the blank record that pads a segment end,
+the chain hash of a log prefix, and the CRC recovery scan.  Pure functions.
+
+A message record is ``total_size:u32 | magic:u32 | crc:u32 | key:u64 | body``
+(big-endian), ``crc`` being CRC32 over key and body.  A record never spans
+segments: when it does not fit, the rest of the segment is one BLANK record
+(RocketMQ's END_OF_FILE path) and the message goes to the next segment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import zlib
+
+import attrs
+
+MESSAGE_MAGIC = 0xDAA320A7   # RocketMQ's MESSAGE_MAGIC_CODE
+BLANK_MAGIC = 0xCBD43194     # RocketMQ's BLANK_MAGIC_CODE
+HEADER = struct.Struct(">IIIQ")
+HEADER_SIZE = HEADER.size                # 20
+END_FILE_MIN_BLANK_LENGTH = 8            # room always left for a blank record's size and magic
+CHAIN_START = bytes(16)
+
+
+def record_size(body_len: int) -> int:
+    return HEADER_SIZE + body_len
+
+
+def encode(key: int, body: bytes) -> bytes:
+    assert 0 <= key < 2**64, key
+    crc = zlib.crc32(body, zlib.crc32(key.to_bytes(8, "big")))
+    return HEADER.pack(HEADER_SIZE + len(body), MESSAGE_MAGIC, crc, key) + body
+
+
+def blank(length: int) -> bytes:
+    """The padding that ends a segment: ``length`` bytes, size and magic first."""
+    assert length >= END_FILE_MIN_BLANK_LENGTH, length
+    return struct.pack(">II", length, BLANK_MAGIC) + bytes(length - 8)
+
+
+def chain_next(previous: bytes, offset: int, header: bytes) -> bytes:
+    """Hash of the log prefix ending with the record whose header is given.
+
+    Master and replica both keep it at every record end, so the handshake can
+    tell whether a replica's log is a prefix of the master's (same records at
+    the same offsets) from one 16-byte value."""
+    return hashlib.blake2b(previous + offset.to_bytes(8, "big") + header[:12], digest_size=16).digest()
+
+
+@attrs.frozen
+class Record:
+    offset: int      # global offset of the first byte
+    size: int
+    crc: int
+    key: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+@attrs.frozen
+class SegmentScan:
+    records: tuple[Record, ...]
+    valid_end: int           # global offset after the last valid record (or after the blank)
+    ends_with_blank: bool    # the segment is complete: the log continues in the next one
+    problem: str | None      # why the scan stopped early (a torn or corrupt record), or None
+
+
+def scan_segment(buf, base: int, keep_torn: bool = False) -> SegmentScan:
+    """Read a segment's records from the start; stop at unwritten space, a
+    blank record, or the first record whose length, magic or CRC is wrong.
+
+    ``keep_torn`` is the BugRecoveryKeepsTorn defect: the first bad record
+    is accepted as if it were whole (and the scan stops after it)."""
+    view = memoryview(buf)
+    size = len(view)
+    pos = 0
+    records: list[Record] = []
+    problem = None
+    while pos + END_FILE_MIN_BLANK_LENGTH <= size:
+        total, magic = struct.unpack_from(">II", view, pos)
+        if total == 0 and magic == 0:
+            break                                   # never written
+        if magic == BLANK_MAGIC:
+            if total == size - pos:
+                return SegmentScan(tuple(records), base + size, True, None)
+            problem = f"blank record at {base + pos} has size {total}, segment has {size - pos} bytes left"
+            break
+        if magic != MESSAGE_MAGIC:
+            problem = f"bad magic 0x{magic:08x} at offset {base + pos}"
+            break
+        if total < HEADER_SIZE or pos + total + END_FILE_MIN_BLANK_LENGTH > size:
+            problem = f"record at offset {base + pos} has impossible size {total}"
+            break
+        _, _, crc, key = HEADER.unpack_from(view, pos)
+        if zlib.crc32(view[pos + 12: pos + total]) != crc:
+            problem = f"CRC mismatch in the record at offset {base + pos} (torn or corrupt)"
+            if keep_torn:
+                records.append(Record(base + pos, total, crc, key))
+                pos += total
+            break
+        records.append(Record(base + pos, total, crc, key))
+        pos += total
+    return SegmentScan(tuple(records), base + pos, False, problem)
+
+
+@attrs.frozen
+class RecoveryReport:
+    records: tuple[Record, ...]
+    end_offset: int
+    dropped: tuple[str, ...]     # one line per dropped region: where and why
+
+
+def recover_log(segments: dict[int, bytes], segment_size: int, keep_torn: bool = False) -> RecoveryReport:
+    """CRC recovery over segments named by start offset: the log ends at the
+    first bad record; everything after it (in that and later segments) is dropped."""
+    records: list[Record] = []
+    dropped: list[str] = []
+    end = 0
+    expected = 0
+    starts = sorted(segments)
+    stopped = False
+    for start in starts:
+        data = segments[start]
+        if stopped or start != expected:
+            if any(data):
+                why = "after the end of the log" if stopped else f"not contiguous (expected segment {expected})"
+                dropped.append(f"segment {start}: {len(data)} bytes dropped, {why}")
+            stopped = True
+            continue
+        scan = scan_segment(data, start, keep_torn)
+        records.extend(scan.records)
+        end = scan.valid_end
+        if scan.ends_with_blank:
+            expected = start + segment_size
+            continue
+        stopped = True
+        rest = bytes(data[end - start:])
+        if scan.problem is not None or any(rest):
+            dropped.append(f"segment {start}: bytes {end}..{start + len(data)} dropped: "
+                           f"{scan.problem or 'garbage after the last record'}")
+    return RecoveryReport(tuple(records), end, tuple(dropped))

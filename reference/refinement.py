@@ -1,0 +1,287 @@
+"""Refinement of the spec by the reference: every event of the reference is
+a sequence of legal spec steps, and the spec's invariants hold after it.
+
+The cores record, as ghost state, the spec actions each event performed
+(``spec_steps``, labelled with tla/AckOrder.tla names and the parameters that
+make them deterministic: record counts, request ids, slave names).  The
+checker replays those steps through the Python twin (spec/actions.py) from
+its shadow spec state, then compares the shadow with the abstraction of the
+reference's real state: byte offsets become record counts, producer keys
+become spec request ids.  Any difference, any step the spec cannot take and
+any invariant violation is reported at the event that caused it.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from reference.config import StoreConfig
+from spec import actions as sa
+from spec.config import Config
+from spec.properties import INVARIANTS, SAFETY
+from spec.state import TORN, WAITING, Counters, Request, State
+
+# One file of unbounded size: the reference's segments hold variable-size
+# records, so the spec's fixed FileSize is replaced by "never in the way";
+# the reference's own segment boundaries are checked by its unit tests.
+SPEC_FILE_SIZE = 10**12
+
+
+def spec_config(store: StoreConfig, replicas: tuple[str, ...]) -> Config:
+    return Config(
+        replicas=replicas, flush_mode=store.flush_disk_type, repl_mode=store.broker_role,
+        transient_store_pool=store.transient_store_pool_enable, ack_policy=store.ack_policy,
+        in_sync_replicas=min(store.in_sync_replicas, len(replicas) + 1), file_size=SPEC_FILE_SIZE,
+        bugs=store.bugs,
+    )
+
+
+class RefinementError(AssertionError):
+    """The reference did something the spec cannot do, or its state differs."""
+
+
+class PropertyViolation(AssertionError):
+    def __init__(self, prop: str, message: str) -> None:
+        super().__init__(message)
+        self.prop = prop
+
+
+@attrs.define
+class SpecRequests:
+    """Producer request id -> spec request id (1, 2, ... in Put order) and offset."""
+
+    spec_id: dict[int, int] = attrs.Factory(dict)
+    spec_off: dict[int, int] = attrs.Factory(dict)
+    by_spec_id: list[int] = attrs.Factory(list)   # spec id - 1 -> producer request id
+
+    def add(self, req_id: int, off_records: int) -> int:
+        assert req_id not in self.spec_id, f"request {req_id} put twice"
+        self.by_spec_id.append(req_id)
+        self.spec_id[req_id] = len(self.by_spec_id)
+        self.spec_off[req_id] = off_records
+        return self.spec_id[req_id]
+
+
+def strip_ghost(s: State) -> State:
+    return attrs.evolve(s, inv_responses=frozenset())
+
+
+def _diff(expected: State, got: State) -> str:
+    lines = []
+    for f in attrs.fields(State):
+        a, b = getattr(expected, f.name), getattr(got, f.name)
+        if a != b:
+            lines.append(f"  {f.name}: spec {a!r}\n  {' ' * len(f.name)}  reference {b!r}")
+    return "\n".join(lines)
+
+
+class RefinementChecker:
+    """Shadow spec state, advanced by the labelled steps of each event.
+
+    Invariants are checked after every spec step, incrementally (see
+    ``IncrementalInvariants``), and in full every ``full_check_every`` steps
+    and at ``finish``, so a gap in the incremental reasoning cannot hide a
+    violation for long."""
+
+    def __init__(self, cfg: Config, invariants: tuple[str, ...] = SAFETY,
+                 full_check_every: int = 256) -> None:
+        self.cfg = cfg
+        self.index = {r: k for k, r in enumerate(cfg.replicas)}
+        self.shadow = sa.initial_state(cfg)
+        self.requests = SpecRequests()
+        self.invariants = [(name, INVARIANTS[name]) for name in invariants if name != "TypeOK"]
+        self.incremental = IncrementalInvariants(cfg, [name for name, _ in self.invariants])
+        self.full_check_every = full_check_every
+        self.steps_checked = 0
+
+    # --- one labelled step ----------------------------------------------------
+
+    def _pick(self, label: tuple, options: list[State], choose) -> State:
+        chosen = [t for t in options if choose(t)]
+        if not chosen:
+            raise RefinementError(f"spec step {label} is not possible from the shadow state "
+                                  f"({len(options)} successors, none matches)")
+        return chosen[0]
+
+    def _apply(self, label: tuple) -> State | None:
+        """The successor for one label, or None for a step with no spec effect."""
+        cfg, s = self.cfg, self.shadow
+        kind = label[0]
+        if kind == "Put":
+            req_id = label[1]
+            t = self._pick(label, sa.put(cfg, s), lambda t: True)
+            self.requests.add(req_id, t.reqs[-1].off)
+            return t
+        if kind == "Commit":
+            if label[1] == s.committed:
+                return None
+            return self._pick(label, sa.commit(cfg, s), lambda t: t.committed == label[1])
+        if kind == "Flush":
+            if label[1] == s.flushed:
+                return None
+            return self._pick(label, sa.flush(cfg, s), lambda t: t.flushed == label[1])
+        if kind == "FlushFail":
+            target = label[1]
+            return self._pick(label, sa.flush_fail(cfg, s),
+                              lambda t: target is None or t.flushed == target)
+        if kind in ("Respond", "Timeout"):
+            i = self.requests.spec_id[label[1]]
+            if kind == "Respond":
+                return self._pick(label, sa.respond(cfg, s, i), lambda t: True)
+            return self._pick(label, sa.timeout(cfg, s, i), lambda t: t.reqs[i - 1].status == label[2])
+        if kind == "ReplicaAck":
+            k, reported = self.index[label[1]], label[2]
+            if reported <= s.ack[k] and s.connected[k] and reported <= s.committed:
+                return None  # a report that completes no new record
+            return self._pick(label, sa.replica_ack(cfg, s, k),
+                              lambda t: t.ack[k] == reported or not t.connected[k])
+        if kind == "MasterMachineCrash":
+            keep, torn = label[1], label[2]
+            want = s.log[:keep] + ((TORN,) if torn else ())
+            return self._pick(label, sa.master_machine_crash(cfg, s), lambda t: t.log == want)
+        if kind in _REPLICA_ACTIONS:
+            fn = getattr(sa, _REPLICA_ACTIONS[kind])
+            return self._pick(label, fn(cfg, s, self.index[label[1]]), lambda t: True)
+        if kind in ("MasterProcessCrash", "Recover"):
+            fn = sa.master_process_crash if kind == "MasterProcessCrash" else sa.recover
+            return self._pick(label, fn(cfg, s), lambda t: True)
+        raise RefinementError(f"unknown spec step {label}")
+
+    def step(self, labels: list[tuple], observe, event: str = "") -> list[tuple[str, State]]:
+        """Apply one event's labelled steps, check the invariants, then compare
+        with ``observe()``, the abstraction of the reference's state (called
+        after the steps, which register new requests).  Returns the (action,
+        state) pairs taken, for traces."""
+        taken = []
+        for label in labels:
+            try:
+                t = self._apply(label)
+            except RefinementError as err:
+                raise RefinementError(f"{event}: {err}\nshadow state: {self.shadow}") from None
+            if t is not None:
+                before, self.shadow = self.shadow, t
+                taken.append((label_name(label, self.requests), t))
+                self.steps_checked += 1
+                bad = self.incremental.check(before, t, label[0])
+                if bad is None and self.steps_checked % self.full_check_every == 0:
+                    bad = self._first_violated()
+                if bad is not None:
+                    raise PropertyViolation(bad, f"{event}: {bad} violated after spec step "
+                                                 f"{label_name(label, self.requests)}")
+        observed = observe()
+        if strip_ghost(self.shadow) != observed:
+            raise RefinementError(
+                f"{event}: after spec steps {[label_name(l, self.requests) for l in labels]} the spec state "
+                f"and the reference state differ:\n{_diff(strip_ghost(self.shadow), observed)}")
+        return taken
+
+    def _first_violated(self) -> str | None:
+        return next((name for name, check in self.invariants if not check(self.cfg, self.shadow)), None)
+
+    def finish(self, event: str = "end of run") -> None:
+        """A full check of every invariant on the final state."""
+        if (bad := self._first_violated()) is not None:
+            raise PropertyViolation(bad, f"{event}: {bad} violated")
+
+
+_REPLICA_ACTIONS = {"ReplicaConnect": "replica_connect", "Transfer": "transfer",
+                    "ReplicaDisconnect": "replica_disconnect", "ReplicaCrash": "replica_crash",
+                    "ReplicaRestart": "replica_restart"}
+_CRASHES = frozenset({"MasterProcessCrash", "MasterMachineCrash", "Recover"})
+
+
+class IncrementalInvariants:
+    """The safety invariants checked on one step from a state where they held.
+
+    Each invariant can only become false through the variables a step
+    changes, so most steps need a look at what they changed only: a new
+    response event, the record appended to a log, the slave that connected.
+    Steps that rewrite the master's log (crashes, recovery) get a full check
+    of the invariants that read it."""
+
+    def __init__(self, cfg: Config, names: list[str]) -> None:
+        from spec import functions as f
+        from spec import properties as p
+
+        self.cfg, self.names, self.f, self.p = cfg, set(names), f, p
+
+    def check(self, s: State, t: State, kind: str) -> str | None:
+        cfg, p, f = self.cfg, self.p, self.f
+        names = self.names
+        new_events = t.inv_responses - s.inv_responses if t.inv_responses is not s.inv_responses else ()
+        for e in new_events:
+            if "OneResponsePerRequest" in names and (
+                    e.id <= len(s.reqs) and s.reqs[e.id - 1].status != WAITING      # answered before
+                    or not 1 <= e.id <= len(t.reqs) or t.reqs[e.id - 1].status != e.status):
+                return "OneResponsePerRequest"
+            if "TimeoutIsError" in names and e.cause == "Timeout" and e.status == "PUT_OK":
+                return "TimeoutIsError"
+            if "NoAckBeforeFlush" in names and not p.ack_flush_ok(cfg, e):
+                return "NoAckBeforeFlush"
+            if "NoAckBeforeReplicas" in names and not p.ack_repl_ok(cfg, e):
+                return "NoAckBeforeReplicas"
+        if "WatermarksOrdered" in names and not p.watermarks_ordered(cfg, t):
+            return "WatermarksOrdered"
+        if "LogMatching" in names and t.mstate == "UP":
+            for k in range(len(cfg.replicas)):
+                if not t.connected[k]:
+                    continue
+                rl = t.rlog[k]
+                if kind in _CRASHES or not s.connected[k]:      # a new connection: the whole log
+                    ok = f.is_prefix(rl, t.log)
+                elif rl is not s.rlog[k] and rl:                # a transfer: the new record
+                    ok = len(rl) <= len(t.log) and rl[-1] == t.log[len(rl) - 1]
+                else:                                           # puts only extend the master's log
+                    ok = True
+                if not ok:
+                    return "LogMatching"
+        if "AckedSurvivesCrash" in names and p.promised(cfg):
+            if kind in _CRASHES:
+                ok = p.acked_survives_crash(cfg, t)
+            else:
+                ok = all(f.holds(t, t.log, e.id) or p.survives(cfg, t, e.id)
+                         for e in new_events if e.status == "PUT_OK")
+            if not ok:
+                return "AckedSurvivesCrash"
+        if "AmbiguousAckOrdered" in names:
+            if kind in _CRASHES:
+                ok = p.ambiguous_ack_ordered(cfg, t)
+            else:
+                ok = _tail_ordered(t.log, s.log) and all(
+                    _tail_ordered(a, b) for a, b in zip(t.rlog, s.rlog) if a is not b)
+            if not ok:
+                return "AmbiguousAckOrdered"
+        return None
+
+
+def _tail_ordered(log: tuple, before: tuple) -> bool:
+    """The records appended to ``before`` keep ``log`` well formed."""
+    if log is before or len(log) <= len(before) and log == before:
+        return True
+    if log[: len(before)] != before:
+        return all(x != TORN for x in log) and all(a < b for a, b in zip(log, log[1:]))
+    start = max(len(before) - 1, 0)
+    tail = log[start:]
+    return all(x != TORN for x in tail) and all(a < b for a, b in zip(tail, tail[1:]))
+
+
+def label_name(label: tuple, requests: SpecRequests) -> str:
+    """The TLA+ action name of a label, with its spec parameter."""
+    kind = label[0]
+    if kind in ("Respond", "Timeout"):
+        return f"{kind}({requests.spec_id.get(label[1], '?')})"
+    if kind in ("ReplicaConnect", "Transfer", "ReplicaAck", "ReplicaDisconnect", "ReplicaCrash", "ReplicaRestart"):
+        return f"{kind}({label[1]})"
+    return kind
+
+
+# --- abstraction helpers used by the runtimes ---------------------------------
+
+def spec_request(status: str, off: int, flush_done: bool) -> Request:
+    return Request(off=off, flush_done=flush_done, status=status)
+
+
+def counters(process: int, machine: int, replica: int, disconnect: int, fsync: int) -> Counters:
+    return Counters(masterProcessCrash=process, masterMachineCrash=machine, replicaCrash=replica,
+                    replicaDisconnect=disconnect, fsyncFailure=fsync)
+

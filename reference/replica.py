@@ -1,0 +1,128 @@
+"""A slave's side of replication, as a sans-IO state machine.
+
+The slave mirrors the master's segments byte for byte.  It appends a DATA
+frame only when the frame starts exactly at its end offset (otherwise it
+drops the connection, as DefaultHAClient does), verifies every complete
+record it received, keeps the chain hash of its log, and reports the offset
+it holds (its page cache: RocketMQ slaves ack maxPhyOffset, not fsync'd data).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from reference.commitlog import LogIndex
+from reference.effects import CloseMaster, CreateSegment, SendAck, SendHandshake, WriteData, ZeroTail
+from reference.record import BLANK_MAGIC, HEADER, HEADER_SIZE, MESSAGE_MAGIC, RecoveryReport
+
+
+class ReplicaCore:
+    def __init__(self, name: str, segment_size: int) -> None:
+        self.name = name
+        self.segment_size = segment_size
+        self.segments: dict[int, bytearray] = {}
+        self.index = LogIndex(segment_size)
+        self.parsed_end = 0      # end of the last complete record (or padded segment)
+        self.received_end = 0    # bytes received; beyond parsed_end is a partial record
+        self.connected = False
+        self.effects: list = []
+        self.spec_steps: list[tuple] = []
+
+    @classmethod
+    def recovered(cls, name: str, segment_size: int, report: RecoveryReport,
+                  segment_bytes: dict[int, bytes]) -> ReplicaCore:
+        core = cls(name, segment_size)
+        for start, data in segment_bytes.items():
+            if start < report.end_offset:
+                seg = bytearray(segment_size)
+                keep = min(len(data), report.end_offset - start)
+                seg[:keep] = data[:keep]
+                core.segments[start] = seg
+        core.index.rebuild(report.records, core._header)
+        end = report.end_offset
+        if end % segment_size == 0 and end > (core.index.ends[-1] if core.index.ends else 0):
+            core.index.add_segment_end(end)
+        core.parsed_end = core.received_end = end
+        return core
+
+    def _header(self, rec) -> bytes:
+        pos = rec.offset % self.segment_size
+        return bytes(self.segments[rec.offset - pos][pos: pos + 12])
+
+    def take_effects(self) -> list:
+        out, self.effects = self.effects, []
+        return out
+
+    # ------------------------------------------------------------------ events
+
+    def connect(self) -> None:
+        """A new connection: forget a partial record, tell the master where we are."""
+        if self.received_end > self.parsed_end:
+            start = self.parsed_end - self.parsed_end % self.segment_size
+            self.segments[start][self.parsed_end - start:] = bytes(self.segment_size - (self.parsed_end - start))
+            self.effects.append(ZeroTail(start, self.parsed_end - start))
+            self.received_end = self.parsed_end
+        self.connected = True
+        self.effects.append(SendHandshake(self.parsed_end, self.index.chain[self.parsed_end],
+                                          len(self.index.ends)))
+
+    def disconnected(self) -> None:
+        self.connected = False
+
+    def on_data(self, offset: int, data: bytes) -> None:
+        """HAClient.dispatchReadRequest: append a DATA frame at our end, or drop the link."""
+        if not self.connected:
+            return
+        if offset != self.received_end:
+            self._drop(f"DATA frame at offset {offset}, but this slave's log ends at {self.received_end}")
+            return
+        pos = 0
+        while pos < len(data):
+            start = self.received_end - self.received_end % self.segment_size
+            if start not in self.segments:
+                self.segments[start] = bytearray(self.segment_size)
+                self.effects.append(CreateSegment(start))
+            inside = self.received_end - start
+            n = min(len(data) - pos, self.segment_size - inside)
+            chunk = data[pos: pos + n]
+            self.segments[start][inside: inside + n] = chunk
+            self.effects.append(WriteData(start, inside, chunk))
+            self.received_end += n
+            pos += n
+        if (problem := self._parse()) is not None:
+            self._drop(problem)
+            return
+        self.effects.append(SendAck(self.received_end))
+
+    def _drop(self, reason: str) -> None:
+        self.connected = False
+        self.effects.append(CloseMaster(reason))
+
+    def _parse(self) -> str | None:
+        """Index every record completed by the new bytes; None, or what was wrong."""
+        size = self.segment_size
+        while self.parsed_end + 8 <= self.received_end:
+            start = self.parsed_end - self.parsed_end % size
+            seg = self.segments[start]
+            pos = self.parsed_end - start
+            total, magic = struct.unpack_from(">II", seg, pos)
+            if magic == BLANK_MAGIC:
+                if total != size - pos:
+                    return f"bad blank record at {self.parsed_end}"
+                if self.received_end < start + size:
+                    return None
+                self.parsed_end = start + size
+                self.index.add_segment_end(self.parsed_end)
+                continue
+            if magic != MESSAGE_MAGIC or total < HEADER_SIZE or pos + total > size:
+                return f"bad record header at {self.parsed_end}"
+            if self.parsed_end + total > self.received_end:
+                return None
+            _, _, crc, key = HEADER.unpack_from(seg, pos)
+            if zlib.crc32(memoryview(seg)[pos + 12: pos + total]) != crc:
+                return f"CRC mismatch in the record at {self.parsed_end}"
+            self.index.add_record(self.parsed_end, bytes(seg[pos: pos + 12]), self.parsed_end + total, key)
+            self.parsed_end += total
+            self.spec_steps.append(("Transfer", self.name))
+        return None

@@ -1,0 +1,164 @@
+"""Everything a simulation run depends on, drawn from its seed (swarm
+testing at the configuration level: each seed picks its own store
+configuration and its own mix and rate of faults)."""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+
+from reference.config import StoreConfig
+from spec.config import ACK_POLICIES, BUG_NAMES, ConfigError
+
+
+@attrs.frozen
+class Faults:
+    """Fault rates per second of virtual time (0 = this kind never happens)."""
+
+    master_process_crash_per_s: float = 0.0
+    master_machine_crash_per_s: float = 0.0
+    replica_crash_per_s: float = 0.0
+    replica_disconnect_per_s: float = 0.0
+    fsync_failure_probability: float = 0.0     # per fsync
+    net_delay_ms: tuple[int, int] = (0, 2)
+    fsync_latency_ms: tuple[int, int] = (1, 4)
+    restart_delay_ms: tuple[int, int] = (5, 50)
+    put_interval_ms: tuple[int, int] = (0, 3)
+    body_size: tuple[int, int] = (1, 120)
+
+
+@attrs.frozen
+class SimParams:
+    seed: int
+    store: StoreConfig
+    replicas: tuple[str, ...]
+    faults: Faults
+
+    def describe(self) -> dict:
+        s = self.store
+        return {
+            "seed": self.seed, "flush_disk_type": s.flush_disk_type, "broker_role": s.broker_role,
+            "transient_store_pool_enable": s.transient_store_pool_enable, "ack_policy": s.ack_policy,
+            "in_sync_replicas": s.in_sync_replicas, "ack_mode": s.ack_mode, "replicas": len(self.replicas),
+            "segment_bytes": s.mapped_file_size_commit_log, "bugs": sorted(s.bugs),
+            **{k: v for k, v in attrs.asdict(self.faults).items() if isinstance(v, float)},
+        }
+
+
+# What a configuration needs for a bug to matter at all (the _bug cfgs of
+# tla/ pin the same dimensions); applied unless --config pins them otherwise.
+BUG_SETTINGS: dict[str, dict] = {
+    "BugAckOnWrote": {"flush_disk_type": "SYNC_FLUSH"},
+    "BugAckOnCommitted": {"flush_disk_type": "SYNC_FLUSH", "transient_store_pool_enable": True},
+    "BugTransferBeyondCommitted": {"transient_store_pool_enable": True, "commit_interval_commit_log_ms": 40,
+                                   "commit_commit_log_least_pages": 4, "commit_commit_log_thorough_interval_ms": 40},
+    "BugAnyReplicaForAllInSync": {"broker_role": "SYNC_MASTER", "ack_policy": "ALL_IN_SYNC", "replicas": 2},
+    "BugTimeoutAsOK": {"flush_disk_type": "SYNC_FLUSH", "broker_role": "SYNC_MASTER"},
+    "BugFlushOneFileReleasesAll": {"flush_disk_type": "SYNC_FLUSH", "mapped_file_size_commit_log": 256},
+    "BugRecoveryKeepsTorn": {"master_machine_crash_per_s": 3.0},
+    "BugAcceptAckBeyondLog": {"flush_disk_type": "ASYNC_FLUSH", "master_machine_crash_per_s": 3.0},
+    "BugHandshakeOffsetOnly": {"flush_disk_type": "ASYNC_FLUSH", "master_machine_crash_per_s": 3.0},
+    "BugFlushIgnoresFsyncError": {"flush_disk_type": "SYNC_FLUSH", "fsync_failure_probability": 0.3,
+                                  "master_machine_crash_per_s": 20.0, "fsync_latency_ms": (5, 20)},
+    "BugDoubleResponse": {"flush_disk_type": "SYNC_FLUSH"},
+    "BugNoFlushDiskWatcher": {"flush_disk_type": "SYNC_FLUSH", "fsync_failure_probability": 0.05},
+}
+
+
+def draw(seed: int, overrides: dict[str, str] | None = None) -> SimParams:
+    """The configuration and fault mix of one seed; ``overrides`` (from
+    ``--config key=value``) pin any store knob, fault rate or ``replicas``."""
+    rng = random.Random(f"ackorder-sim-params-{seed}")
+    n = rng.choice((1, 2, 2, 3))
+    store = dict(
+        flush_disk_type=rng.choice(("SYNC_FLUSH", "ASYNC_FLUSH")),
+        broker_role=rng.choice(("SYNC_MASTER", "SYNC_MASTER", "ASYNC_MASTER")),
+        transient_store_pool_enable=rng.random() < 0.4,
+        ack_policy=rng.choice(ACK_POLICIES),
+        in_sync_replicas=rng.randint(2, n + 1),
+        ack_mode=rng.choice(("DECOUPLED", "BLOCKING")),
+        mapped_file_size_commit_log=rng.choice((256, 512, 1024, 4096)),
+        max_message_size=120,
+        os_page_size=rng.choice((64, 256)),
+        sync_flush_timeout_ms=rng.randint(20, 300),
+        slave_timeout_ms=rng.randint(20, 300),
+        group_commit_interval_ms=rng.randint(1, 10),
+        flush_interval_commit_log_ms=rng.randint(5, 100),
+        flush_commit_log_least_pages=rng.choice((0, 1, 4)),
+        flush_commit_log_thorough_interval_ms=rng.randint(50, 500),
+        commit_interval_commit_log_ms=rng.randint(2, 50),
+        commit_commit_log_least_pages=rng.choice((0, 1, 4)),
+        commit_commit_log_thorough_interval_ms=rng.randint(2, 50),
+        ha_transfer_batch_size=rng.choice((64, 200, 1024)),
+        ha_send_window_bytes=rng.choice((256, 4096)),
+        ha_max_gap_not_in_sync=rng.choice((512, 1 << 30)),
+    )
+
+    def rate(low: float, high: float) -> float:
+        return rng.uniform(low, high) if rng.random() < 0.5 else 0.0
+
+    faults = dict(
+        master_process_crash_per_s=rate(0.2, 3.0),
+        master_machine_crash_per_s=rate(0.2, 3.0),
+        replica_crash_per_s=rate(0.2, 4.0),
+        replica_disconnect_per_s=rate(0.5, 8.0),
+        fsync_failure_probability=rate(0.001, 0.05),
+        net_delay_ms=(0, rng.choice((1, 2, 5))),
+        fsync_latency_ms=(1, rng.choice((2, 5, 10))),
+        put_interval_ms=(0, rng.choice((1, 3, 10))),
+    )
+    bugs: list[str] = []
+    overrides = dict(overrides or {})
+    for bug in [v for k, v in overrides.items() if k == "bug"]:
+        for key, value in BUG_SETTINGS.get(bug, {}).items():
+            text = (str(value).lower() if isinstance(value, bool)
+                    else ",".join(map(str, value)) if isinstance(value, tuple) else str(value))
+            overrides.setdefault(key, text)
+    for key, text in overrides.items():
+        if key == "replicas":
+            n = _int(key, text)
+        elif key == "bug":
+            bugs.append(text)
+        elif key in store:
+            store[key] = _convert(key, text, store[key])
+        elif key in faults:
+            faults[key] = _convert(key, text, faults[key])
+        else:
+            raise ConfigError(f"--config {key}: not a store knob, a fault rate, 'replicas' or 'bug'")
+    if n < 1:
+        raise ConfigError("--config replicas must be at least 1")
+    store["in_sync_replicas"] = min(store["in_sync_replicas"], n + 1)
+    unknown = [b for b in bugs if b not in BUG_NAMES]
+    if unknown:
+        raise ConfigError(f"unknown bug {', '.join(unknown)}; known: {', '.join(BUG_NAMES)}")
+    return SimParams(seed, StoreConfig(**store, bugs=frozenset(bugs)),
+                     tuple(f"r{i + 1}" for i in range(n)), Faults(**faults))
+
+
+def _int(key: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"--config {key}={text}: expected an integer") from None
+
+
+def _convert(key: str, text: str, like):
+    if isinstance(like, bool):
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(f"--config {key}={text}: expected true or false")
+        return text.lower() == "true"
+    if isinstance(like, int):
+        return _int(key, text)
+    if isinstance(like, float):
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"--config {key}={text}: expected a number") from None
+    if isinstance(like, tuple):
+        try:
+            low, high = (int(x) for x in text.split(","))
+        except ValueError:
+            raise ConfigError(f"--config {key}={text}: expected LOW,HIGH") from None
+        return (low, high)
+    return text

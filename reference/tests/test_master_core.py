@@ -1,0 +1,257 @@
+"""The master core's services, driven by hand (no runtime): group commit,
+the transient-pool commit, the ordered transfer queue, deadlines, statuses."""
+
+import attrs
+import pytest
+
+from reference import effects as fx
+from reference.commitlog import CommitLog
+from reference.config import StoreConfig
+from reference.master import MasterCore
+from reference.replica import ReplicaCore
+from reference.status import PutStatus as S
+
+BASE = StoreConfig(mapped_file_size_commit_log=256, max_message_size=100, os_page_size=64)
+
+
+class Driver:
+    def __init__(self, cfg: StoreConfig, replicas=("r1",)):
+        self.core = MasterCore(cfg, replicas, 0)
+        self.now = 0
+        self.fsyncs: list[fx.Fsync] = []
+        self.answers: dict[int, list[S]] = {}
+        self.sent: list[fx.SendData] = []
+        self.closed: list[fx.CloseReplica] = []
+        self.next_id = 1
+
+    def run(self):
+        for e in self.core.take_effects():
+            if isinstance(e, fx.Fsync):
+                self.fsyncs.append(e)
+            elif isinstance(e, fx.Respond):
+                self.answers.setdefault(e.req_id, []).append(S(e.status))
+            elif isinstance(e, fx.SendData):
+                self.sent.append(e)
+            elif isinstance(e, fx.CloseReplica):
+                self.closed.append(e)
+
+    def put(self, size=40):
+        rid = self.next_id
+        self.next_id += 1
+        self.core.put(rid, rid, b"m" * size, self.now)
+        self.run()
+        return rid
+
+    def tick(self, advance=0):
+        self.now += advance
+        self.core.tick(self.now)
+        self.run()
+
+    def complete_fsync(self, ok=True):
+        e = self.fsyncs.pop(0)
+        (self.core.fsync_done if ok else self.core.fsync_failed)(e.start, e.upto, self.now)
+        self.run()
+        return e
+
+    def status(self, rid):
+        return self.answers.get(rid, [None])[-1]
+
+
+def sync_flush(**kw):
+    return attrs.evolve(BASE, flush_disk_type="SYNC_FLUSH", **kw)
+
+
+def test_one_fsync_releases_every_request_it_covers():
+    d = Driver(sync_flush())
+    ids = [d.put() for _ in range(3)]
+    d.tick()                                     # group commit round: swap, one fsync
+    assert len(d.fsyncs) == 1 and d.core.requests_read and not d.core.requests_write
+    d.complete_fsync()
+    assert [d.status(i) for i in ids] == [S.PUT_OK] * 3
+
+
+def test_requests_put_during_an_fsync_wait_for_the_next_round():
+    d = Driver(sync_flush())
+    first = d.put()
+    d.tick()
+    second = d.put()                              # lands in requests_write while the fsync runs
+    d.complete_fsync()
+    assert d.status(first) is S.PUT_OK and d.status(second) is None
+    d.tick()
+    d.complete_fsync()
+    assert d.status(second) is S.PUT_OK
+
+
+def test_a_message_that_rolled_into_the_next_segment_is_flushed_with_the_padding():
+    d = Driver(sync_flush())
+    ids = [d.put(size=100) for _ in range(3)]     # 120-byte records: the third rolls to segment 256
+    d.tick()
+    e = d.fsyncs[0]
+    assert e.start == 0 and e.upto == 256         # first pass stops at the end of segment 0
+    d.complete_fsync()
+    assert [d.status(i) for i in ids] == [S.PUT_OK, S.PUT_OK, None]
+    assert d.fsyncs and d.fsyncs[0].upto > 256    # the second pass is issued at once
+    d.complete_fsync()
+    assert d.status(ids[2]) is S.PUT_OK
+
+
+def test_flush_deadline_and_a_failed_fsync():
+    d = Driver(sync_flush(sync_flush_timeout_ms=50))
+    rid = d.put()
+    d.tick()
+    d.complete_fsync(ok=False)                    # EIO: never PUT_OK on it (RocketMQ #9713)
+    assert d.status(rid) is None and not d.core.writable
+    d.tick(advance=60)
+    assert d.status(rid) is S.FLUSH_DISK_TIMEOUT
+    assert d.status(d.put()) is S.SERVICE_NOT_AVAILABLE
+
+
+def test_message_illegal_writes_nothing():
+    d = Driver(sync_flush())
+    for body in (b"", b"x" * 101):
+        d.core.put(9, 9, body, 0)
+        d.run()
+        assert d.answers.pop(9) == [S.MESSAGE_ILLEGAL]
+    assert d.core.log.wrote == 0
+
+
+def connect(d: Driver, name: str, core: ReplicaCore | None = None):
+    core = core or ReplicaCore(name, d.core.cfg.mapped_file_size_commit_log)
+    core.connect()
+    hs = next(e for e in core.take_effects() if isinstance(e, fx.SendHandshake))
+    d.core.replica_handshake(name, hs.offset, hs.chain, d.now, hs.records)
+    d.run()
+    return core
+
+
+def deliver(d: Driver, name: str, core: ReplicaCore):
+    """Hand the master's DATA frames to the slave and its acks back."""
+    for e in [e for e in d.sent if e.replica == name]:
+        d.sent.remove(e)
+        core.on_data(e.offset, e.data)
+        for a in core.take_effects():
+            if isinstance(a, fx.SendAck):
+                d.core.replica_ack(name, a.offset, d.now)
+                d.run()
+
+
+def sync_master(**kw):
+    return attrs.evolve(BASE, broker_role="SYNC_MASTER", **kw)
+
+
+def test_sync_master_no_slave_is_slave_not_available_at_once():
+    d = Driver(sync_master())
+    assert d.status(d.put()) is S.SLAVE_NOT_AVAILABLE
+
+
+def test_decoupled_acks_complete_in_offset_order_in_one_sweep():
+    d = Driver(sync_master(slave_timeout_ms=100))
+    r1 = connect(d, "r1")
+    ids = [d.put() for _ in range(4)]
+    assert all(d.status(i) is None for i in ids)
+    d.tick()
+    deliver(d, "r1", r1)
+    assert [d.status(i) for i in ids] == [S.PUT_OK] * 4
+    assert r1.index.keys == ids
+
+
+def test_fast_path_and_slave_deadline():
+    d = Driver(sync_master(slave_timeout_ms=30))
+    r1 = connect(d, "r1")
+    rid = d.put()
+    d.tick(advance=31)                            # the slave never got it: deadline passes
+    assert d.status(rid) is S.FLUSH_SLAVE_TIMEOUT
+    deliver(d, "r1", r1)
+    assert d.status(rid) is S.FLUSH_SLAVE_TIMEOUT  # first completion wins
+
+
+@pytest.mark.parametrize("policy, k, acking, expect", [
+    ("ANY_REPLICA_MAX", 2, ["r2"], S.PUT_OK),
+    ("AT_LEAST_K", 3, ["r1"], None),
+    ("AT_LEAST_K", 3, ["r1", "r3"], S.PUT_OK),
+    ("ALL_IN_SYNC", 2, ["r1", "r2"], None),
+    ("ALL_IN_SYNC", 2, ["r1", "r2", "r3"], S.PUT_OK),
+])
+def test_ack_policies(policy, k, acking, expect):
+    d = Driver(sync_master(ack_policy=policy, in_sync_replicas=k), replicas=("r1", "r2", "r3"))
+    slaves = {n: connect(d, n) for n in ("r1", "r2", "r3")}
+    rid = d.put()
+    d.tick()
+    for name in acking:
+        deliver(d, name, slaves[name])
+    assert d.status(rid) is expect
+
+
+def test_at_least_k_rejects_before_the_append_when_too_few_slaves():
+    d = Driver(sync_master(ack_policy="AT_LEAST_K", in_sync_replicas=3), replicas=("r1", "r2"))
+    connect(d, "r1")
+    d.core.put(1, 1, b"x", 0)
+    d.run()
+    assert d.answers[1] == [S.IN_SYNC_REPLICAS_NOT_ENOUGH] and d.core.log.wrote == 0
+
+
+def test_replica_failure_overrides_flush_failure():
+    d = Driver(attrs.evolve(BASE, flush_disk_type="SYNC_FLUSH", broker_role="SYNC_MASTER",
+                            sync_flush_timeout_ms=20, slave_timeout_ms=500))
+    connect(d, "r1")
+    rid = d.put()
+    d.tick(advance=21)                            # flush deadline; the replica leg is pending too
+    assert d.status(rid) is S.FLUSH_SLAVE_TIMEOUT
+
+
+def test_blocking_mode_registers_the_replica_leg_after_the_flush():
+    d = Driver(attrs.evolve(BASE, flush_disk_type="SYNC_FLUSH", broker_role="SYNC_MASTER", ack_mode="BLOCKING"))
+    rid = d.put()
+    assert d.status(rid) is None and not d.core.repl_deadlines   # no slave check yet
+    d.tick()
+    d.complete_fsync()
+    assert d.status(rid) is S.SLAVE_NOT_AVAILABLE              # now handleHA runs: no slave
+
+
+def test_transient_pool_commit_least_pages_and_replication_reads_committed_only():
+    d = Driver(attrs.evolve(BASE, broker_role="SYNC_MASTER", transient_store_pool_enable=True,
+                            commit_commit_log_least_pages=4, commit_interval_commit_log_ms=200,
+                            commit_commit_log_thorough_interval_ms=200, wake_commit_when_put_message=True))
+    connect(d, "r1")
+    rid = d.put(size=10)
+    d.tick()
+    assert d.core.log.committed == 0 and not d.sent   # 30 bytes < 4 pages of 64: wait
+    d.tick(advance=200)                                # the thorough interval commits anyway
+    assert d.core.log.committed == d.core.log.wrote and d.sent
+    assert d.status(rid) is None
+
+
+def test_handshake_refuses_a_slave_with_records_of_an_earlier_incarnation():
+    cfg = sync_master()
+    d = Driver(cfg)
+    r1 = connect(d, "r1")
+    d.put()
+    d.put()
+    d.tick()
+    deliver(d, "r1", r1)
+    fresh = Driver(cfg)                                # the master lost everything (power loss)
+    fresh.put(size=55)                                 # different records at the same offsets
+    fresh.put(size=60)
+    r1.disconnected()
+    connect(fresh, "r1", r1)
+    assert fresh.closed and "differs" in fresh.closed[0].reason
+    assert "r1" not in fresh.core.conns
+
+
+def test_an_ack_beyond_the_log_closes_the_connection():
+    d = Driver(sync_master())
+    connect(d, "r1")
+    d.core.replica_ack("r1", 10_000, 0)
+    d.run()
+    assert "beyond" in d.closed[0].reason and "r1" not in d.core.conns
+
+
+def test_recovered_log_keeps_its_chain():
+    d = Driver(sync_flush())
+    for _ in range(9):
+        d.put(size=70)
+    from reference.record import recover_log
+    segs = {s: bytes(b) for s, b in d.core.log.segments.items()}
+    report = recover_log(segs, 256)
+    again = CommitLog.recovered(256, False, report, segs)
+    assert again.index.chain == d.core.log.index.chain and again.wrote == d.core.log.wrote
