@@ -103,6 +103,12 @@ class RefinementChecker:
                                   f"({len(options)} successors, none matches)")
         return chosen[0]
 
+    @staticmethod
+    def _one(label: tuple, t: State | None) -> State:
+        if t is None:
+            raise RefinementError(f"spec step {label} is not possible from the shadow state")
+        return t
+
     def _apply(self, label: tuple) -> State | None:
         """The successor for one label, or None for a step with no spec effect."""
         cfg, s = self.cfg, self.shadow
@@ -115,30 +121,25 @@ class RefinementChecker:
         if kind == "Commit":
             if label[1] == s.committed:
                 return None
-            return self._pick(label, sa.commit(cfg, s), lambda t: t.committed == label[1])
+            return self._one(label, sa.commit_to(cfg, s, label[1]))
         if kind == "Flush":
             if label[1] == s.flushed:
                 return None
-            return self._pick(label, sa.flush(cfg, s), lambda t: t.flushed == label[1])
+            return self._one(label, sa.flush_to(cfg, s, label[1]))
         if kind == "FlushFail":
-            target = label[1]
-            return self._pick(label, sa.flush_fail(cfg, s),
-                              lambda t: target is None or t.flushed == target)
+            return self._one(label, sa.flush_fail_to(cfg, s, label[1]))
         if kind in ("Respond", "Timeout"):
             i = self.requests.spec_id[label[1]]
             if kind == "Respond":
                 return self._pick(label, sa.respond(cfg, s, i), lambda t: True)
-            return self._pick(label, sa.timeout(cfg, s, i), lambda t: t.reqs[i - 1].status == label[2])
+            return self._one(label, sa.timeout_with(cfg, s, i, label[2]))
         if kind == "ReplicaAck":
             k, reported = self.index[label[1]], label[2]
             if reported <= s.ack[k] and s.connected[k] and reported <= s.committed:
                 return None  # a report that completes no new record
-            return self._pick(label, sa.replica_ack(cfg, s, k),
-                              lambda t: t.ack[k] == reported or not t.connected[k])
+            return self._one(label, sa.replica_ack_with(cfg, s, k, reported))
         if kind == "MasterMachineCrash":
-            keep, torn = label[1], label[2]
-            want = s.log[:keep] + ((TORN,) if torn else ())
-            return self._pick(label, sa.master_machine_crash(cfg, s), lambda t: t.log == want)
+            return self._one(label, sa.master_machine_crash_to(cfg, s, label[1], label[2]))
         if kind in _REPLICA_ACTIONS:
             fn = getattr(sa, _REPLICA_ACTIONS[kind])
             return self._pick(label, fn(cfg, s, self.index[label[1]]), lambda t: True)

@@ -69,12 +69,18 @@ def put(cfg: Config, s: State) -> list[State]:
     )]
 
 
+def commit_to(cfg: Config, s: State, target: int) -> State | None:
+    """Commit, copying up to record ``target``; None if that is not a Commit step."""
+    if not (cfg.transient_store_pool and s.mstate == UP and s.committed < target <= s.wrote
+            and target <= file_end(cfg, s.committed)):
+        return None
+    return evolve(s, committed=target)
+
+
 def commit(cfg: Config, s: State) -> list[State]:
     """Master CommitRealTimeService (transient store pool only): up to what was written."""
-    if not (cfg.transient_store_pool and s.mstate == UP and s.committed < s.wrote):
-        return []
     reach = min(s.wrote, file_end(cfg, s.committed))
-    return [evolve(s, committed=target) for target in range(s.committed + 1, reach + 1)]
+    return [t for target in range(s.committed + 1, reach + 1) if (t := commit_to(cfg, s, target))]
 
 
 def flush_targets(cfg: Config, s: State) -> range:
@@ -101,21 +107,35 @@ def release(cfg: Config, s: State, target: int) -> tuple[Request, ...]:
     return s.reqs if reqs is None else tuple(reqs)
 
 
+def flush_to(cfg: Config, s: State, target: int) -> State | None:
+    """Flush leaving ``flushed`` at record ``target``; None if that is not a Flush step."""
+    if not (s.mstate == UP and s.writable and s.flushed < target <= s.committed
+            and target <= file_end(cfg, s.flushed)):
+        return None
+    return evolve(s, flushed=target, durable=target, reqs=release(cfg, s, target))
+
+
 def flush(cfg: Config, s: State) -> list[State]:
     """Master GroupCommitService (SYNC_FLUSH) / FlushRealTimeService (ASYNC_FLUSH)."""
+    return [t for target in flush_targets(cfg, s) if (t := flush_to(cfg, s, target))]
+
+
+def flush_fail_to(cfg: Config, s: State, target: int | None) -> State | None:
+    """FlushFail; under BugFlushIgnoresFsyncError ``target`` is where flushed goes."""
     if not (s.mstate == UP and s.writable and s.flushed < s.committed):
-        return []
-    return [evolve(s, flushed=t, durable=t, reqs=release(cfg, s, t)) for t in flush_targets(cfg, s)]
+        return None
+    ctrs = _bump(s, "fsyncFailure")
+    if cfg.bug("BugFlushIgnoresFsyncError"):
+        if target is None or target not in flush_targets(cfg, s):
+            return None
+        return evolve(s, flushed=target, reqs=release(cfg, s, target), aux_ctrs=ctrs)
+    return evolve(s, writable=False, aux_ctrs=ctrs)
 
 
 def flush_fail(cfg: Config, s: State) -> list[State]:
     """The disk fails an fsync under the flush service."""
-    if not (s.mstate == UP and s.writable and s.flushed < s.committed):
-        return []
-    ctrs = _bump(s, "fsyncFailure")
-    if cfg.bug("BugFlushIgnoresFsyncError"):
-        return [evolve(s, flushed=t, reqs=release(cfg, s, t), aux_ctrs=ctrs) for t in flush_targets(cfg, s)]
-    return [evolve(s, writable=False, aux_ctrs=ctrs)]
+    targets = flush_targets(cfg, s) if cfg.bug("BugFlushIgnoresFsyncError") else [None]
+    return [t for target in targets if (t := flush_fail_to(cfg, s, target))]
 
 
 def respond(cfg: Config, s: State, i: int) -> list[State]:
@@ -144,14 +164,21 @@ def timeout_applies(cfg: Config, s: State, i: int) -> bool:
     )
 
 
+def timeout_with(cfg: Config, s: State, i: int, status: str) -> State | None:
+    """Timeout(i) answering ``status``; None if that is not a Timeout step."""
+    if not (s.mstate == UP and timeout_applies(cfg, s, i) and status in timeout_statuses(cfg, s, i)):
+        return None
+    return evolve(
+        s, reqs=_set(s.reqs, i - 1, evolve(s.reqs[i - 1], status=status)),
+        inv_responses=s.inv_responses | {event(cfg, s, i, status, "Timeout")},
+    )
+
+
 def timeout(cfg: Config, s: State, i: int) -> list[State]:
     """Master FlushDiskWatcher / GroupTransferService: a deadline passes."""
     if not (s.mstate == UP and timeout_applies(cfg, s, i)):
         return []
-    return [evolve(
-        s, reqs=_set(s.reqs, i - 1, evolve(s.reqs[i - 1], status=status)),
-        inv_responses=s.inv_responses | {event(cfg, s, i, status, "Timeout")},
-    ) for status in timeout_statuses(cfg, s, i)]
+    return [timeout_with(cfg, s, i, status) for status in timeout_statuses(cfg, s, i)]
 
 
 def _abort_waiting(cfg: Config, s: State) -> tuple[tuple[Request, ...], frozenset[ResponseEvent]]:
@@ -178,21 +205,20 @@ def master_process_crash(cfg: Config, s: State) -> list[State]:
     )]
 
 
+def master_machine_crash_to(cfg: Config, s: State, keep: int, torn: bool) -> State | None:
+    """The machine crash that keeps ``keep`` records (and a torn one after them)."""
+    if s.mstate not in (UP, PROC_DOWN) or not s.durable <= keep <= s.committed or torn and keep >= s.committed:
+        return None
+    reqs, responses = _abort_waiting(cfg, s)
+    return evolve(s, log=s.log[:keep] + ((TORN,) if torn else ()), committed=keep, flushed=keep,
+                  durable=keep, mstate=MACHINE_DOWN, writable=True, reqs=reqs, inv_responses=responses,
+                  aux_ctrs=_bump(s, "masterMachineCrash"), **_master_gone(cfg))
+
+
 def master_machine_crash(cfg: Config, s: State) -> list[State]:
     """The master's machine loses power: a prefix of the page cache survives."""
-    if s.mstate not in (UP, PROC_DOWN):
-        return []
-    reqs, responses = _abort_waiting(cfg, s)
-    common = dict(mstate=MACHINE_DOWN, writable=True, reqs=reqs, inv_responses=responses,
-                  aux_ctrs=_bump(s, "masterMachineCrash"), **_master_gone(cfg))
-    out = []
-    for keep in range(s.durable, s.committed + 1):
-        for torn in (False, True):
-            if torn and keep >= s.committed:
-                continue
-            log = s.log[:keep] + ((TORN,) if torn else ())
-            out.append(evolve(s, log=log, committed=keep, flushed=keep, durable=keep, **common))
-    return out
+    return [t for keep in range(s.durable, s.committed + 1) for torn in (False, True)
+            if (t := master_machine_crash_to(cfg, s, keep, torn))]
 
 
 def recover(cfg: Config, s: State) -> list[State]:
@@ -226,18 +252,19 @@ def transfer(cfg: Config, s: State, k: int) -> list[State]:
     return [evolve(s, rlog=_set(s.rlog, k, rlog + (s.log[len(rlog)],)))]
 
 
+def replica_ack_with(cfg: Config, s: State, k: int, reported: int) -> State | None:
+    """ReplicaAck(r) with the slave reporting ``reported`` records."""
+    if not (s.mstate == UP and s.rUp[k] and s.connected[k] and s.ack[k] < reported <= len(s.rlog[k])):
+        return None
+    if reported <= s.committed or cfg.bug("BugAcceptAckBeyondLog"):
+        return evolve(s, ack=_set(s.ack, k, reported), push2SlaveMaxOffset=max(s.push2SlaveMaxOffset, reported))
+    return evolve(s, connected=_set(s.connected, k, False), ack=_set(s.ack, k, 0))
+
+
 def replica_ack(cfg: Config, s: State, k: int) -> list[State]:
     """Replica reports an offset above its last ack; the master records or rejects it."""
-    if not (s.mstate == UP and s.rUp[k] and s.connected[k]):
-        return []
-    out = []
-    for reported in range(s.ack[k] + 1, len(s.rlog[k]) + 1):
-        if reported <= s.committed or cfg.bug("BugAcceptAckBeyondLog"):
-            out.append(evolve(s, ack=_set(s.ack, k, reported),
-                              push2SlaveMaxOffset=max(s.push2SlaveMaxOffset, reported)))
-        else:
-            out.append(evolve(s, connected=_set(s.connected, k, False), ack=_set(s.ack, k, 0)))
-    return out
+    return [t for reported in range(s.ack[k] + 1, len(s.rlog[k]) + 1)
+            if (t := replica_ack_with(cfg, s, k, reported))]
 
 
 def replica_disconnect(cfg: Config, s: State, k: int) -> list[State]:
