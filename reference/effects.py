@@ -59,6 +59,7 @@ class Respond:
 class SendAck:
     """Slave -> master: the offset this slave holds (an HA ACK frame)."""
     offset: int
+    records: int      # complete message records below offset
 
 
 @attrs.frozen

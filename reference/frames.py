@@ -22,7 +22,7 @@ class FrameType(enum.IntEnum):
     RESPONSE = 2    # master -> producer: req_id u64, status u8, next_offset u64
     HANDSHAKE = 3   # slave -> master: offset u64, records u64, chain 16 bytes, name utf-8
     DATA = 4        # master -> slave: offset u64, log bytes
-    ACK = 5         # slave -> master: offset u64
+    ACK = 5         # slave -> master: offset u64, records u64
     REFUSE = 6      # master -> slave: reason utf-8, then the master closes
 
 
@@ -61,6 +61,7 @@ class Data:
 @attrs.frozen
 class Ack:
     offset: int
+    records: int = 0
 
 
 @attrs.frozen
@@ -85,7 +86,7 @@ def encode(frame) -> bytes:
     elif isinstance(frame, Data):
         kind, payload = FrameType.DATA, _U64.pack(frame.offset) + frame.data
     elif isinstance(frame, Ack):
-        kind, payload = FrameType.ACK, _U64.pack(frame.offset)
+        kind, payload = FrameType.ACK, _U64.pack(frame.offset) + _U64.pack(frame.records)
     elif isinstance(frame, Refuse):
         kind, payload = FrameType.REFUSE, frame.reason.encode()
     else:
@@ -99,7 +100,7 @@ def _decode(kind: int, payload: bytes):
     except ValueError:
         raise FrameError(f"unknown frame type {kind}") from None
     need = {FrameType.PUT: 16, FrameType.RESPONSE: 17, FrameType.HANDSHAKE: 32,
-            FrameType.DATA: 8, FrameType.ACK: 8, FrameType.REFUSE: 0}[t]
+            FrameType.DATA: 8, FrameType.ACK: 16, FrameType.REFUSE: 0}[t]
     if len(payload) < need:
         raise FrameError(f"{t.name} frame has {len(payload)} payload bytes, needs at least {need}")
     if t is FrameType.PUT:
@@ -119,9 +120,9 @@ def _decode(kind: int, payload: bytes):
     if t is FrameType.DATA:
         return Data(_U64.unpack_from(payload)[0], payload[8:])
     if t is FrameType.ACK:
-        if len(payload) != 8:
-            raise FrameError(f"ACK frame has {len(payload)} payload bytes, expected 8")
-        return Ack(_U64.unpack(payload)[0])
+        if len(payload) != 16:
+            raise FrameError(f"ACK frame has {len(payload)} payload bytes, expected 16")
+        return Ack(_U64.unpack_from(payload)[0], _U64.unpack_from(payload, 8)[0])
     return Refuse(payload.decode(errors="replace"))
 
 

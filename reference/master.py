@@ -54,6 +54,7 @@ class Connection:
     """A slave's HA connection: what it acknowledged, where the stream is."""
     ack: int
     next_transfer: int
+    ack_records: int = 0      # complete records the slave said it holds (for the spec mapping)
 
 
 class MasterCore:
@@ -86,6 +87,7 @@ class MasterCore:
         # HA
         self.conns: dict[str, Connection] = {}
         self.push2SlaveMaxOffset = 0
+        self.push2_records = 0    # the same maximum, in records the slaves reported
 
     # ------------------------------------------------------------------ helpers
 
@@ -399,27 +401,34 @@ class MasterCore:
         if (reason := self._handshake_refusal(offset, chain, records)) is not None:
             self._emit(CloseReplica(name, reason))
             return
-        self.conns[name] = Connection(ack=offset, next_transfer=offset)
+        self.conns[name] = Connection(ack=offset, next_transfer=offset, ack_records=records)
         self.push2SlaveMaxOffset = max(self.push2SlaveMaxOffset, offset)
+        self.push2_records = max(self.push2_records, records)
         self.spec_steps.append(("ReplicaConnect", name))
         self._transfer()
         self._complete_covered()
 
-    def replica_ack(self, name: str, offset: int, now_ms: int) -> None:
-        """HAConnection.ReadSocketService: a slave reported the offset it holds."""
+    def replica_ack(self, name: str, offset: int, now_ms: int, records: int = 0) -> None:
+        """HAConnection.ReadSocketService: a slave reported the offset it holds
+        (and how many records that is).  A report beyond the master's log
+        closes the connection (PR #3016; bug B3 without the check)."""
         conn = self.conns.get(name)
         if conn is None:
             return  # a report that crossed a closing connection
-        if offset > self.log.committed and not self.cfg.bug("BugAcceptAckBeyondLog"):
+        log = self.log
+        beyond = records > log.records_upto(log.committed) or offset > log.wrote
+        if beyond and not self.cfg.bug("BugAcceptAckBeyondLog"):
             del self.conns[name]
-            self.spec_steps.append(("ReplicaAck", name, self.log.records_upto(offset)))
-            self._emit(CloseReplica(name, f"ack {offset} beyond the master's log ({self.log.committed})"))
+            self.spec_steps.append(("ReplicaAck", name, records))
+            self._emit(CloseReplica(name, f"ack {offset} ({records} records) beyond the master's log "
+                                          f"({log.committed})"))
             return
         if offset <= conn.ack:
             return
-        conn.ack = offset
+        conn.ack, conn.ack_records = offset, records
         self.push2SlaveMaxOffset = max(self.push2SlaveMaxOffset, offset)
-        self.spec_steps.append(("ReplicaAck", name, self.log.records_upto(offset)))
+        self.push2_records = max(self.push2_records, records)
+        self.spec_steps.append(("ReplicaAck", name, records))
         self._transfer()
         self._complete_covered()
 

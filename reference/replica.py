@@ -93,7 +93,7 @@ class ReplicaCore:
         if (problem := self._parse()) is not None:
             self._drop(problem)
             return
-        self.effects.append(SendAck(self.received_end))
+        self.effects.append(SendAck(self.received_end, len(self.index.ends)))
 
     def _drop(self, reason: str) -> None:
         self.connected = False

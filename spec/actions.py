@@ -112,7 +112,9 @@ def flush_to(cfg: Config, s: State, target: int) -> State | None:
     if not (s.mstate == UP and s.writable and s.flushed < target <= s.committed
             and target <= file_end(cfg, s.flushed)):
         return None
-    return evolve(s, flushed=target, durable=target, reqs=release(cfg, s, target))
+    # After an ignored fsync error (B1) the durable prefix stops at the hole (fsyncgate).
+    durable = target if s.durable == s.flushed else s.durable
+    return evolve(s, flushed=target, durable=durable, reqs=release(cfg, s, target))
 
 
 def flush(cfg: Config, s: State) -> list[State]:

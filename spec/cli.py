@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sim_cli.add_parser(sub)
     real_cli.add_parsers(sub)
+    from stateful_tests import replay
+
+    replay.add_parser(sub)
     run = sub.add_parser("run", help="the main job: every TLC model and the twin cross-check")
     run.add_argument("--workers", type=int, default=None)
     run.add_argument("--json", default=None, type=Path, metavar="FILE")

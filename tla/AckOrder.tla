@@ -107,7 +107,10 @@ ReleaseBound(target) == IF BugFlushOneFileReleasesAll THEN committed ELSE target
 (* covered).  Every waiting request whose nextOffset is now flushed has    *)
 (* its flush future completed in the same step.  A message that rolled     *)
 (* into the next file needs a second Flush: "flush up to twice" is two     *)
-(* steps here.                                                             *)
+(* steps here.  After a failed fsync whose error was ignored (B1) the      *)
+(* pages it covered were marked clean but never reached the disk, and no   *)
+(* later fsync writes them again ("fsyncgate"): the durable prefix stops   *)
+(* at that hole.                                                           *)
 (***************************************************************************)
 Flush ==
     /\ mstate = "UP"
@@ -115,7 +118,7 @@ Flush ==
     /\ flushed < committed
     /\ \E target \in (flushed + 1)..FlushTarget :
          /\ flushed' = target
-         /\ durable' = target
+         /\ durable' = IF durable = flushed THEN target ELSE durable
          /\ reqs' = Release(reqs, ReleaseBound(target))
     /\ UNCHANGED <<mstate, log, committed, writable, haVars, replicaVars,
                    inv_responses, aux_ctrs>>

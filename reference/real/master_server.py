@@ -243,7 +243,7 @@ class MasterServer:
                     break
                 self.log(f"slave {name} connected at offset {frame.offset}")
             elif isinstance(frame, Ack):
-                self._call(self.core.replica_ack, name, frame.offset, now_ms())
+                self._call(self.core.replica_ack, name, frame.offset, now_ms(), frame.records)
             else:
                 conn.close(f"unexpected {type(frame).__name__} frame from slave {name}")
         if name is not None and self.ha_conns.get(name) is conn:

@@ -41,7 +41,7 @@ class ReplicaServer:
             elif isinstance(e, fx.SendHandshake):
                 self.conn.send(Handshake(e.offset, e.chain, self.name, e.records))
             elif isinstance(e, fx.SendAck):
-                self.conn.send(Ack(e.offset))
+                self.conn.send(Ack(e.offset, e.records))
             elif isinstance(e, fx.CloseMaster):
                 self.log(f"dropping the master connection: {e.reason}")
                 self.conn.close(e.reason)

@@ -81,4 +81,8 @@ def main(args: argparse.Namespace) -> int:
                       + (f" --bug {args.bug}" if args.bug else ""))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2) + "\n")
+    expected = getattr(args, "expect_hash", None)
+    if expected and expected != outcome.trace_hash:
+        console.print(f"[bold red]trace hash {outcome.trace_hash} differs from the expected {expected}[/]")
+        return 3
     return 0 if outcome.ok else 1

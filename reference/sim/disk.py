@@ -1,20 +1,21 @@
-"""A simulated disk with page-cache semantics.
+"""A simulated disk with page-cache semantics, for the simulator.
 
-Writes land in the page cache; an fsync makes durable what the page cache
-held when the fsync was issued.  A process crash keeps the page cache; a
-machine crash keeps the durable prefix plus any further prefix of what was
-not fsync'd (the caller picks the cut, so a record may be torn).
+Writes land in the page cache.  A process crash keeps the page cache; a
+machine crash keeps only the bytes before a cut that the caller picks
+between the durable end and the page-cache end (so a record can be torn).
+Durability itself is tracked by the cluster, which knows what each fsync
+covered.  Same interface as reference.real.disk.SegmentStore.
 """
 
 from __future__ import annotations
+
+from reference.record import RecoveryReport, recover_log
 
 
 class SimDisk:
     def __init__(self, segment_size: int) -> None:
         self.segment_size = segment_size
         self.segments: dict[int, bytearray] = {}
-        self.durable_end = 0     # global offset below which every byte is fsync'd
-        self.page_end = 0        # global offset after the last byte written
 
     def create(self, start: int) -> None:
         self.segments.setdefault(start, bytearray(self.segment_size))
@@ -23,36 +24,31 @@ class SimDisk:
         seg = self.segments.setdefault(start, bytearray(self.segment_size))
         assert position + len(data) <= self.segment_size, (start, position, len(data))
         seg[position: position + len(data)] = data
-        self.page_end = max(self.page_end, start + position + len(data))
+
+    def fsync(self, start: int, upto: int) -> None:
+        """Nothing to do: the cluster records what became durable."""
 
     def zero_tail(self, start: int, position: int) -> None:
         if start in self.segments:
-            seg = self.segments[start]
-            seg[position:] = bytes(self.segment_size - position)
+            self.segments[start][position:] = bytes(self.segment_size - position)
         for s in [s for s in self.segments if s > start]:
             del self.segments[s]
-        self.page_end = min(self.page_end, start + position)
-        self.durable_end = min(self.durable_end, start + position)
-
-    def recovered_to(self, end: int) -> None:
-        """Recovery kept [0, end): zero the rest and fsync (the store's recovery does both)."""
-        self.zero_tail(end - end % self.segment_size, end % self.segment_size)
-        self.page_end = self.durable_end = end
-
-    def fsync_to(self, upto: int) -> None:
-        """An fsync of the segments up to ``upto`` completed."""
-        self.durable_end = max(self.durable_end, upto)
 
     def machine_crash(self, cut: int) -> None:
-        """Keep [0, cut), lose the rest (cut >= durable_end)."""
-        assert cut >= self.durable_end, (cut, self.durable_end)
-        for start in list(self.segments):
-            if start >= cut:
-                del self.segments[start]
-            elif start + self.segment_size > cut:
-                seg = self.segments[start]
-                seg[cut - start:] = bytes(self.segment_size - (cut - start))
-        self.durable_end = self.page_end = cut
+        """Keep [0, cut), lose the rest."""
+        self.zero_tail(cut - cut % self.segment_size, cut % self.segment_size)
 
-    def snapshot(self) -> dict[int, bytes]:
-        return {start: bytes(seg) for start, seg in sorted(self.segments.items())}
+    def recover(self, keep_torn: bool = False) -> tuple[RecoveryReport, dict[int, bytes]]:
+        data = {start: bytes(seg) for start, seg in sorted(self.segments.items())}
+        report = recover_log(data, self.segment_size, keep_torn)
+        end = report.end_offset
+        self.zero_tail(end - end % self.segment_size, end % self.segment_size)
+        return report, data
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def sim_disk_factory(name: str, segment_size: int, previous: SimDisk | None = None) -> SimDisk:
+    """A node's disk; at a restart the same one (its page cache survived)."""
+    return previous if previous is not None else SimDisk(segment_size)

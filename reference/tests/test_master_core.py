@@ -131,7 +131,7 @@ def deliver(d: Driver, name: str, core: ReplicaCore):
         core.on_data(e.offset, e.data)
         for a in core.take_effects():
             if isinstance(a, fx.SendAck):
-                d.core.replica_ack(name, a.offset, d.now)
+                d.core.replica_ack(name, a.offset, d.now, a.records)
                 d.run()
 
 
@@ -241,7 +241,7 @@ def test_handshake_refuses_a_slave_with_records_of_an_earlier_incarnation():
 def test_an_ack_beyond_the_log_closes_the_connection():
     d = Driver(sync_master())
     connect(d, "r1")
-    d.core.replica_ack("r1", 10_000, 0)
+    d.core.replica_ack("r1", 10_000, 0, 3)
     d.run()
     assert "beyond" in d.closed[0].reason and "r1" not in d.core.conns
 

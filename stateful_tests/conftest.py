@@ -1,0 +1,1 @@
+from stateful_tests import profiles  # noqa: F401  (registers and loads the Hypothesis profile)

@@ -1,0 +1,378 @@
+"""Hypothesis state machines.
+
+* ``SpecMachine`` drives spec/ (the Python twin) through enabled actions,
+  with bounds larger than TLC can exhaust, checking every invariant.
+* ``RefinementMachine`` drives the reference cores through a Cluster (puts,
+  clock ticks, fsyncs, frame deliveries, disconnects, crashes, recovery) with
+  a configuration drawn per test case; after every step the refinement check
+  maps the cores' state to the spec's, replays the spec steps they reported
+  and checks every invariant.
+* ``RealStoreMachine`` is the same on real files with fdatasync in a
+  temporary directory (process crashes only: a real disk cannot lose power
+  on demand).
+
+Each ends with a liveness phase in ``teardown``: faults stop, everything
+heals, and within a bounded number of steps every waiting request must be
+answered and every connected slave must have caught up with the master.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import attrs
+from hypothesis import strategies as st, target
+from hypothesis.control import currently_in_test_context
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from reference.config import StoreConfig
+from reference.real.disk import SegmentStore
+from reference.refinement import PropertyViolation
+from reference.sim.cluster import UP, Cluster
+from reference.sim.disk import sim_disk_factory
+from spec import actions as sa
+from spec.config import ACK_POLICIES, Bounds, Config
+from spec.properties import INVARIANTS, SAFETY
+from spec.state import WAITING
+
+LIVENESS_STEPS = 400
+
+
+class Targets:
+    """The most interesting value of each metric in a test case; Hypothesis
+    accepts one target() per label and case, so they are reported at the end."""
+
+    def __init__(self) -> None:
+        self.best: dict[str, float] = {}
+
+    def see(self, **metrics: float) -> None:
+        for label, value in metrics.items():
+            self.best[label] = max(self.best.get(label, value), value)
+
+    def report(self) -> None:
+        if not currently_in_test_context():     # a replayed program runs outside Hypothesis
+            return
+        for label, value in self.best.items():
+            target(value, label=label)
+
+# ------------------------------------------------------------------ the spec
+
+SPEC_ACTIONS = ("Put", "Commit", "Flush", "FlushFail", "Respond", "Timeout", "MasterProcessCrash",
+                "MasterMachineCrash", "Recover", "ReplicaConnect", "Transfer", "ReplicaAck",
+                "ReplicaDisconnect", "ReplicaCrash", "ReplicaRestart")
+HEALING = ("Recover", "ReplicaRestart", "ReplicaConnect", "Transfer", "ReplicaAck", "Commit", "Flush",
+           "Respond", "Timeout")
+
+spec_configs = st.builds(
+    Config,
+    replicas=st.sampled_from([("r1",), ("r1", "r2"), ("r1", "r2", "r3")]),
+    flush_mode=st.sampled_from(["SYNC_FLUSH", "ASYNC_FLUSH"]),
+    repl_mode=st.sampled_from(["SYNC_MASTER", "ASYNC_MASTER"]),
+    transient_store_pool=st.booleans(),
+    ack_policy=st.sampled_from(ACK_POLICIES),
+    in_sync_replicas=st.just(2),
+    file_size=st.integers(1, 4),
+)
+
+# Larger than any TLC model (which stop at 3 puts and one of each fault).
+SPEC_BOUNDS = Bounds(max_puts=12, max_master_process_crashes=3, max_master_machine_crashes=3,
+                     max_replica_crashes=4, max_replica_disconnects=4, max_fsync_failures=2)
+
+
+class SpecMachine(RuleBasedStateMachine):
+    """The twin itself, explored by Hypothesis instead of BFS."""
+
+    @initialize(cfg=spec_configs)
+    def setup(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.state = sa.initial_state(cfg)
+        self.targets = Targets()
+
+    @rule(action=st.sampled_from(SPEC_ACTIONS), choice=st.integers(0, 7))
+    def act(self, action: str, choice: int) -> None:
+        options = [t for label, t in sa.successors(self.cfg, SPEC_BOUNDS, self.state)
+                   if label.split("(")[0] == action]
+        if options:
+            self.state = options[choice % len(options)]
+        s = self.state
+        self.targets.see(unflushed_records=s.wrote - s.flushed,
+                         queued_requests=sum(r.status == WAITING for r in s.reqs),
+                         replica_lag=max((s.committed - len(rl) for rl in s.rlog), default=0))
+
+    @invariant()
+    def safety(self) -> None:
+        for name in SAFETY:
+            if not INVARIANTS[name](self.cfg, self.state):
+                raise PropertyViolation(name, f"{name} violated in {self.state}")
+
+    def teardown(self) -> None:
+        """Fair scheduling of the healing actions only: every request gets answered."""
+        if not hasattr(self, "state"):
+            return
+        self.targets.report()
+        cfg, s = self.cfg, self.state
+        for step in range(LIVENESS_STEPS):
+            if s.mstate == "UP" and not any(r.status == WAITING for r in s.reqs):
+                break
+            healing = [t for label, t in sa.successors(cfg, SPEC_BOUNDS, s) if label.split("(")[0] in HEALING]
+            if not healing:
+                break
+            s = healing[step % len(healing)]
+        waiting = [i for i, r in enumerate(s.reqs, 1) if r.status == WAITING]
+        if waiting or s.mstate != "UP":
+            raise PropertyViolation("EveryRequestAnswered",
+                                    f"requests {waiting} still waiting after {LIVENESS_STEPS} healing steps")
+
+
+# ------------------------------------------------------------------ the reference
+
+store_configs = st.builds(
+    StoreConfig,
+    flush_disk_type=st.sampled_from(["SYNC_FLUSH", "ASYNC_FLUSH"]),
+    broker_role=st.sampled_from(["SYNC_MASTER", "ASYNC_MASTER"]),
+    transient_store_pool_enable=st.booleans(),
+    ack_policy=st.sampled_from(ACK_POLICIES),
+    in_sync_replicas=st.integers(2, 3),
+    ack_mode=st.sampled_from(["DECOUPLED", "BLOCKING"]),
+    mapped_file_size_commit_log=st.sampled_from([256, 512]),
+    max_message_size=st.just(100),
+    os_page_size=st.just(64),
+    sync_flush_timeout_ms=st.integers(5, 60),
+    slave_timeout_ms=st.integers(5, 60),
+    group_commit_interval_ms=st.just(1),
+    flush_interval_commit_log_ms=st.integers(1, 20),
+    flush_commit_log_least_pages=st.sampled_from([0, 1]),
+    commit_interval_commit_log_ms=st.integers(1, 20),
+    commit_commit_log_least_pages=st.sampled_from([0, 1, 4]),
+    commit_commit_log_thorough_interval_ms=st.integers(1, 20),
+    ha_transfer_batch_size=st.sampled_from([40, 200]),
+    ha_send_window_bytes=st.just(1024),
+)
+
+
+@attrs.frozen
+class Pins:
+    """Configuration a test pins (a bug switch and what it needs to matter)."""
+    store: dict = attrs.Factory(dict)
+    replicas: int | None = None
+
+
+class RefinementMachine(RuleBasedStateMachine):
+    """The reference cores on a simulated disk and network, step by step."""
+
+    pins = Pins()
+    requests = Bundle("requests")
+    allow_machine_crash = True
+    fsync_failures_in_ten = 1
+
+    def disk_factory(self):
+        return sim_disk_factory
+
+    @initialize(cfg=store_configs, n=st.integers(1, 3), connected=st.booleans())
+    def setup(self, cfg: StoreConfig, n: int, connected: bool) -> None:
+        cfg = attrs.evolve(cfg, **self.pins.store)
+        n = self.pins.replicas or n
+        self.cluster = Cluster(cfg, tuple(f"r{i + 1}" for i in range(n)), self.disk_factory())
+        self.targets = Targets()
+        if connected:                     # start from a healthy group: every slave connected
+            for name in self.cluster.replica_names:
+                self.cluster.connect(name)
+            self._drain_network()
+
+    def _drain_network(self, limit: int = 200) -> None:
+        for _ in range(limit):
+            links = self.cluster.open_links()
+            if not links:
+                return
+            self.cluster.deliver(links[0].conn, links[0].direction)
+
+    def _targets(self) -> None:
+        c = self.cluster
+        if c.mstate == UP:
+            log = c.master.log
+            lag = [log.committed - n.core.received_end for n in c.replicas.values()]
+            self.targets.see(bytes_between_flushed_and_wrote=log.wrote - log.flushed,
+                             queued_requests=len(c.waiting()), replica_lag_bytes=max(lag, default=0))
+
+    # --- producers and time
+
+    @rule(target=requests, size=st.integers(1, 100))
+    def put(self, size: int):
+        # Bodies differ from put to put, so a slave holding an older message at
+        # the same offset never matches by accident.
+        self.puts = getattr(self, "puts", 0) + 1
+        rid = self.cluster.put(bytes([self.puts % 251]) * size)
+        self._targets()
+        return rid
+
+    @rule(advance_ms=st.integers(0, 30))
+    def tick(self, advance_ms: int) -> None:
+        self.cluster.tick(self.cluster.now + advance_ms)
+
+    @rule(req=requests)
+    def past_its_deadlines(self, req) -> None:
+        """Let the clock run past every deadline of one request put earlier."""
+        c = self.cluster
+        put = c.master.requests.get(req) if c.mstate == UP and req is not None else None
+        if put is not None:
+            cfg = c.cfg
+            c.tick(max(c.now, put.put_ms + max(cfg.sync_flush_timeout_ms, cfg.slave_timeout_ms) + 1))
+
+    def _fsync_ok(self, draw: int) -> bool:
+        """``draw`` in 0..9: fsync raises EIO for the top ``fsync_failures_in_ten``
+        values, so failures are rare and shrinking leads to success."""
+        return draw < 10 - self.fsync_failures_in_ten
+
+    @precondition(lambda self: self.cluster.pending_fsync is not None)
+    @rule(draw=st.integers(0, 9))
+    def fsync_returns(self, draw: int) -> None:
+        self.cluster.complete_fsync(self._fsync_ok(draw))
+
+    # --- network
+
+    @precondition(lambda self: bool(self.cluster.open_links()))
+    @rule(choice=st.integers(0, 7), count=st.integers(1, 4))
+    def deliver(self, choice: int, count: int) -> None:
+        for _ in range(count):
+            links = self.cluster.open_links()
+            if not links:
+                return
+            link = links[choice % len(links)]
+            self.cluster.deliver(link.conn, link.direction)
+
+    @rule()
+    def replicate(self) -> None:
+        """A network round trip: the master streams, every frame in flight arrives."""
+        self.cluster.tick(self.cluster.now)
+        self._drain_network()
+
+    @rule(draw=st.integers(0, 9))
+    def flush_round(self, draw: int) -> None:
+        """A group-commit round: the timer fires and the fsync it issues returns."""
+        c = self.cluster
+        c.tick(c.now + c.cfg.group_commit_interval_ms)
+        if c.pending_fsync is not None:
+            c.complete_fsync(self._fsync_ok(draw))
+
+    @rule(replica=st.integers(0, 2))
+    def connect(self, replica: int) -> None:
+        self.cluster.connect(self._name(replica))
+
+    @rule(replica=st.integers(0, 2))
+    def disconnect(self, replica: int) -> None:
+        self.cluster.disconnect(self._name(replica))
+
+    def _name(self, i: int) -> str:
+        names = self.cluster.replica_names
+        return names[i % len(names)]
+
+    # --- failures
+
+    @rule(replica=st.integers(0, 2), restart=st.booleans())
+    def replica_crash(self, replica: int, restart: bool) -> None:
+        self.cluster.replica_crash(self._name(replica))
+        if restart:
+            self.cluster.replica_restart(self._name(replica))
+
+    @rule(replica=st.integers(0, 2))
+    def replica_restart(self, replica: int) -> None:
+        self.cluster.replica_restart(self._name(replica))
+
+    @rule(restart=st.booleans())
+    def master_process_crash(self, restart: bool) -> None:
+        self.cluster.master_process_crash()
+        if restart:
+            self.cluster.master_restart()
+
+    @precondition(lambda self: self.allow_machine_crash)
+    @rule(keep=st.integers(0, 8), torn=st.booleans(), restart=st.booleans())
+    def master_machine_crash(self, keep: int, torn: bool, restart: bool) -> None:
+        """Power loss keeping the ``keep``-th record boundary past the durable
+        end (0 shrinks to losing everything not fsync'd), or tearing the record
+        after it."""
+        c = self.cluster
+        if c.mstate != "MACHINE_DOWN":
+            low, high, ends = c.machine_crash_bounds()
+            cuts = [low, *ends, high] if high > low else [low]
+            at = min(keep, len(cuts) - 1)
+            cut = cuts[at]
+            if torn and at + 1 < len(cuts):
+                cut = (cuts[at] + cuts[at + 1]) // 2 if cuts[at + 1] - cuts[at] > 1 else cut
+            c.master_machine_crash(cut)
+        if restart:
+            c.master_restart()
+
+    @rule()
+    def master_restart(self) -> None:
+        self.cluster.master_restart()
+
+    # --- the end
+
+    def teardown(self) -> None:
+        if not hasattr(self, "cluster"):
+            return
+        self.targets.report()
+        try:
+            heal(self.cluster)
+        finally:
+            for disk in [self.cluster.master_disk, *(n.disk for n in self.cluster.replicas.values())]:
+                disk.close()
+
+
+def heal(c: Cluster) -> None:
+    """The liveness phase: no more faults; restart, reconnect, deliver, flush,
+    let time pass; then nothing may be waiting and connected slaves caught up."""
+    if c.failed:
+        return      # a step already failed; that failure is the report
+    cfg = c.cfg
+    budget_ms = 3 * max(cfg.sync_flush_timeout_ms, cfg.slave_timeout_ms) + 100
+    start = c.now
+    for _ in range(LIVENESS_STEPS):
+        if c.mstate != UP:
+            c.master_restart()
+        for name, node in c.replicas.items():
+            if not node.up:
+                c.replica_restart(name)
+            if node.conn is None:
+                c.connect(name)
+        while c.open_links():
+            link = c.open_links()[0]
+            c.deliver(link.conn, link.direction)
+        if c.pending_fsync is not None:
+            c.complete_fsync(True)
+        settled = (not c.waiting() and c.pending_fsync is None and not c.open_links()
+                   and c.master.log.committed == c.master.log.wrote
+                   and all(n.core.received_end >= c.master.log.committed
+                           for n in c.replicas.values() if n.name in c.master.conns))
+        if settled or c.now - start > budget_ms:
+            break
+        c.tick(c.now + 1)
+    c.check_liveness(c.now - start)
+    behind = [n.name for n in c.replicas.values()
+              if n.name in c.master.conns and n.core.received_end < c.master.log.committed]
+    if behind:
+        raise PropertyViolation("EveryRequestAnswered",
+                                f"liveness: connected slaves {behind} did not catch up with the master")
+
+
+class RealStoreMachine(RefinementMachine):
+    """The same machine on the real store: segment files, pwrite, fdatasync."""
+
+    allow_machine_crash = False
+
+    def disk_factory(self):
+        self._dir = Path(tempfile.mkdtemp(prefix="ackorder-real-machine-"))
+
+        def factory(name: str, segment_size: int, previous=None) -> SegmentStore:
+            return SegmentStore(self._dir / name / "commitlog", segment_size)
+
+        return factory
+
+    def teardown(self) -> None:
+        try:
+            super().teardown()
+        finally:
+            shutil.rmtree(getattr(self, "_dir", ""), ignore_errors=True)
+

@@ -1,0 +1,164 @@
+"""`ackorder replay`: run a failure again.
+
+* ``--program FILE``: the step program Hypothesis printed for a failing
+  state-machine case (``state = RefinementMachine()``, ``state.put(size=3)``,
+  ...).  It is parsed, not executed: only calls on ``state`` with literal
+  arguments, earlier results and the configuration classes are accepted, and
+  anything else is an error naming the line.
+* ``--seed S [--config k=v] [--bug NAME] [--steps N]``: one simulation seed,
+  optionally checking that it reproduces an expected trace hash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+import re
+from pathlib import Path
+
+from hypothesis.stateful import INITIALIZE_RULE_MARKER, RULE_MARKER
+
+from reference.config import StoreConfig
+from reference.refinement import PropertyViolation, RefinementError
+from spec.config import BUG_NAMES, Config, ConfigError
+from spec.ui import console as make_console
+
+CONSTRUCTORS = {"StoreConfig": StoreConfig, "Config": Config, "frozenset": frozenset, "set": set}
+
+
+class ProgramError(ValueError):
+    """A step program that cannot be replayed; the message names the line."""
+
+
+def machine_classes() -> dict:
+    from stateful_tests.machines import RealStoreMachine, RefinementMachine, SpecMachine
+    from stateful_tests.test_bugs_caught import machine_for
+
+    classes = {"SpecMachine": SpecMachine, "RefinementMachine": RefinementMachine,
+               "RealStoreMachine": RealStoreMachine}
+    for bug in BUG_NAMES:
+        classes[f"RefinementMachine_{bug}"] = machine_for(bug)
+    return classes
+
+
+def _clean(text: str) -> str:
+    """The program itself, from ``state = ...`` to ``state.teardown()``, without
+    the markers pytest ("E   ") and exception groups ("| ") put before lines."""
+    lines = [re.sub(r"^(?:E\s+|\|\s?)+", "", raw.strip()) for raw in text.splitlines()]
+    starts = [i for i, line in enumerate(lines) if re.fullmatch(r"state = \w+\(\)", line)]
+    if not starts:
+        raise ProgramError("no `state = <Machine>()` line found")
+    ends = [i for i, line in enumerate(lines) if line == "state.teardown()" and i > starts[0]]
+    # Blank lines in front keep the line numbers of errors those of the file.
+    return "\n" * starts[0] + "\n".join(lines[starts[0]: (ends[0] if ends else len(lines) - 1) + 1])
+
+
+def _value(node: ast.AST, env: dict, lineno: int):
+    if isinstance(node, ast.Name):
+        if node.id in env:
+            return env[node.id]
+        raise ProgramError(f"line {lineno}: unknown name {node.id!r}")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CONSTRUCTORS:
+        args = [_value(a, env, lineno) for a in node.args]
+        kwargs = {k.arg: _value(k.value, env, lineno) for k in node.keywords}
+        try:
+            return CONSTRUCTORS[node.func.id](*args, **kwargs)
+        except (TypeError, ConfigError) as err:
+            raise ProgramError(f"line {lineno}: {err}") from None
+    if isinstance(node, (ast.Set, ast.Tuple, ast.List)):
+        items = [_value(e, env, lineno) for e in node.elts]
+        return {ast.Set: set, ast.Tuple: tuple, ast.List: list}[type(node)](items)
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise ProgramError(f"line {lineno}: only literals, earlier results and "
+                           f"{', '.join(CONSTRUCTORS)} are allowed, got {ast.unparse(node)!r}") from None
+
+
+def _is_step(method, name: str) -> bool:
+    """A rule, an initialize rule or teardown: nothing else may be called."""
+    return callable(method) and (name == "teardown" or any(
+        hasattr(method, marker) for marker in (RULE_MARKER, INITIALIZE_RULE_MARKER)))
+
+
+def replay_program(text: str):
+    """Replay a printed step program; returns the machine, raises what it raised."""
+    try:
+        tree = ast.parse(_clean(text))
+    except SyntaxError as err:
+        raise ProgramError(f"line {err.lineno}: {err.msg}") from None
+    classes = machine_classes()
+    env: dict = {}
+    state = None
+    for stmt in tree.body:
+        target = None
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            target, call = stmt.targets[0].id, stmt.value
+        elif isinstance(stmt, ast.Expr):
+            call = stmt.value
+        else:
+            raise ProgramError(f"line {stmt.lineno}: expected a call on state, got {ast.unparse(stmt)!r}")
+        if not isinstance(call, ast.Call):
+            raise ProgramError(f"line {stmt.lineno}: expected a call, got {ast.unparse(call)!r}")
+        if isinstance(call.func, ast.Name):
+            if target != "state" or call.func.id not in classes:
+                raise ProgramError(f"line {stmt.lineno}: unknown machine {call.func.id!r}; "
+                                   f"known: {', '.join(sorted(classes))}")
+            state = classes[call.func.id]()
+            env["state"] = state
+            continue
+        if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "state") or state is None:
+            raise ProgramError(f"line {stmt.lineno}: expected state.<rule>(...), got {ast.unparse(call)!r}")
+        method = getattr(state, call.func.attr, None)
+        if not _is_step(method, call.func.attr):
+            raise ProgramError(f"line {stmt.lineno}: the machine has no rule {call.func.attr!r}")
+        kwargs = {k.arg: _value(k.value, env, stmt.lineno) for k in call.keywords}
+        try:
+            inspect.signature(method).bind(**kwargs)
+        except TypeError as err:
+            raise ProgramError(f"line {stmt.lineno}: state.{call.func.attr}: {err}") from None
+        result = method(**kwargs)
+        if target is not None:
+            env[target] = result
+    return state
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("replay", help="replay a failing Hypothesis program or a simulation seed")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--program", type=Path, metavar="FILE", help="a step program Hypothesis printed")
+    what.add_argument("--seed", type=int, help="a simulation seed")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--bug", choices=BUG_NAMES, metavar="NAME")
+    p.add_argument("--steps", type=int, default=10_000)
+    p.add_argument("--expect-hash", metavar="HASH", help="fail unless the run reproduces this trace hash")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    console = make_console()
+    if args.seed is not None:
+        from reference.sim.cli import main as sim_main
+
+        sim_args = argparse.Namespace(seed=args.seed, steps=args.steps, config=args.config, bug=args.bug,
+                                      trace=None, json=None, no_check=False, no_liveness=False,
+                                      expect_hash=args.expect_hash)
+        return sim_main(sim_args)
+    try:
+        text = args.program.read_text()
+    except OSError as err:
+        console.print(f"[bold red]error:[/] {args.program}: {err.strerror}")
+        return 2
+    try:
+        replay_program(text)
+    except ProgramError as err:
+        console.print(f"[bold red]error:[/] {args.program}: {err}")
+        return 2
+    except (PropertyViolation, RefinementError) as err:
+        name = getattr(err, "prop", "refinement")
+        console.print(f"[bold red]reproduced: {name}[/]\n{err}")
+        return 1
+    console.print("[green]the program ran to the end without a violation[/]")
+    return 0
