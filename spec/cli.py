@@ -12,12 +12,17 @@ from tla.manifest import MANIFEST_PATH
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """The main job of `make run`: every TLC model, then the twin cross-check."""
+    """The main job of `make run`: every TLC model, the twin cross-check, then
+    a short fuzz campaign of the simulator on local[*]."""
     tlc_args = argparse.Namespace(models=[], list=False, manifest=MANIFEST_PATH, workers=args.workers, size=None, kind=None,
                                   json=args.json, traces="auto", check_counts=False, update_manifest=False)
     status = tlc_commands.main(tlc_args)
     twin_status = twin.main(argparse.Namespace(models=[]))
-    return status or twin_status
+    from spark_fuzz import cli as fuzz_cli
+
+    fuzz_args = build_parser().parse_args(["fuzz", "--seeds", str(args.fuzz_seeds), "--out", str(args.fuzz_out)])
+    fuzz_status = fuzz_cli.main(fuzz_args)
+    return status or twin_status or fuzz_status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,8 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     from stateful_tests import replay
 
     replay.add_parser(sub)
-    run = sub.add_parser("run", help="the main job: every TLC model and the twin cross-check")
+    from spark_fuzz import cli as fuzz_cli
+
+    fuzz_cli.add_parser(sub)
+    run = sub.add_parser("run", help="the main job: every TLC model, the twin cross-check, a fuzz campaign")
     run.add_argument("--workers", type=int, default=None)
+    run.add_argument("--fuzz-seeds", type=int, default=2_000, help="seeds of the closing fuzz campaign")
+    run.add_argument("--fuzz-out", type=Path, default=Path(".ackorder/fuzz-run"))
     run.add_argument("--json", default=None, type=Path, metavar="FILE")
     run.set_defaults(func=cmd_run)
     return parser

@@ -1,0 +1,195 @@
+"""A fuzz campaign: seeds fanned out over Spark, batch by batch, into the ledger.
+
+The driver schedules only the seed indices the ledger lacks (so ``--resume``
+and a re-run after a killed driver never count a seed twice), runs each batch
+as one Spark job (``mapPartitions``: many seeds per task), and reads the
+batch back from Parquet to count outcomes: the ledger, not an accumulator,
+is the record.  Then failures are deduplicated by signature and the smallest
+seed of each is shrunk into a reproducer; a determinism audit re-runs every
+failing seed and 1 % of the others in another partitioning and compares
+trace hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import attrs
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from spark_fuzz import ledger
+from spark_fuzz.seeds import Job, load_matrix, run_partition, shrink
+
+AUDIT_FRACTION = 0.01
+MAX_SHRINKS = 20                 # distinct failure signatures shrunk per campaign
+
+
+class DeterminismError(RuntimeError):
+    """The same seed gave two different traces."""
+
+
+@attrs.frozen
+class CampaignSpec:
+    seeds: int
+    first_seed: int = 0
+    out: Path = Path(".ackorder/fuzz")
+    matrix_path: Path | None = None
+    bug: str | None = None
+    steps: int = 400
+    batch_seeds: int = 2_000
+    max_failures: int | None = None
+    resume: bool = False
+    audit: bool = True
+
+    def campaign_id(self, matrix) -> str:
+        """Named by what decides its rows, so a resumed campaign finds its ledger."""
+        key = json.dumps({"matrix": matrix, "bug": self.bug, "steps": self.steps}, sort_keys=True)
+        return "c" + hashlib.sha256(key.encode()).hexdigest()[:10]
+
+
+def spark_session(master: str, conf: dict[str, str] | None = None):
+    from pyspark.sql import SparkSession
+
+    from spark_fuzz.standalone import session_builder_conf, spark_env
+
+    os.environ.update(spark_env())
+    builder = SparkSession.builder.master(master).appName("ackorder-fuzz")
+    for key, value in session_builder_conf().items():
+        builder = builder.config(key, value)
+    builder = builder.config("spark.task.maxFailures", "4")
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _jobs(campaign: str, indices: list[int], matrix, spec: CampaignSpec) -> list[Job]:
+    return [Job(campaign, i, matrix[i % len(matrix)], spec.bug, spec.steps) for i in indices]
+
+
+def _run_batch(spark, jobs: list[Job], path: Path, slices: int) -> None:
+    """One Spark job; the batch directory is overwritten as a whole, so a
+    retried task or a re-run batch never leaves a row twice."""
+    rdd = spark.sparkContext.parallelize(jobs, max(1, min(slices, len(jobs)))).mapPartitions(run_partition)
+    frame = spark.createDataFrame(rdd, ledger.spark_schema())
+    frame.write.mode("overwrite").parquet(str(path))
+
+
+def run_campaign(spark, spec: CampaignSpec, console=None, progress: bool = True) -> dict:
+    matrix = load_matrix(spec.matrix_path)
+    campaign = spec.campaign_id(matrix)
+    wanted = range(spec.first_seed, spec.first_seed + spec.seeds)
+    done = ledger.done_indices(spec.out, campaign) if spec.resume else set()
+    if not spec.resume and ledger.complete_batches(spec.out, campaign):
+        _clear(spec.out, campaign)
+    missing = [i for i in wanted if i not in done]
+    slices = 4 * spark.sparkContext.defaultParallelism
+    start = time.perf_counter()
+    failures = sum(1 for row in _rows(spec.out, campaign, ["index", "outcome"])
+                   if row["outcome"] != "ok" and row["index"] in wanted)
+    stopped_early = False
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rate]} seeds/s"), TextColumn("violations {task.fields[bad]}"),
+               TimeElapsedColumn()]
+    with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
+        task = bar.add_task(f"campaign {campaign}", total=len(wanted), completed=len(wanted) - len(missing),
+                            rate="-", bad=failures)
+        ran, ran_indices = 0, set()
+        for at in range(0, len(missing), spec.batch_seeds):
+            chunk = missing[at: at + spec.batch_seeds]
+            path = ledger.batch_dir(spec.out, campaign, chunk[0], len(chunk))
+            _run_batch(spark, _jobs(campaign, chunk, matrix, spec), path, slices)
+            outcomes = ledger.read_batch(path).column("outcome").to_pylist()
+            assert len(outcomes) == len(chunk), (len(outcomes), len(chunk))
+            ran += len(chunk)
+            ran_indices.update(chunk)
+            failures += sum(o != "ok" for o in outcomes)
+            bar.update(task, advance=len(chunk), bad=failures,
+                       rate=f"{ran / (time.perf_counter() - start):,.1f}")
+            if spec.max_failures is not None and failures >= spec.max_failures:
+                stopped_early = at + len(chunk) < len(missing)
+                break
+    seconds = time.perf_counter() - start
+    rows = [r for r in _rows(spec.out, campaign) if r["index"] in wanted]
+    summary = _summarise(spec, campaign, rows, seconds, ran_indices, stopped_early)
+    if spec.audit and rows:
+        summary["audit"] = audit(spark, campaign, rows, matrix, spec)
+    spec.out.mkdir(parents=True, exist_ok=True)
+    (spec.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+def _clear(out: Path, campaign: str) -> None:
+    import shutil
+
+    shutil.rmtree(ledger.campaign_dir(out, campaign), ignore_errors=True)
+
+
+def _rows(out: Path, campaign: str, columns: list[str] | None = None) -> list[dict]:
+    return ledger.read_ledger(out, campaign, columns).to_pylist()
+
+
+def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: float, ran_indices: set[int],
+               stopped_early: bool) -> dict:
+    ran = len(ran_indices)
+    steps_now = sum(r["steps"] for r in rows if r["index"] in ran_indices)
+    outcomes = Counter(r["outcome"] for r in rows)
+    steps = sum(r["steps"] for r in rows)
+    wall = sum(r["wall_s"] for r in rows)
+    by_signature: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r["outcome"] != "ok":
+            by_signature[r["signature"]].append(r)
+    reproducers = []
+    for sig, group in sorted(by_signature.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:MAX_SHRINKS]:
+        first = min(group, key=lambda r: r["index"])
+        entry = {"signature": sig, "outcome": first["outcome"], "count": len(group), "index": first["index"],
+                 "seed": first["seed"], "message": first["message"][:300]}
+        if first["outcome"] != "internal_error":
+            rep = shrink(first["seed"], spec.steps, json.loads(first["overrides"]), spec.bug or None,
+                         first["outcome"])
+            entry.update(reproducer=rep.command(), trace_hash=rep.trace_hash, shrunk_steps=rep.steps,
+                         reproduces=rep.outcome == first["outcome"])
+        reproducers.append(entry)
+    by_config: dict[str, Counter] = defaultdict(Counter)
+    for r in rows:
+        c = json.loads(r["config"]) if r["config"] else {}
+        key = "/".join(str(c.get(k, "?")) for k in ("flush_disk_type", "broker_role", "ack_policy"))
+        by_config[key][r["outcome"]] += 1
+    return {
+        "campaign": campaign, "bug": spec.bug, "first_seed": spec.first_seed, "seeds": len(rows),
+        "seeds_run_now": ran, "steps": steps, "seconds": round(seconds, 3),
+        "seeds_per_second": round(ran / seconds, 3) if seconds and ran else 0.0,
+        "steps_per_second": round(steps_now / seconds, 1) if seconds and ran else 0.0,
+        "sim_seconds_in_tasks": round(wall, 3), "outcomes": dict(sorted(outcomes.items())),
+        "by_config": {k: dict(v) for k, v in sorted(by_config.items())},
+        "reproducers": reproducers, "stopped_early": stopped_early, "max_failures": spec.max_failures,
+    }
+
+
+def audit(spark, campaign: str, rows: list[dict], matrix, spec: CampaignSpec) -> dict:
+    """Re-run every failing seed and a 1 % sample of the rest, in reverse
+    order and another partitioning (so on other tasks, usually other
+    executors), and compare trace hashes."""
+    rng = random.Random(f"audit/{campaign}")
+    failing = [r for r in rows if r["outcome"] != "ok"]
+    passing = [r for r in rows if r["outcome"] == "ok"]
+    sample = failing + rng.sample(passing, max(1, int(len(passing) * AUDIT_FRACTION))) if passing else failing
+    sample = sorted(sample, key=lambda r: -r["index"])[:2_000]
+    jobs = _jobs(campaign, [r["index"] for r in sample], matrix, spec)
+    slices = max(1, 3 * spark.sparkContext.defaultParallelism - 1)
+    again = spark.sparkContext.parallelize(jobs, min(slices, len(jobs))).mapPartitions(run_partition).collect()
+    before = {r["index"]: (r["trace_hash"], r["outcome"]) for r in sample}
+    mismatches = [r["index"] for r in again if before[r["index"]] != (r["trace_hash"], r["outcome"])]
+    result = {"seeds": len(sample), "failing": len(failing), "mismatches": mismatches[:20]}
+    if mismatches:
+        raise DeterminismError(f"{len(mismatches)} seed(s) gave a different trace when re-run: indices "
+                               f"{mismatches[:20]}")
+    return result

@@ -1,0 +1,64 @@
+"""The Parquet seed ledger: one row per seed, written batch by batch.
+
+Layout: ``OUT/ledger/campaign=<id>/batch=<first index>-<count>/part-*.parquet``
+plus Spark's ``_SUCCESS`` marker.  A batch directory without the marker was
+in flight when the driver died: it is ignored and its seeds are run again.
+A seed index appears in exactly one complete batch (the driver only ever
+schedules the indices the ledger lacks), so counting rows counts seeds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA_FIELDS = (
+    ("campaign", "string"), ("index", "long"), ("seed", "long"), ("bug", "string"),
+    ("overrides", "string"), ("config", "string"), ("outcome", "string"), ("signature", "string"),
+    ("message", "string"), ("steps", "long"), ("spec_steps", "long"), ("sim_ms", "long"),
+    ("wall_s", "double"), ("trace_hash", "string"), ("actions", "string"), ("worker", "string"),
+)
+
+
+def spark_schema():
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+    kinds = {"string": StringType(), "long": LongType(), "double": DoubleType()}
+    return StructType([StructField(name, kinds[kind], nullable=False) for name, kind in SCHEMA_FIELDS])
+
+
+def campaign_dir(out: Path, campaign: str) -> Path:
+    return Path(out) / "ledger" / f"campaign={campaign}"
+
+
+def batch_dir(out: Path, campaign: str, first_index: int, count: int) -> Path:
+    return campaign_dir(out, campaign) / f"batch={first_index:012d}-{count}"
+
+
+def complete_batches(out: Path, campaign: str) -> list[Path]:
+    root = campaign_dir(out, campaign)
+    if not root.exists():
+        return []
+    return sorted(d for d in root.iterdir() if d.name.startswith("batch=") and (d / "_SUCCESS").exists())
+
+
+def read_batch(path: Path) -> pa.Table:
+    return pq.read_table(path, schema=None, partitioning=None)
+
+
+def read_ledger(out: Path, campaign: str, columns: list[str] | None = None) -> pa.Table:
+    """Every complete batch of a campaign (empty table if none)."""
+    tables = [pq.read_table(b, columns=columns, partitioning=None) for b in complete_batches(out, campaign)]
+    if not tables:
+        names = columns or [name for name, _ in SCHEMA_FIELDS]
+        return pa.table({name: pa.array([], type=pa.string()) for name in names})
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def done_indices(out: Path, campaign: str) -> set[int]:
+    table = read_ledger(out, campaign, columns=["index"])
+    indices = table.column("index").to_pylist()
+    assert len(indices) == len(set(indices)), "a seed index appears twice in the ledger"
+    return set(indices)
