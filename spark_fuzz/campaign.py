@@ -58,10 +58,13 @@ def spark_session(master: str, conf: dict[str, str] | None = None):
 
     from spark_fuzz.standalone import session_builder_conf, spark_env
 
-    os.environ.update(spark_env())
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:     # not under spark-submit, which set up its own
+        os.environ.update(spark_env())
     builder = SparkSession.builder.master(master).appName("ackorder-fuzz")
+    loopback = master.startswith("local") or "127.0.0.1" in master or "localhost" in master
     for key, value in session_builder_conf().items():
-        builder = builder.config(key, value)
+        if loopback or not key.startswith("spark.driver."):   # remote executors must reach the driver
+            builder = builder.config(key, value)
     builder = builder.config("spark.task.maxFailures", "4")
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
