@@ -39,6 +39,13 @@ class StoreConfig:
     ack_policy: str = attrs.field(default="ANY_REPLICA_MAX", validator=_choice(ACK_POLICIES))
     in_sync_replicas: int = attrs.field(default=2, validator=_positive)    # master included
     ack_mode: str = attrs.field(default="DECOUPLED", validator=_choice(ACK_MODES))
+    # Benchmark baseline, not a RocketMQ knob: each fsync covers one message
+    # (the design group commit replaced), so `ackorder bench groupcommit` can compare.
+    flush_one_message_per_fsync: bool = False
+    # The fix for seed 001 / RocketMQ #1372 (not a RocketMQ knob): with the transient store pool,
+    # a request that starts waiting for slaves commits the write buffer at once, since slaves
+    # can only read committed data; without it such requests wait for the commit interval.
+    commit_on_replica_wait: bool = False
     # commit log layout
     mapped_file_size_commit_log: int = attrs.field(default=16 * MiB, validator=_positive)
     max_message_size: int = attrs.field(default=4 * MiB, validator=_positive)

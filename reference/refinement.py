@@ -28,6 +28,9 @@ SPEC_FILE_SIZE = 10**12
 
 
 def spec_config(store: StoreConfig, replicas: tuple[str, ...]) -> Config:
+    # commit_on_replica_wait stays FALSE here: the reference commits when the replica leg is
+    # registered (after the flush under SYNC_FLUSH + BLOCKING), not always in the put step as the
+    # spec's CommitsOnPut does, so it refines the general spec, where a Commit may follow any Put.
     return Config(
         replicas=replicas, flush_mode=store.flush_disk_type, repl_mode=store.broker_role,
         transient_store_pool=store.transient_store_pool_enable, ack_policy=store.ack_policy,

@@ -46,6 +46,11 @@ def _set(t: tuple, k: int, v) -> tuple:
 
 # --- master -----------------------------------------------------------------
 
+def commits_on_put(cfg: Config) -> bool:
+    """CommitsOnPut: the seed-001 fix commits the write buffer when a SYNC_MASTER request starts waiting."""
+    return cfg.commit_on_replica_wait and cfg.repl_mode == "SYNC_MASTER"
+
+
 def put(cfg: Config, s: State) -> list[State]:
     """Producer -> SendMessageProcessor -> CommitLog.asyncPutMessage."""
     if s.mstate != UP:
@@ -55,7 +60,7 @@ def put(cfg: Config, s: State) -> list[State]:
         off = len(s.log) + 1
         return [evolve(
             s, log=s.log + (rid,),
-            committed=s.committed if cfg.transient_store_pool else off,
+            committed=s.committed if cfg.transient_store_pool and not commits_on_put(cfg) else off,
             reqs=s.reqs + (Request(off, not cfg.sync_flush, WAITING),),
         )]
     rejected = ResponseEvent(

@@ -140,6 +140,7 @@ _CONFIG_CONSTANTS = {
     "Replicas": "replicas", "FlushMode": "flush_mode", "ReplMode": "repl_mode",
     "TransientStorePool": "transient_store_pool", "AckPolicy": "ack_policy",
     "InSyncReplicas": "in_sync_replicas", "FileSize": "file_size",
+    "CommitOnReplicaWait": "commit_on_replica_wait",
 }
 _BOUND_CONSTANTS = {
     "MaxPuts": "max_puts", "MaxMasterProcessCrashes": "max_master_process_crashes",

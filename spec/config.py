@@ -55,6 +55,7 @@ class Config:
     ack_policy: str = attrs.field(default="ANY_REPLICA_MAX", validator=_one_of(ACK_POLICIES))
     in_sync_replicas: int = 2
     file_size: int = 2
+    commit_on_replica_wait: bool = False     # the seed-001 fix: a SYNC_MASTER put commits at once
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset, validator=_bugs)
 
     def __attrs_post_init__(self) -> None:

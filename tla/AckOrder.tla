@@ -30,6 +30,11 @@ Init ==
     /\ inv_responses = {}
     /\ aux_ctrs = [k \in CounterKinds |-> 0]
 
+\* The seed-001 fix (CommitOnReplicaWait): a request that will wait for
+\* slaves commits the write buffer in the same step, since slaves can only
+\* read committed data (reference: MasterCore._register_replica_leg).
+CommitsOnPut == CommitOnReplicaWait /\ ReplMode = "SYNC_MASTER"
+
 (***************************************************************************)
 (* ACTION: Put                                                             *)
 (* WHO:    producer -> SendMessageProcessor thread -> CommitLog           *)
@@ -41,7 +46,8 @@ Init ==
 (* in the write buffer and waits for Commit.  The request then waits for   *)
 (* its flush leg (SYNC_FLUSH) and its replica leg (SYNC_MASTER).  After a  *)
 (* failed fsync the store is not writeable and the put is rejected before  *)
-(* the append with SERVICE_NOT_AVAILABLE.                                  *)
+(* the append with SERVICE_NOT_AVAILABLE.  Under CommitsOnPut the append   *)
+(* is committed at once.                                                   *)
 (***************************************************************************)
 Put ==
     /\ mstate = "UP"
@@ -49,7 +55,7 @@ Put ==
        THEN LET id == Len(reqs) + 1
                 off == Len(log) + 1
             IN /\ log' = Append(log, id)
-               /\ committed' = IF TransientStorePool THEN committed ELSE off
+               /\ committed' = IF TransientStorePool /\ ~CommitsOnPut THEN committed ELSE off
                /\ reqs' = Append(reqs, [off |-> off,
                                         flushDone |-> FlushMode = "ASYNC_FLUSH",
                                         status |-> Waiting])

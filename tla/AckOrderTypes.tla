@@ -22,7 +22,9 @@ CONSTANTS
                           \* | "AT_LEAST_K" (5.x inSyncReplicas, master counted)
                           \* | "ALL_IN_SYNC" (5.x allAckInSyncStateSet)
     InSyncReplicas,       \* K of AT_LEAST_K, the master included (RocketMQ's inSyncReplicas)
-    FileSize              \* records per commit-log file (mappedFileSizeCommitLog)
+    FileSize,             \* records per commit-log file (mappedFileSizeCommitLog)
+    CommitOnReplicaWait   \* the fix for seed 001 / RocketMQ #1372: under SYNC_MASTER with the pool,
+                          \* a put commits the write buffer at once (slaves read committed data only)
 
 \* Bug switches: one per ordering rule.  FALSE in every green cfg; each
 \* _bug cfg turns exactly one on and must fail with the property named in
@@ -126,4 +128,5 @@ ConfigOK ==
     /\ AckPolicy \in {"ANY_REPLICA_MAX", "AT_LEAST_K", "ALL_IN_SYNC"}
     /\ InSyncReplicas \in 1..(Cardinality(Replicas) + 1)
     /\ FileSize \in Nat \ {0}
+    /\ CommitOnReplicaWait \in BOOLEAN
 =============================================================================

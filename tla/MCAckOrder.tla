@@ -11,6 +11,7 @@ EXTENDS Naturals, Sequences, FiniteSets, TLC
 
 CONSTANTS
     Replicas, FlushMode, ReplMode, TransientStorePool, AckPolicy, InSyncReplicas, FileSize,
+    CommitOnReplicaWait,
     ActiveBug,                \* "none" or the name of one Bug* constant
     MaxPuts,                  \* requests the producers issue
     MaxMasterProcessCrashes,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import itertools
 import queue
+import signal
+import sys
 import threading
 import time
 from collections import Counter
@@ -207,6 +209,7 @@ class MasterServer:
                 continue
             try:
                 self.store.fsync(e.start, e.upto)
+                self.stats["fsyncs"] += 1
             except OSError as err:
                 self.log(f"fsync failed ({err}): the store turns read-only")
                 self._call(self.core.fsync_failed, e.start, e.upto, now_ms())
@@ -266,10 +269,18 @@ def serve_master(args) -> int:
           + "".join(f"; dropped: {d}" for d in r.dropped), flush=True)
     server.start()
     print(f"listening host={args.host} port={server.port} ha_port={server.ha_port}", flush=True)
+
+    def stop_on_sigterm(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         server.stop()
+    # The last line: what a benchmark needs to know (fsyncs per message).
+    sys.stdout.write("stats " + " ".join(f"{k}={v}" for k, v in sorted(server.stats.items())) + "\n")
+    sys.stdout.flush()
     return 0
 

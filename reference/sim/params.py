@@ -42,6 +42,8 @@ class SimParams:
             "transient_store_pool_enable": s.transient_store_pool_enable, "ack_policy": s.ack_policy,
             "in_sync_replicas": s.in_sync_replicas, "ack_mode": s.ack_mode, "replicas": len(self.replicas),
             "segment_bytes": s.mapped_file_size_commit_log, "bugs": sorted(s.bugs),
+            "flush_one_message_per_fsync": s.flush_one_message_per_fsync,
+            "commit_on_replica_wait": s.commit_on_replica_wait,
             **{k: v for k, v in attrs.asdict(self.faults).items() if isinstance(v, float)},
         }
 
@@ -110,6 +112,9 @@ def draw(seed: int, overrides: dict[str, str] | None = None) -> SimParams:
         fsync_latency_ms=(1, rng.choice((2, 5, 10))),
         put_interval_ms=(0, rng.choice((1, 3, 10))),
     )
+    # Drawn last, so that adding them changed no earlier draw of any seed.
+    store["flush_one_message_per_fsync"] = rng.random() < 0.15
+    store["commit_on_replica_wait"] = rng.random() < 0.3
     bugs: list[str] = []
     overrides = dict(overrides or {})
     for bug in [v for k, v in overrides.items() if k == "bug"]:

@@ -11,6 +11,7 @@ CONSTANTS
     FlushMode = "SYNC_FLUSH"
     ReplMode = "SYNC_MASTER"
     TransientStorePool = TRUE
+    CommitOnReplicaWait = FALSE
     AckPolicy = "ALL_IN_SYNC"
     InSyncReplicas = 2
     FileSize = 2

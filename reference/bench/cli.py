@@ -1,0 +1,144 @@
+"""`ackorder bench SCENARIO [--json FILE] [--plot FILE.png]` and `ackorder bench all`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from spec.ui import console as make_console
+
+SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "all")
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="benchmarks on real processes, files and fsync (ratios, side by side)")
+    p.add_argument("scenario", choices=SCENARIOS)
+    p.add_argument("--producers", default="1,4,16,64,256", help="producer counts (comma-separated)")
+    p.add_argument("--count", type=int, default=3_000, help="messages per measurement point")
+    p.add_argument("--size", type=int, default=256, help="message body bytes")
+    p.add_argument("--delay-ms", type=float, default=2.0, help="slave delay each way (ack)")
+    p.add_argument("--pool", type=int, default=4, help="send_message_thread_pool_nums (ack)")
+    p.add_argument("--tsp-producers", default="4,64", help="producer counts of the tsp scenario")
+    p.add_argument("--tsp-count", type=int, default=1_000,
+                   help="messages per tsp point at most (the pool-on points are slow by design)")
+    p.add_argument("--json", type=Path, metavar="FILE")
+    p.add_argument("--plot", type=Path, metavar="FILE.png")
+    p.add_argument("--docs", type=Path, default=DOCS, help="where `bench all` writes benchmarks.md and plots")
+    p.set_defaults(func=main)
+
+
+def _producers(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SystemExit(f"--producers {text!r}: expected comma-separated integers") from None
+    if not values or min(values) < 1:
+        raise SystemExit(f"--producers {text!r}: expected positive integers")
+    return values
+
+
+def run(name: str, args: argparse.Namespace, console) -> dict:
+    from reference.bench import scenarios
+
+    columns = [SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()]
+    with Progress(*columns, console=console, transient=True) as bar, scenarios.workdir() as work:
+        task = bar.add_task(name)
+
+        def step(text: str) -> None:
+            bar.update(task, description=text)
+
+        if name == "ack":
+            return scenarios.ack(Path(work), _producers(args.producers), args.count, args.size, args.delay_ms,
+                                 args.pool, step)
+        if name == "groupcommit":
+            return scenarios.groupcommit(Path(work), _producers(args.producers), args.count, args.size, step)
+        if name == "tsp":
+            return scenarios.tsp(Path(work), _producers(args.tsp_producers), min(args.count, args.tsp_count),
+                                 args.size, 0.0, step)
+        return scenarios.sim(progress=step)
+
+
+def table(result: dict) -> Table:
+    name = result["scenario"]
+    t = Table(title=f"bench {name}", title_justify="left")
+    if name == "sim":
+        for col in ("", "steps", "seconds", "steps/s"):
+            t.add_column(col)
+        for kind in ("unchecked", "checked"):
+            r = result[kind]
+            t.add_row(kind, f"{r['steps']:,}", str(r["seconds"]), f"{r['steps_per_s']:,}")
+        return t
+    cols = ["mode", "producers", "msgs/s", "avg ms", "p50 ms", "p99 ms", "statuses"]
+    if name == "groupcommit":
+        cols += ["fsyncs/msg", "batch", "of fsync bound"]
+    for col in cols:
+        t.add_column(col)
+    for r in result["rows"]:
+        cells = [r["mode"], str(r["producers"]), f"{r['msgs_per_s']:,.0f}", str(r["avg_ms"]), str(r["p50_ms"]),
+                 str(r["p99_ms"]),
+                 " ".join(f"{k} {v}" for k, v in r["statuses"].items())]
+        if name == "groupcommit":
+            cells += [str(r["fsyncs_per_msg"]), str(r["mean_batch"]), str(r["of_fsync_bound"])]
+        t.add_row(*cells)
+    return t
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    name = result["scenario"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    if name == "sim":
+        kinds = ["unchecked", "checked"]
+        axes[0].bar(kinds, [result[k]["steps_per_s"] for k in kinds])
+        axes[0].set_ylabel("simulated steps/s (one core)")
+        axes[1].axis("off")
+    else:
+        for mode in sorted({r["mode"] for r in result["rows"]}):
+            rows = [r for r in result["rows"] if r["mode"] == mode]
+            xs = [r["producers"] for r in rows]
+            axes[0].plot(xs, [r["msgs_per_s"] for r in rows], marker="o", label=mode)
+            axes[1].plot(xs, [r["avg_ms"] for r in rows], marker="o", label=f"{mode} avg")
+            axes[1].plot(xs, [r["p99_ms"] for r in rows], marker="x", linestyle=":", label=f"{mode} p99")
+        if name == "groupcommit":
+            rows = [r for r in result["rows"] if r["mode"] == "group_commit"]
+            axes[0].plot([r["producers"] for r in rows], [r["fsync_bound_msgs_per_s"] for r in rows],
+                         linestyle="--", color="grey", label="fsync bound × batch")
+        for ax, label in ((axes[0], "messages/s"), (axes[1], "latency ms")):
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("producers")
+            ax.set_ylabel(label)
+            ax.legend(fontsize=7)
+    fig.suptitle(f"ackorder bench {name}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(args: argparse.Namespace) -> int:
+    console = make_console()
+    names = ["ack", "groupcommit", "tsp", "sim"] if args.scenario == "all" else [args.scenario]
+    results = {}
+    for name in names:
+        results[name] = run(name, args, console)
+        console.print(table(results[name]))
+        if "ratios" in results[name]:
+            console.print("ratios: " + json.dumps(results[name]["ratios"]))
+    if args.json:
+        args.json.write_text(json.dumps(results if args.scenario == "all" else results[names[0]], indent=2) + "\n")
+    if args.plot and args.scenario != "all":
+        plot(results[names[0]], args.plot)
+    if args.scenario == "all":
+        from reference.bench.report import write_docs
+
+        console.print(f"wrote {write_docs(results, args.docs)}")
+    return 0

@@ -1,0 +1,195 @@
+"""The benchmark scenarios: each runs real master and slave processes (files,
+fdatasync, TCP on 127.0.0.1) side by side in one run and returns rows and
+the ratios between them.  Nothing here asserts a speed: it measures.
+
+* ``ack`` (seed 000): SYNC_MASTER, BLOCKING vs DECOUPLED ack mode with the
+  same processor pool, a slave behind a delaying proxy; and flush +
+  replication in sequence (BLOCKING) vs in parallel (DECOUPLED) under
+  SYNC_FLUSH + SYNC_MASTER.
+* ``groupcommit`` (seed 003): SYNC_FLUSH with group commit vs one fsync per
+  message, against this disk's raw fdatasync rate and write bandwidth.
+* ``sim``: simulated steps/s of the core on one core, checked and unchecked.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from reference.bench.procs import start_master, start_replica
+from reference.bench.proxy import DelayProxy
+from reference.real.load import run_load
+
+Progress = Callable[[str], None]
+WARM_UP_MESSAGES = 20
+
+
+def _point(work: Path, flags: list[str], producers: int, count: int, size: int, delay_ms: float | None) -> dict:
+    """One measurement: a fresh master (and slave behind the proxy), a warm-up, the load."""
+    master = start_master(work / "master", flags)
+    proxy = replica = None
+    try:
+        if delay_ms is not None:
+            proxy = DelayProxy(("127.0.0.1", master.ha_port), delay_ms)
+            replica = start_replica(work / "r1", proxy.port, "r1", [])
+            master.wait_for(r"slave r1 connected")
+        target = ("127.0.0.1", master.port)
+        warm = run_load(target, 1, WARM_UP_MESSAGES, size, first_key=10_000_000)   # connections, page cache
+        before = time.perf_counter()
+        result = run_load(target, producers, count, size)
+        seconds = time.perf_counter() - before
+    finally:
+        if replica:
+            replica.stop()
+        if proxy:
+            proxy.close()
+        stats = master.stop()
+    ok = result.statuses.get("PUT_OK", 0)
+    return {"producers": producers, "messages": result.sent, "seconds": round(seconds, 3),
+            "msgs_per_s": round(result.sent / seconds, 1), "avg_ms": result.latency_ms["avg"],
+            "p50_ms": result.latency_ms["p50"], "p99_ms": result.latency_ms["p99"], "statuses": result.statuses,
+            "put_ok": ok, "fsyncs": stats.get("fsyncs", 0), "warm_up_ok": warm.statuses.get("PUT_OK", 0)}
+
+
+def _fresh(work: Path, name: str) -> Path:
+    path = work / name
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
+def ack(work: Path, producers: list[int], count: int, size: int = 256, delay_ms: float = 2.0, pool: int = 4,
+        progress: Progress = print) -> dict:
+    common = ["--broker-role", "SYNC_MASTER", "--replicas", "r1", "--send-message-thread-pool-nums", str(pool),
+              "--slave-timeout-ms", "10000", "--sync-flush-timeout-ms", "10000",
+              # RocketMQ's 200 ms would reject BLOCKING's queue as OS_PAGE_CACHE_BUSY, which is the
+              # point of flow control but hides the throughput; the rejections are counted anyway.
+              "--wait-time-in-send-queue-ms", "60000"]
+    rows = []
+    for mode in ("BLOCKING", "DECOUPLED"):
+        for p in producers:
+            progress(f"ack {mode} {p} producers")
+            row = _point(_fresh(work, f"ack-{mode}-{p}"), [*common, "--flush-disk-type", "ASYNC_FLUSH",
+                                                           "--ack-mode", mode], p, count, size, delay_ms)
+            rows.append({"mode": mode, **row})
+    ratios = []
+    for p in producers:
+        b = next(r for r in rows if r["mode"] == "BLOCKING" and r["producers"] == p)
+        d = next(r for r in rows if r["mode"] == "DECOUPLED" and r["producers"] == p)
+        ratios.append({"producers": p, "throughput_ratio": round(d["msgs_per_s"] / b["msgs_per_s"], 2),
+                       "avg_latency_ratio": round(b["avg_ms"] / d["avg_ms"], 2) if d["avg_ms"] else None,
+                       "decoupled_avg_over_rtt": round(d["avg_ms"] / (2 * delay_ms), 2) if delay_ms else None})
+    p_seq = 16 if 16 in producers else producers[len(producers) // 2]
+    both = []
+    for mode, name in (("BLOCKING", "sequence"), ("DECOUPLED", "parallel")):
+        progress(f"ack flush+replication in {name}")
+        row = _point(_fresh(work, f"seq-{name}"), [*common, "--flush-disk-type", "SYNC_FLUSH", "--ack-mode", mode],
+                     p_seq, count, size, delay_ms)
+        both.append({"flush_then_replica": name, "mode": mode, **row})
+    return {"scenario": "ack", "delay_ms_each_way": delay_ms, "rtt_ms": 2 * delay_ms, "pool": pool,
+            "size_bytes": size, "rows": rows, "ratios": ratios, "sync_flush_sync_master": both}
+
+
+def tsp(work: Path, producers: list[int], count: int, size: int = 256, delay_ms: float = 0.0,
+        progress: Progress = print) -> dict:
+    """Seed 001 / RocketMQ #1372: ASYNC_FLUSH + SYNC_MASTER with the transient store pool off, on
+    (slaves wait for the commit interval: they can only read committed data), and on with the fix
+    (``commit_on_replica_wait``).  RocketMQ's defaults otherwise, including
+    wait_time_in_send_queue_ms = 200, so flow-control rejections are counted."""
+    common = ["--flush-disk-type", "ASYNC_FLUSH", "--broker-role", "SYNC_MASTER", "--replicas", "r1",
+              "--wait-time-in-send-queue-ms", "200"]
+    variants = (("pool_off", ["--transient-store-pool-enable", "false"]),
+                ("pool_on", ["--transient-store-pool-enable", "true"]),
+                ("pool_on_fixed", ["--transient-store-pool-enable", "true", "--commit-on-replica-wait", "true"]))
+    rows = []
+    for name, flags in variants:
+        for p in producers:
+            progress(f"tsp {name} {p} producers")
+            row = _point(_fresh(work, f"tsp-{name}-{p}"), [*common, *flags], p, count, size, delay_ms)
+            row["rejected_busy"] = row["statuses"].get("OS_PAGE_CACHE_BUSY", 0)
+            rows.append({"mode": name, **row})
+    ratios = []
+    for p in producers:
+        by = {r["mode"]: r for r in rows if r["producers"] == p}
+        ratios.append({"producers": p,
+                       "pool_on_p50_ms": by["pool_on"]["p50_ms"], "commit_interval_ms": 200,
+                       "fixed_over_off_avg_latency": round(by["pool_on_fixed"]["avg_ms"] / by["pool_off"]["avg_ms"], 2)
+                       if by["pool_off"]["avg_ms"] else None,
+                       "fixed_over_off_throughput": round(by["pool_on_fixed"]["msgs_per_s"] / by["pool_off"]["msgs_per_s"],
+                                                          2)})
+    return {"scenario": "tsp", "delay_ms_each_way": delay_ms, "size_bytes": size, "rows": rows, "ratios": ratios}
+
+
+def raw_disk(directory: Path, seconds: float = 1.5, write_mib: int = 64) -> dict:
+    """This disk's fdatasync rate (4 KiB append + fdatasync) and sequential write bandwidth."""
+    path = directory / "raw.bin"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        block = b"\0" * 4096
+        n, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            os.write(fd, block)
+            os.fdatasync(fd)
+            n += 1
+        fsync_rate = n / (time.perf_counter() - start)
+        os.ftruncate(fd, 0)
+        chunk = b"\1" * (1 << 20)
+        start = time.perf_counter()
+        for _ in range(write_mib):
+            os.write(fd, chunk)
+        os.fdatasync(fd)
+        bandwidth = write_mib / (time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return {"fdatasyncs_per_s": round(fsync_rate, 1), "write_mib_per_s": round(bandwidth, 1)}
+
+
+def groupcommit(work: Path, producers: list[int], count: int, size: int = 256,
+                progress: Progress = print) -> dict:
+    progress("groupcommit: raw disk")
+    disk = raw_disk(_fresh(work, "raw"))
+    common = ["--flush-disk-type", "SYNC_FLUSH", "--broker-role", "ASYNC_MASTER", "--sync-flush-timeout-ms", "60000",
+              "--wait-time-in-send-queue-ms", "60000"]
+    rows = []
+    for name, flag in (("group_commit", "false"), ("fsync_per_message", "true")):
+        for p in producers:
+            progress(f"groupcommit {name} {p} producers")
+            row = _point(_fresh(work, f"gc-{name}-{p}"), [*common, "--flush-one-message-per-fsync", flag],
+                         p, count, size, None)
+            fsyncs = max(row["fsyncs"], 1)               # the warm-up's fsyncs are in the master's count
+            batch = (row["put_ok"] + row["warm_up_ok"]) / fsyncs
+            limit = disk["fdatasyncs_per_s"] * batch
+            rows.append({"mode": name, **row, "fsyncs_per_msg": round(1 / batch, 3) if batch else None,
+                         "mean_batch": round(batch, 2), "fsync_bound_msgs_per_s": round(limit, 1),
+                         "of_fsync_bound": round(row["msgs_per_s"] / limit, 2) if limit else None})
+    ratios = []
+    for p in producers:
+        g = next(r for r in rows if r["mode"] == "group_commit" and r["producers"] == p)
+        f = next(r for r in rows if r["mode"] == "fsync_per_message" and r["producers"] == p)
+        ratios.append({"producers": p, "throughput_ratio": round(g["msgs_per_s"] / f["msgs_per_s"], 2)})
+    return {"scenario": "groupcommit", "disk": disk, "size_bytes": size, "rows": rows, "ratios": ratios}
+
+
+def sim(seeds: int = 20, steps: int = 2_000, progress: Progress = print) -> dict:
+    """Simulated events/s on this one core, with and without the refinement check."""
+    from reference.sim.params import draw
+    from reference.sim.world import World
+
+    out = {}
+    for checked in (False, True):
+        progress(f"sim {'checked' if checked else 'unchecked'}")
+        total, start = 0, time.perf_counter()
+        for seed in range(seeds):
+            total += World(draw(seed), check=checked).run(steps, liveness=False).steps
+        seconds = time.perf_counter() - start
+        out["checked" if checked else "unchecked"] = {"steps": total, "seconds": round(seconds, 2),
+                                                      "steps_per_s": round(total / seconds)}
+    out["check_cost"] = round(out["unchecked"]["steps_per_s"] / out["checked"]["steps_per_s"], 2)
+    return {"scenario": "sim", "seeds": seeds, "steps_per_seed": steps, **out}
+
+
+def workdir() -> tempfile.TemporaryDirectory:
+    return tempfile.TemporaryDirectory(prefix="ackorder-bench-", dir=os.environ.get("ACKORDER_BENCH_DIR"))

@@ -1,0 +1,40 @@
+"""Each benchmark scenario at a tiny size, to prove it runs end to end on real
+processes (no timing assertions: speed is measured by `ackorder bench`)."""
+
+import json
+
+from spec.cli import build_parser
+
+
+def test_bench_all_tiny_writes_docs(tmp_path):
+    args = build_parser().parse_args(["bench", "all", "--producers", "1,4", "--count", "40",
+                                      "--tsp-producers", "4", "--tsp-count", "40",
+                                      "--docs", str(tmp_path / "docs"), "--json", str(tmp_path / "all.json")])
+    assert args.func(args) == 0
+    results = json.loads((tmp_path / "all.json").read_text())
+    ack = results["ack"]
+    assert {(r["mode"], r["producers"]) for r in ack["rows"]} == {(m, p) for m in ("BLOCKING", "DECOUPLED")
+                                                                for p in (1, 4)}
+    assert all(r["statuses"] == {"PUT_OK": 40} for r in ack["rows"] + ack["sync_flush_sync_master"])
+    gc = results["groupcommit"]
+    per_message = [r for r in gc["rows"] if r["mode"] == "fsync_per_message"]
+    assert all(r["fsyncs_per_msg"] == 1.0 for r in per_message)       # the baseline really fsyncs each message
+    assert gc["disk"]["fdatasyncs_per_s"] > 0
+    tsp = {r["mode"]: r for r in results["tsp"]["rows"]}
+    assert set(tsp) == {"pool_off", "pool_on", "pool_on_fixed"}
+    assert all(r["statuses"] == {"PUT_OK": 40} for r in tsp.values())
+    assert results["sim"]["checked"]["steps"] == results["sim"]["unchecked"]["steps"] > 0
+    text = (tmp_path / "docs" / "benchmarks.md").read_text()
+    assert all(f"## `{name}`" in text for name in ("ack", "groupcommit", "tsp", "sim"))
+    for name in ("ack", "groupcommit", "tsp", "sim"):
+        assert (tmp_path / "docs" / "benchmarks" / f"{name}.png").stat().st_size > 1000
+
+
+def test_bad_producers_are_refused(tmp_path):
+    args = build_parser().parse_args(["bench", "ack", "--producers", "1,x"])
+    try:
+        args.func(args)
+    except SystemExit as err:
+        assert "expected comma-separated integers" in str(err)
+    else:
+        raise AssertionError("no error for --producers 1,x")
