@@ -26,6 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tsp-producers", default="4,64", help="producer counts of the tsp scenario")
     p.add_argument("--tsp-count", type=int, default=1_000,
                    help="messages per tsp point at most (the pool-on points are slow by design)")
+    p.add_argument("--campaign-seeds", type=int, default=2_000, help="seeds of the fuzz-campaign part of sim")
     p.add_argument("--json", type=Path, metavar="FILE")
     p.add_argument("--plot", type=Path, metavar="FILE.png")
     p.add_argument("--docs", type=Path, default=DOCS, help="where `bench all` writes benchmarks.md and plots")
@@ -60,7 +61,7 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
         if name == "tsp":
             return scenarios.tsp(Path(work), _producers(args.tsp_producers), min(args.count, args.tsp_count),
                                  args.size, 0.0, step)
-        return scenarios.sim(progress=step)
+        return scenarios.sim(campaign_seeds=args.campaign_seeds, progress=step)
 
 
 def table(result: dict) -> Table:
@@ -72,6 +73,11 @@ def table(result: dict) -> Table:
         for kind in ("unchecked", "checked"):
             r = result[kind]
             t.add_row(kind, f"{r['steps']:,}", str(r["seconds"]), f"{r['steps_per_s']:,}")
+        for master in ("local[1]", "local[2]"):
+            if master in result:
+                r = result[master]
+                t.add_row(f"campaign {master}", f"{r['seeds']:,} seeds", str(r["seconds"]),
+                          f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s)")
         return t
     cols = ["mode", "producers", "msgs/s", "avg ms", "p50 ms", "p99 ms", "statuses"]
     if name == "groupcommit":

@@ -54,7 +54,14 @@ def write_docs(results: dict, docs: Path) -> Path:
             for kind in ("unchecked", "checked"):
                 r = result[kind]
                 lines.append(f"| {kind} | {r['steps']:,} | {r['seconds']} | {r['steps_per_s']:,} |")
+            for master in ("local[1]", "local[2]"):
+                if master in result:
+                    r = result[master]
+                    lines.append(f"| campaign on {master} | {r['seeds']:,} seeds | {r['seconds']} | "
+                                 f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s) |")
             lines += ["", f"The refinement check costs {result['check_cost']}x."]
+            if "local2_over_local1" in result:
+                lines.append(f"local[2] runs the campaign {result['local2_over_local1']}x as fast as local[1].")
         else:
             lines += _rows_table(result)
             lines += ["", "Ratios: `" + json.dumps(result["ratios"]) + "`"]

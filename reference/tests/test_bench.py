@@ -8,7 +8,7 @@ from spec.cli import build_parser
 
 def test_bench_all_tiny_writes_docs(tmp_path):
     args = build_parser().parse_args(["bench", "all", "--producers", "1,4", "--count", "40",
-                                      "--tsp-producers", "4", "--tsp-count", "40",
+                                      "--tsp-producers", "4", "--tsp-count", "40", "--campaign-seeds", "8",
                                       "--docs", str(tmp_path / "docs"), "--json", str(tmp_path / "all.json")])
     assert args.func(args) == 0
     results = json.loads((tmp_path / "all.json").read_text())
@@ -24,6 +24,7 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     assert set(tsp) == {"pool_off", "pool_on", "pool_on_fixed"}
     assert all(r["statuses"] == {"PUT_OK": 40} for r in tsp.values())
     assert results["sim"]["checked"]["steps"] == results["sim"]["unchecked"]["steps"] > 0
+    assert results["sim"]["local[1]"]["seeds"] == results["sim"]["local[2]"]["seeds"] == 8
     text = (tmp_path / "docs" / "benchmarks.md").read_text()
     assert all(f"## `{name}`" in text for name in ("ack", "groupcommit", "tsp", "sim"))
     for name in ("ack", "groupcommit", "tsp", "sim"):
