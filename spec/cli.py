@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     from reference.bench import cli as bench_cli
 
     bench_cli.add_parser(sub)
+    from spec import prove_cli
+
+    prove_cli.add_parser(sub)
     run = sub.add_parser("run", help="the main job: every TLC model, the twin cross-check, a fuzz campaign")
     run.add_argument("--workers", type=int, default=None)
     run.add_argument("--fuzz-seeds", type=int, default=2_000, help="seeds of the closing fuzz campaign")

@@ -1,0 +1,539 @@
+"""Unbounded proofs with z3: the safety invariants are inductive.
+
+TLC checks models with 2-3 puts.  Here the spec is abstracted to integer
+watermarks (no bound on messages or offsets), per-slave integers, and one
+*arbitrary* request (its offset is symbolic, so what holds for it holds for
+every request).  For each configuration of the green cfgs we check
+
+* base:  Init => Inv
+* step:  Inv /\\ Next => Inv'      for every conjunct of Inv
+
+where Inv is the properties below plus a documented strengthening (the
+properties alone are not inductive).  A step that fails yields a
+counterexample to induction (CTI): a pair of states and the action between.
+For every bug variant the step check fails, and the CTI is then confirmed
+reachable by bounded model checking from Init (the pre-state is reached
+exactly, in k steps, then the action leads to the post-state).
+
+The abstraction of each spec action (tla/AckOrder.tla, same names):
+
+| abstract step | spec |
+|---|---|
+| Put | Put: one record appended; the arbitrary request may be this put |
+| Commit, Flush, FlushFail | the same, with symbolic targets |
+| Transfer(i), ReplicaAck(i) | the same, on slave i's length and ack |
+| Respond, Timeout | on the arbitrary request |
+| ReplicaConnect(i) | the handshake (content check, or offset only under the bug) |
+| ReplicaDisconnect(i), ReplicaCrash(i) | the connection drops (the slave keeps its log) |
+| MasterProcessCrash | MasterProcessCrash then Recover: the write buffer is lost |
+| MasterMachineCrash | MasterMachineCrash then Recover: a prefix between durable and committed survives, perhaps with a torn record |
+
+Offsets: record k occupies [k-1, k).  ``agree_i`` is the length of the
+prefix of slave i's log that equals the master's log (contents abstracted
+to "agrees or not"); ``rh_i`` says slave i holds the arbitrary request's
+record; ``in_master`` says the master's log still holds it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import attrs
+import z3
+
+from spec.config import Config
+
+WAIT, OK, ERR = 0, 1, 2
+NONE, RESPOND, TIMEOUT, CRASH = 0, 1, 2, 3
+STATUS_NAMES = {WAIT: "WAITING", OK: "PUT_OK", ERR: "error"}
+CAUSE_NAMES = {NONE: "-", RESPOND: "Respond", TIMEOUT: "Timeout", CRASH: "Crash"}
+MAX_BMC_DEPTH = 10
+
+
+@attrs.frozen
+class Abstract:
+    """The configuration the proof is about (bounds play no part)."""
+    cfg: Config
+
+    @property
+    def n(self) -> int:
+        return len(self.cfg.replicas)
+
+    def bug(self, name: str) -> bool:
+        return self.cfg.bug(name)
+
+
+class S:
+    """One state: z3 variables with a suffix."""
+
+    INTS = ("W", "C", "F", "D", "p2", "off", "status", "cause", "answers", "eF")
+    BOOLS = ("up", "writable", "torn", "exists", "flushDone", "deadline", "in_master")
+    PER_REPLICA_INTS = ("ack", "recv", "agree")
+    PER_REPLICA_BOOLS = ("conn", "rh", "eh")
+
+    def __init__(self, a: Abstract, tag: str) -> None:
+        self.a, self.tag = a, tag
+        for name in self.INTS:
+            setattr(self, name, z3.Int(f"{name}_{tag}"))
+        for name in self.BOOLS:
+            setattr(self, name, z3.Bool(f"{name}_{tag}"))
+        for name in self.PER_REPLICA_INTS:
+            setattr(self, name, [z3.Int(f"{name}{i}_{tag}") for i in range(a.n)])
+        for name in self.PER_REPLICA_BOOLS:
+            setattr(self, name, [z3.Bool(f"{name}{i}_{tag}") for i in range(a.n)])
+
+    def all_vars(self) -> list:
+        out = [getattr(self, n) for n in self.INTS + self.BOOLS]
+        for n in self.PER_REPLICA_INTS + self.PER_REPLICA_BOOLS:
+            out += getattr(self, n)
+        return out
+
+    def same(self, other: S, *changed: str) -> z3.BoolRef:
+        """Every variable not named in ``changed`` keeps its value (``ack.1`` names one slave's)."""
+        eqs = []
+        for n in self.INTS + self.BOOLS:
+            if n not in changed:
+                eqs.append(getattr(other, n) == getattr(self, n))
+        for n in self.PER_REPLICA_INTS + self.PER_REPLICA_BOOLS:
+            for i in range(self.a.n):
+                if n not in changed and f"{n}.{i}" not in changed:
+                    eqs.append(getattr(other, n)[i] == getattr(self, n)[i])
+        return z3.And(eqs)
+
+
+# ------------------------------------------------------------------ policies
+
+def policy_on_acks(a: Abstract, s: S) -> z3.BoolRef:
+    """ReplicaCovered(off): GroupTransferService's rule on the master's view."""
+    cfg = a.cfg
+    if not cfg.sync_master:
+        return z3.BoolVal(True)
+    policy = cfg.ack_policy
+    if a.bug("BugAnyReplicaForAllInSync") and policy == "ALL_IN_SYNC":
+        policy = "ANY_REPLICA_MAX"
+    if policy == "ANY_REPLICA_MAX":
+        return s.p2 >= s.off
+    acked = [z3.And(s.conn[i], s.ack[i] >= s.off) for i in range(a.n)]
+    if policy == "AT_LEAST_K":
+        return 1 + z3.Sum([z3.If(x, 1, 0) for x in acked]) >= cfg.in_sync_replicas
+    return z3.And(acked)
+
+
+def policy_holds(a: Abstract, holders: list) -> z3.BoolRef:
+    """PolicyHolds(holders, sss) on real holders (the SyncStateSet is every slave until failover)."""
+    cfg = a.cfg
+    if cfg.ack_policy == "ANY_REPLICA_MAX":
+        return z3.Or(holders) if holders else z3.BoolVal(False)
+    if cfg.ack_policy == "AT_LEAST_K":
+        return 1 + z3.Sum([z3.If(h, 1, 0) for h in holders]) >= cfg.in_sync_replicas
+    return z3.And(holders)
+
+
+# ------------------------------------------------------------------ Init and Next
+
+def init(a: Abstract, s: S) -> z3.BoolRef:
+    return z3.And(
+        s.up, s.writable, z3.Not(s.torn), s.W == 0, s.C == 0, s.F == 0, s.D == 0, s.p2 == 0,
+        z3.Not(s.exists), s.off == 0, s.status == WAIT, s.cause == NONE, s.answers == 0, s.eF == 0,
+        z3.Not(s.flushDone), z3.Not(s.deadline), z3.Not(s.in_master),
+        *[z3.And(s.ack[i] == 0, s.recv[i] == 0, s.agree[i] == 0, z3.Not(s.conn[i]), z3.Not(s.rh[i]),
+                 z3.Not(s.eh[i])) for i in range(a.n)])
+
+
+def actions(a: Abstract, s: S, t: S) -> dict[str, z3.BoolRef]:
+    """Each action as a relation between s and t."""
+    cfg, n = a.cfg, a.n
+    acts: dict[str, z3.BoolRef] = {}
+    commits_on_put = cfg.commit_on_replica_wait and cfg.sync_master
+    # Put: one record at W+1; the arbitrary request may be this one.
+    new_c = t.W if (not cfg.transient_store_pool or commits_on_put) else s.C
+    created = z3.And(z3.Not(s.exists), t.exists, t.off == t.W, t.status == WAIT, t.cause == NONE,
+                     t.answers == 0, t.flushDone == (not cfg.sync_flush),
+                     t.deadline == (cfg.sync_flush and not a.bug("BugNoFlushDiskWatcher")), t.in_master,
+                     *[z3.Not(t.rh[i]) for i in range(n)],
+                     z3.And([z3.Not(t.eh[i]) for i in range(n)]), t.eF == 0)
+    untouched = s.same(t, "W", "C")
+    acts["Put"] = z3.And(s.up, s.writable, t.W == s.W + 1, t.C == new_c,
+                         z3.Or(z3.And(untouched), z3.And(created, s.same(t, "W", "C", "exists", "off", "status",
+                                                                          "cause", "answers", "flushDone",
+                                                                          "deadline", "in_master", "rh", "eh",
+                                                                          "eF"))))
+    if cfg.transient_store_pool:
+        acts["Commit"] = z3.And(s.up, s.C < t.C, t.C <= s.W, s.same(t, "C"))
+
+    def release(bound) -> z3.BoolRef:
+        return t.flushDone == z3.Or(s.flushDone, z3.And(s.exists, s.off <= bound))
+
+    bound = s.C if a.bug("BugFlushOneFileReleasesAll") else t.F
+    acts["Flush"] = z3.And(s.up, s.writable, s.F < t.F, t.F <= s.C, t.D == z3.If(s.D == s.F, t.F, s.D),
+                           release(bound), s.same(t, "F", "D", "flushDone"))
+    if a.bug("BugFlushIgnoresFsyncError"):
+        acts["FlushFail"] = z3.And(s.up, s.writable, s.F < t.F, t.F <= s.C, release(bound),
+                                   s.same(t, "F", "flushDone"))
+    else:
+        acts["FlushFail"] = z3.And(s.up, s.writable, s.F < s.C, z3.Not(t.writable), s.same(t, "writable"))
+    limit = s.W if a.bug("BugTransferBeyondCommitted") else s.C
+    for i in range(n):
+        # Transfer(i): the slave appends the master's data after its end (its log agrees so far).
+        got = z3.And(s.exists, s.in_master, s.recv[i] < s.off, s.off <= t.recv[i])
+        acts[f"Transfer({i})"] = z3.And(
+            s.up, s.conn[i], s.agree[i] == s.recv[i], s.recv[i] < t.recv[i], t.recv[i] <= limit,
+            t.agree[i] == t.recv[i], t.rh[i] == z3.Or(s.rh[i], got), s.same(t, f"recv.{i}", f"agree.{i}", f"rh.{i}"))
+        # ReplicaAck(i): the slave reports what it holds; the master rejects an ack beyond its log (B3).
+        check = z3.BoolVal(True) if a.bug("BugAcceptAckBeyondLog") else t.ack[i] <= s.C
+        acts[f"ReplicaAck({i})"] = z3.And(
+            s.up, s.conn[i], s.ack[i] < t.ack[i], t.ack[i] <= s.recv[i], check,
+            t.p2 == z3.If(t.ack[i] > s.p2, t.ack[i], s.p2), s.same(t, f"ack.{i}", "p2"))
+        # ReplicaConnect(i): HandshakeAccepts: the correct check compares contents up to committed,
+        # 4.9.x only the offset, B3 nothing; the slave's length becomes its ack.
+        if a.bug("BugAcceptAckBeyondLog"):
+            accept = z3.BoolVal(True)
+        elif a.bug("BugHandshakeOffsetOnly"):
+            accept = s.recv[i] <= s.C
+        else:
+            accept = z3.And(s.recv[i] <= s.C, s.agree[i] == s.recv[i])
+        acts[f"ReplicaConnect({i})"] = z3.And(
+            s.up, z3.Not(s.conn[i]), accept, t.conn[i], t.ack[i] == s.recv[i],
+            t.p2 == z3.If(s.recv[i] > s.p2, s.recv[i], s.p2), s.same(t, f"conn.{i}", f"ack.{i}", "p2"))
+        acts[f"ReplicaDisconnect({i})"] = z3.And(s.conn[i], z3.Not(t.conn[i]), t.ack[i] == 0,
+                                                 s.same(t, f"conn.{i}", f"ack.{i}"))
+    # Respond: both legs done.
+    if a.bug("BugAckOnWrote") and cfg.sync_flush:
+        flush_leg = s.off <= s.W
+    elif a.bug("BugAckOnCommitted") and cfg.sync_flush:
+        flush_leg = s.off <= s.C
+    else:
+        flush_leg = s.flushDone
+    may_answer = s.status == WAIT
+    if a.bug("BugDoubleResponse"):
+        may_answer = z3.Or(s.status == WAIT, s.status == OK)
+    answered = [t.answers == s.answers + 1, t.eF == s.F, *[t.eh[i] == s.rh[i] for i in range(n)]]
+    acts["Respond"] = z3.And(s.up, s.exists, s.status == WAIT, flush_leg, policy_on_acks(a, s),
+                             t.status == OK, t.cause == RESPOND, *answered,
+                             s.same(t, "status", "cause", "answers", "eF", "eh"))
+    timeout_status = OK if a.bug("BugTimeoutAsOK") else ERR
+    acts["Timeout"] = z3.And(s.up, s.exists, may_answer, t.status == timeout_status, t.cause == TIMEOUT,
+                             *answered, s.same(t, "status", "cause", "answers", "eF", "eh"))
+
+    # Crashes, each with its recovery: the waiting request gets an error; slaves are disconnected.
+    def crash_common(keep, torn_kept) -> list:
+        aborted = z3.If(z3.And(s.exists, s.status == WAIT),
+                        z3.And(t.status == ERR, t.cause == CRASH, t.answers == s.answers + 1, t.eF == s.F,
+                               *[t.eh[i] == s.rh[i] for i in range(n)]),
+                        z3.And(t.status == s.status, t.cause == s.cause, t.answers == s.answers, t.eF == s.eF,
+                               *[t.eh[i] == s.eh[i] for i in range(n)]))
+        end = keep + z3.If(torn_kept, 1, 0)
+        return [s.up, t.up, t.writable, t.W == end, t.C == end, t.F == end, t.D == end, t.p2 == 0,
+                t.torn == torn_kept, t.in_master == z3.And(s.in_master, s.off <= keep), aborted,
+                *[z3.And(z3.Not(t.conn[i]), t.ack[i] == 0, t.agree[i] == z3.If(s.agree[i] < keep, s.agree[i], keep))
+                  for i in range(n)],
+                s.same(t, "up", "writable", "W", "C", "F", "D", "p2", "torn", "in_master", "status", "cause",
+                       "answers", "eF", "eh", "conn", "ack", "agree")]
+
+    acts["MasterProcessCrash"] = z3.And(*crash_common(s.C, z3.BoolVal(False)))
+    keep = z3.Int(f"keep_{t.tag}")
+    torn = z3.Bool(f"tornkept_{t.tag}")
+    torn_kept = z3.And(torn, keep < s.C) if a.bug("BugRecoveryKeepsTorn") else z3.BoolVal(False)
+    acts["MasterMachineCrash"] = z3.And(s.D <= keep, keep <= s.C, *crash_common(keep, torn_kept))
+    return acts
+
+
+def next_rel(a: Abstract, s: S, t: S) -> z3.BoolRef:
+    return z3.Or(list(actions(a, s, t).values()))
+
+
+# ------------------------------------------------------------------ properties
+
+def properties(a: Abstract) -> dict[str, Callable[[S], z3.BoolRef]]:
+    """The safety properties, in the form the configuration promises (names of
+    tla/AckOrderProperties.tla), plus the safety half of EveryRequestAnswered."""
+    cfg, n = a.cfg, a.n
+    props: dict[str, Callable[[S], z3.BoolRef]] = {
+        "WatermarksOrdered": lambda s: z3.Implies(s.up, z3.And(
+            0 <= s.D, s.D <= s.F, s.F <= s.C, s.C <= s.W, 0 <= s.p2, s.p2 <= s.C,
+            *[z3.Implies(s.conn[i], z3.And(0 <= s.ack[i], s.ack[i] <= s.recv[i], s.recv[i] <= s.C))
+              for i in range(n)])),
+        "TimeoutIsError": lambda s: z3.Implies(s.cause == TIMEOUT, s.status != OK),
+        "OneResponsePerRequest": lambda s: s.answers <= 1,
+        "LogMatching": lambda s: z3.Implies(s.up, z3.And([z3.Implies(s.conn[i], s.agree[i] == s.recv[i])
+                                                          for i in range(n)])),
+        "AmbiguousAckOrdered": lambda s: z3.Implies(s.up, z3.Not(s.torn)),
+    }
+    if cfg.sync_flush:
+        props["NoAckBeforeFlush"] = lambda s: z3.Implies(s.status == OK, s.eF >= s.off)
+        props["EveryWaiterHasDeadline"] = lambda s: z3.Implies(
+            z3.And(s.exists, s.status == WAIT, z3.Not(s.flushDone)), s.deadline)
+    if cfg.sync_master:
+        props["NoAckBeforeReplicas"] = lambda s: z3.Implies(s.status == OK, policy_holds(a, s.eh))
+    if cfg.sync_flush or cfg.sync_master:
+        def survives(s: S) -> z3.BoolRef:
+            kept = s.in_master
+            if cfg.sync_master:
+                kept = z3.Or(kept, policy_holds(a, s.rh))
+            return z3.Implies(z3.And(s.exists, s.status == OK, s.cause == RESPOND), kept)
+        props["AckedSurvivesCrash"] = survives
+    return props
+
+
+def strengthening(a: Abstract) -> dict[str, Callable[[S], z3.BoolRef]]:
+    """What makes the properties inductive.  Each is an invariant of the spec
+    in its own right (checked by the same step query)."""
+    cfg, n = a.cfg, a.n
+    out: dict[str, Callable[[S], z3.BoolRef]] = {
+        # the master is always up between steps (crash and recovery are one abstract step)
+        "S_Up": lambda s: s.up,
+        "S_Offsets": lambda s: z3.And(0 <= s.D, s.D <= s.F, s.F <= s.C, s.C <= s.W,
+                                      *[z3.And(0 <= s.agree[i], s.agree[i] <= s.recv[i], 0 <= s.ack[i])
+                                        for i in range(n)], 0 <= s.p2, s.answers >= 0),
+        # what a slave shares with the master is committed data (slaves copy only committed data,
+        # and a crash truncates both); so the handshake's content check admits only committed data
+        "S_AgreeCommitted": lambda s: z3.And([s.agree[i] <= s.C for i in range(n)]),
+        # a connected slave has only what the master committed (B3's check keeps acks in the log)
+        "S_ConnectedBelowCommitted": lambda s: z3.And([z3.Implies(s.conn[i], z3.And(
+            s.agree[i] == s.recv[i], s.recv[i] <= s.C, s.ack[i] <= s.recv[i])) for i in range(n)]),
+        "S_Push2InLog": lambda s: z3.And(s.p2 <= s.C, z3.Implies(
+            z3.And(s.exists, s.status == WAIT, s.p2 >= s.off),
+            # push2SlaveMaxOffset outlives a disconnect: the slave that acked still holds the record
+            z3.Or([s.rh[i] for i in range(n)]) if n else z3.BoolVal(False))),
+        "S_Request": lambda s: z3.And(
+            z3.Implies(s.exists, s.off >= 1),
+            z3.Implies(z3.Not(s.exists), z3.And(s.status == WAIT, s.answers == 0, z3.Not(s.in_master),
+                                                 *[z3.Not(s.rh[i]) for i in range(n)])),
+            z3.Implies(s.in_master, z3.And(s.exists, s.off <= s.W)),
+            z3.Implies(z3.And(s.exists, s.status == WAIT), z3.And(s.in_master, s.answers == 0,
+                                                                  s.cause == NONE)),
+            z3.Implies(s.status != WAIT, z3.And(s.exists, s.answers >= 1, s.cause != NONE)),
+            *[z3.Implies(s.rh[i], z3.And(s.exists, s.recv[i] >= s.off)) for i in range(n)],
+            # a slave connected to the master that still holds the record holds the same record
+            *[z3.Implies(z3.And(s.in_master, s.agree[i] >= s.off), s.rh[i]) for i in range(n)],
+        ),
+        # fields that mean nothing yet hold their initial values (so CTIs are reachable as printed)
+        "S_Canonical": lambda s: z3.And(
+            z3.Implies(z3.Not(s.exists), z3.And(s.off == 0, z3.Not(s.flushDone), z3.Not(s.deadline))),
+            z3.Implies(s.exists, s.deadline == (cfg.sync_flush and not a.bug("BugNoFlushDiskWatcher"))),
+            z3.Implies(s.exists, z3.Or(s.flushDone, bool(cfg.sync_flush))),
+            z3.Implies(s.status == WAIT, z3.And(s.eF == 0, *[z3.Not(s.eh[i]) for i in range(n)])),
+            *[z3.Implies(z3.Not(s.conn[i]), s.ack[i] == 0) for i in range(n)],
+            z3.Or(s.status == WAIT, s.status == OK, s.status == ERR),
+            z3.Or(s.cause == NONE, s.cause == RESPOND, s.cause == TIMEOUT, s.cause == CRASH)),
+        "S_Durable": lambda s: z3.And(
+            z3.Implies(z3.And(s.exists, s.status == WAIT, s.flushDone, bool(cfg.sync_flush)), s.off <= s.F),
+            s.D == s.F),
+    }
+    if cfg.sync_flush:
+        out["S_AckedDurable"] = lambda s: z3.Implies(z3.And(s.status == OK, s.cause == RESPOND),
+                                                     z3.And(s.in_master, s.off <= s.D))
+    if cfg.sync_master and not cfg.sync_flush:
+        out["S_AckedHeld"] = lambda s: z3.Implies(z3.And(s.status == OK, s.cause == RESPOND),
+                                                  z3.Or(s.in_master, policy_holds(a, s.rh)))
+    if cfg.sync_master:
+        out["S_AckedHolders"] = lambda s: z3.Implies(
+            z3.And(s.status == OK, s.cause == RESPOND),
+            z3.And([z3.Implies(s.eh[i], s.rh[i]) for i in range(n)]))
+    return out
+
+
+# ------------------------------------------------------------------ checking
+
+@attrs.frozen
+class Result:
+    config: str
+        # the model's name in tla/manifest.json
+    invariant: str
+    result: str                  # "proved" | "CTI" | "base fails"
+    seconds: float
+    cti: dict | None = None      # {"action", "pre", "post", "reachable_in"}
+
+
+def _model_state(m: z3.ModelRef, s: S) -> dict:
+    def val(x):
+        v = m.eval(x, model_completion=True)
+        return v.as_long() if z3.is_int_value(v) else z3.is_true(v)
+
+    out = {n: val(getattr(s, n)) for n in S.INTS + S.BOOLS}
+    out["status"] = STATUS_NAMES.get(out["status"], out["status"])
+    out["cause"] = CAUSE_NAMES.get(out["cause"], out["cause"])
+    for n in S.PER_REPLICA_INTS + S.PER_REPLICA_BOOLS:
+        out[n] = [val(x) for x in getattr(s, n)]
+    return out
+
+
+def _pin(s: S, m: z3.ModelRef) -> z3.BoolRef:
+    return z3.And([x == m.eval(x, model_completion=True) for x in s.all_vars()])
+
+
+def _bounded(a: Abstract, s: S, bound: int) -> z3.BoolRef:
+    ints = [getattr(s, n) for n in ("W", "C", "F", "D", "p2", "off", "eF", "answers")]
+    for n in S.PER_REPLICA_INTS:
+        ints += getattr(s, n)
+    return z3.And([z3.And(x >= 0, x <= bound) for x in ints])
+
+
+def find_cti(a: Abstract, inv: Callable[[S], z3.BoolRef], prop: Callable[[S], z3.BoolRef]):
+    """A small CTI for ``prop``: the smallest offsets bound that admits one."""
+    s, t = S(a, "pre"), S(a, "post")
+    acts = actions(a, s, t)
+    for bound in (2, 3, 5, None):
+        solver = z3.Solver()
+        solver.add(inv(s), next_rel(a, s, t), z3.Not(prop(t)))
+        if bound is not None:
+            solver.add(_bounded(a, s, bound), _bounded(a, t, bound))
+        if solver.check() == z3.sat:
+            m = solver.model()
+            name = next(n for n, rel in acts.items() if z3.is_true(m.eval(rel, model_completion=True)))
+            return s, t, m, name
+    return None
+
+
+def reachable_in(a: Abstract, s: S, t: S, m: z3.ModelRef) -> int | None:
+    """Bounded model checking: the shortest k such that Init reaches the CTI's
+    pre-state in k steps and its post-state in one more (None if not within the bound)."""
+    for k in range(MAX_BMC_DEPTH + 1):
+        states = [S(a, f"bmc{k}_{j}") for j in range(k + 2)]
+        solver = z3.Solver()
+        solver.add(init(a, states[0]))
+        for j in range(k + 1):
+            solver.add(next_rel(a, states[j], states[j + 1]))
+        pre = z3.substitute(_pin(s, m), *[(x, y) for x, y in zip(s.all_vars(), states[k].all_vars())])
+        post = z3.substitute(_pin(t, m), *[(x, y) for x, y in zip(t.all_vars(), states[k + 1].all_vars())])
+        solver.add(pre, post)
+        if solver.check() == z3.sat:
+            return k
+    return None
+
+
+def violation_depth(a: Abstract, prop: Callable[[S], z3.BoolRef]) -> int | None:
+    """Bounded model checking: the fewest steps from Init to a state violating ``prop``."""
+    for k in range(MAX_BMC_DEPTH + 1):
+        states = [S(a, f"viol{k}_{j}") for j in range(k + 1)]
+        solver = z3.Solver()
+        solver.add(init(a, states[0]), z3.Not(prop(states[k])))
+        for j in range(k):
+            solver.add(next_rel(a, states[j], states[j + 1]))
+        if solver.check() == z3.sat:
+            return k
+    return None
+
+
+def prove(name: str, cfg: Config) -> list[Result]:
+    """Every conjunct of the inductive invariant (the properties, then the
+    strengthening) of one configuration: proved, or a CTI confirmed reachable
+    (or not, within MAX_BMC_DEPTH steps) by bounded model checking."""
+    a = Abstract(cfg)
+    every = {**properties(a), **strengthening(a)}
+
+    def inv(s: S) -> z3.BoolRef:
+        return z3.And([f(s) for f in every.values()])
+
+    results = []
+    s0 = S(a, "init")
+    for pname, prop in every.items():
+        start = time.perf_counter()
+        solver = z3.Solver()
+        solver.add(init(a, s0), z3.Not(prop(s0)))
+        if solver.check() == z3.sat:
+            results.append(Result(name, pname, "base fails", round(time.perf_counter() - start, 3)))
+            continue
+        found = find_cti(a, inv, prop)
+        if found is None:
+            results.append(Result(name, pname, "proved", round(time.perf_counter() - start, 3)))
+            continue
+        s, t, m, action = found
+        k = reachable_in(a, s, t, m)
+        results.append(Result(name, pname, "CTI", round(time.perf_counter() - start, 3),
+                              {"action": action, "pre": _model_state(m, s), "post": _model_state(m, t),
+                               "reachable_in": k}))
+    return results
+
+
+def vacuous_actions(cfg: Config) -> list[str]:
+    """Actions no state satisfying the invariant can take: a proof over them would be empty."""
+    a = Abstract(cfg)
+    every = {**properties(a), **strengthening(a)}
+    s, t = S(a, "vpre"), S(a, "vpost")
+    out = []
+    for name, rel in actions(a, s, t).items():
+        solver = z3.Solver()
+        solver.add(*[f(s) for f in every.values()], rel)
+        if solver.check() != z3.sat:
+            out.append(name)
+    return out
+
+
+def manifest_configs(kind: str) -> list[tuple[str, Config, str]]:
+    """(model, configuration, expected) of the manifest's models of one kind, one per
+    distinct configuration (bounds and liveness play no part here)."""
+    from spec.cfgfile import load_cfg, model_from_cfg
+    from tla.manifest import TLA_DIR, load_manifest
+
+    seen: dict[Config, str] = {}
+    out = []
+    for m in load_manifest():
+        if m.kind != kind:
+            continue
+        cfg, _ = model_from_cfg(load_cfg(TLA_DIR / m.cfg))
+        if cfg in seen:
+            continue
+        seen[cfg] = m.model
+        out.append((m.model, cfg, m.expected))
+    return out
+
+
+# The bug cfgs name the property TLC finds violated; the liveness one has its safety half here.
+SAFETY_HALF = {"EveryRequestAnswered": "EveryWaiterHasDeadline"}
+
+
+def bug_cti(name: str, cfg: Config, expected: str) -> Result:
+    """For a bug variant: the shortest path from Init to a violation of the
+    expected property (bounded model checking), and on it the first step where
+    the inductive invariant breaks: a CTI that is reachable by construction."""
+    a = Abstract(cfg)
+    props = properties(a)
+    prop_name = SAFETY_HALF.get(expected, expected)
+    every = {**props, **strengthening(a)}
+    start = time.perf_counter()
+    for k in range(1, MAX_BMC_DEPTH + 1):
+        states = [S(a, f"bug{k}_{j}") for j in range(k + 1)]
+        solver = z3.Solver()
+        solver.add(init(a, states[0]), z3.Not(props[prop_name](states[k])))
+        for j in range(k):
+            solver.add(next_rel(a, states[j], states[j + 1]))
+        if solver.check() != z3.sat:
+            continue
+        m = solver.model()
+        holds = [{n: z3.is_true(m.eval(f(s), model_completion=True)) for n, f in every.items()} for s in states]
+        j = next(j for j in range(k) if all(holds[j].values()) and not all(holds[j + 1].values()))
+        acts = actions(a, states[j], states[j + 1])
+        action = next(n for n, rel in acts.items() if z3.is_true(m.eval(rel, model_completion=True)))
+        broken = [n for n, ok in holds[j + 1].items() if not ok]
+        return Result(name, prop_name, "CTI", round(time.perf_counter() - start, 3),
+                      {"action": action, "pre": _model_state(m, states[j]), "post": _model_state(m, states[j + 1]),
+                       "reachable_in": j, "violated": broken, "property_violated_after": k})
+    return Result(name, prop_name, "no CTI", round(time.perf_counter() - start, 3))
+
+
+def cti_path(cfg: Config, expected: str) -> list[str]:
+    """The spec actions of the shortest path to a violation of ``expected``
+    (as bug_cti finds it), for replaying through the twin."""
+    a = Abstract(cfg)
+    prop = properties(a)[SAFETY_HALF.get(expected, expected)]
+    for k in range(1, MAX_BMC_DEPTH + 1):
+        states = [S(a, f"path{k}_{j}") for j in range(k + 1)]
+        solver = z3.Solver()
+        solver.add(init(a, states[0]), z3.Not(prop(states[k])))
+        for j in range(k):
+            solver.add(next_rel(a, states[j], states[j + 1]))
+        if solver.check() == z3.sat:
+            m = solver.model()
+            path = []
+            for j in range(k):
+                acts = actions(a, states[j], states[j + 1])
+                path.append(next(n for n, rel in acts.items() if z3.is_true(m.eval(rel, model_completion=True))))
+            return path
+    return []
+
+
+def changed(pre: dict, post: dict) -> dict:
+    """The fields a step changed, for printing a CTI as a readable pair."""
+    return {k: (pre[k], post[k]) for k in pre if pre[k] != post[k]}
