@@ -373,7 +373,6 @@ def _bounded(a: Abstract, s: S, bound: int) -> z3.BoolRef:
 def find_cti(a: Abstract, inv: Callable[[S], z3.BoolRef], prop: Callable[[S], z3.BoolRef]):
     """A small CTI for ``prop``: the smallest offsets bound that admits one."""
     s, t = S(a, "pre"), S(a, "post")
-    acts = actions(a, s, t)
     for bound in (2, 3, 5, None):
         solver = z3.Solver()
         solver.add(inv(s), next_rel(a, s, t), z3.Not(prop(t)))
@@ -381,8 +380,7 @@ def find_cti(a: Abstract, inv: Callable[[S], z3.BoolRef], prop: Callable[[S], z3
             solver.add(_bounded(a, s, bound), _bounded(a, t, bound))
         if solver.check() == z3.sat:
             m = solver.model()
-            name = next(n for n, rel in acts.items() if z3.is_true(m.eval(rel, model_completion=True)))
-            return s, t, m, name
+            return s, t, m, _action_taken(a, m, s, t)
     return None
 
 
@@ -403,17 +401,23 @@ def reachable_in(a: Abstract, s: S, t: S, m: z3.ModelRef) -> int | None:
     return None
 
 
-def violation_depth(a: Abstract, prop: Callable[[S], z3.BoolRef]) -> int | None:
-    """Bounded model checking: the fewest steps from Init to a state violating ``prop``."""
-    for k in range(MAX_BMC_DEPTH + 1):
-        states = [S(a, f"viol{k}_{j}") for j in range(k + 1)]
+def shortest_violation(a: Abstract, prop: Callable[[S], z3.BoolRef], tag: str):
+    """Bounded model checking: the fewest steps (1..MAX_BMC_DEPTH) from Init to a
+    state violating ``prop``, as (states, model), or None."""
+    for k in range(1, MAX_BMC_DEPTH + 1):
+        states = [S(a, f"{tag}{k}_{j}") for j in range(k + 1)]
         solver = z3.Solver()
         solver.add(init(a, states[0]), z3.Not(prop(states[k])))
         for j in range(k):
             solver.add(next_rel(a, states[j], states[j + 1]))
         if solver.check() == z3.sat:
-            return k
+            return states, solver.model()
     return None
+
+
+def _action_taken(a: Abstract, m: z3.ModelRef, s: S, t: S) -> str:
+    acts = actions(a, s, t)
+    return next(n for n, rel in acts.items() if z3.is_true(m.eval(rel, model_completion=True)))
 
 
 def prove(name: str, cfg: Config) -> list[Result]:
@@ -493,23 +497,16 @@ def bug_cti(name: str, cfg: Config, expected: str) -> Result:
     prop_name = SAFETY_HALF.get(expected, expected)
     every = {**props, **strengthening(a)}
     start = time.perf_counter()
-    for k in range(1, MAX_BMC_DEPTH + 1):
-        states = [S(a, f"bug{k}_{j}") for j in range(k + 1)]
-        solver = z3.Solver()
-        solver.add(init(a, states[0]), z3.Not(props[prop_name](states[k])))
-        for j in range(k):
-            solver.add(next_rel(a, states[j], states[j + 1]))
-        if solver.check() != z3.sat:
-            continue
-        m = solver.model()
+    found = shortest_violation(a, props[prop_name], "bug")
+    if found is not None:
+        states, m = found
         holds = [{n: z3.is_true(m.eval(f(s), model_completion=True)) for n, f in every.items()} for s in states]
-        j = next(j for j in range(k) if all(holds[j].values()) and not all(holds[j + 1].values()))
-        acts = actions(a, states[j], states[j + 1])
-        action = next(n for n, rel in acts.items() if z3.is_true(m.eval(rel, model_completion=True)))
+        j = next(j for j in range(len(states) - 1) if all(holds[j].values()) and not all(holds[j + 1].values()))
         broken = [n for n, ok in holds[j + 1].items() if not ok]
         return Result(name, prop_name, "CTI", round(time.perf_counter() - start, 3),
-                      {"action": action, "pre": _model_state(m, states[j]), "post": _model_state(m, states[j + 1]),
-                       "reachable_in": j, "violated": broken, "property_violated_after": k})
+                      {"action": _action_taken(a, m, states[j], states[j + 1]), "pre": _model_state(m, states[j]),
+                       "post": _model_state(m, states[j + 1]), "reachable_in": j, "violated": broken,
+                       "property_violated_after": len(states) - 1})
     return Result(name, prop_name, "no CTI", round(time.perf_counter() - start, 3))
 
 
@@ -517,21 +514,11 @@ def cti_path(cfg: Config, expected: str) -> list[str]:
     """The spec actions of the shortest path to a violation of ``expected``
     (as bug_cti finds it), for replaying through the twin."""
     a = Abstract(cfg)
-    prop = properties(a)[SAFETY_HALF.get(expected, expected)]
-    for k in range(1, MAX_BMC_DEPTH + 1):
-        states = [S(a, f"path{k}_{j}") for j in range(k + 1)]
-        solver = z3.Solver()
-        solver.add(init(a, states[0]), z3.Not(prop(states[k])))
-        for j in range(k):
-            solver.add(next_rel(a, states[j], states[j + 1]))
-        if solver.check() == z3.sat:
-            m = solver.model()
-            path = []
-            for j in range(k):
-                acts = actions(a, states[j], states[j + 1])
-                path.append(next(n for n, rel in acts.items() if z3.is_true(m.eval(rel, model_completion=True))))
-            return path
-    return []
+    found = shortest_violation(a, properties(a)[SAFETY_HALF.get(expected, expected)], "path")
+    if found is None:
+        return []
+    states, m = found
+    return [_action_taken(a, m, states[j], states[j + 1]) for j in range(len(states) - 1)]
 
 
 def changed(pre: dict, post: dict) -> dict:
