@@ -123,7 +123,35 @@ def _decode(kind: int, payload: bytes):
         if len(payload) != 16:
             raise FrameError(f"ACK frame has {len(payload)} payload bytes, expected 16")
         return Ack(_U64.unpack_from(payload)[0], _U64.unpack_from(payload, 8)[0])
-    return Refuse(payload.decode(errors="replace"))
+    try:
+        return Refuse(payload.decode())
+    except UnicodeDecodeError:
+        raise FrameError("REFUSE frame: reason is not UTF-8") from None
+
+
+def decode_frames(data: bytes, max_frame_bytes: int) -> tuple[list, int]:
+    """The whole frames at the start of ``data`` and how many bytes they took
+    (a partial frame at the end waits for more bytes).
+
+    pre: max_frame_bytes >= 1
+    raises: FrameError
+    post: 0 <= __return__[1] <= len(data)
+    post: b"".join(encode(f) for f in __return__[0]) == data[:__return__[1]]
+    post: len(data) - __return__[1] < 5 or len(data) - __return__[1] < 4 + int.from_bytes(data[__return__[1]:__return__[1] + 4], "big")
+    """
+    frames = []
+    used = 0
+    while len(data) - used >= 5:
+        length, kind = _PREFIX.unpack_from(data, used)
+        if length == 0:
+            raise FrameError("frame length 0 (a frame has at least its type byte)")
+        if length > max_frame_bytes:
+            raise FrameError(f"frame of {length} bytes exceeds the limit of {max_frame_bytes}")
+        if len(data) - used < 4 + length:
+            break
+        frames.append(_decode(kind, bytes(data[used + 5: used + 4 + length])))
+        used += 4 + length
+    return frames, used
 
 
 class FrameDecoder:
@@ -135,18 +163,8 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list:
         self._buf += data
-        frames = []
-        while len(self._buf) >= 5:
-            length, kind = _PREFIX.unpack_from(self._buf)
-            if length == 0:
-                raise FrameError("frame length 0 (a frame has at least its type byte)")
-            if length > self.max_frame_bytes:
-                raise FrameError(f"frame of {length} bytes exceeds the limit of {self.max_frame_bytes}")
-            if len(self._buf) < 4 + length:
-                break
-            payload = bytes(self._buf[5: 4 + length])
-            del self._buf[: 4 + length]
-            frames.append(_decode(kind, payload))
+        frames, used = decode_frames(self._buf, self.max_frame_bytes)
+        del self._buf[:used]
         return frames
 
     @property

@@ -33,10 +33,10 @@ import attrs
 
 from reference.commitlog import CommitLog
 from reference.config import StoreConfig
+from reference.decisions import INF, covered_count, deadline_status, replica_coverage
 from reference.effects import CloseReplica, Fsync, Respond, SendData
 from reference.status import PutStatus
 
-INF = float("inf")
 
 
 @attrs.define(slots=True, eq=False)
@@ -126,30 +126,18 @@ class MasterCore:
         """Waiting requests with nextOffset at or below this have their replica leg done."""
         if not self.cfg.sync_master:
             return INF
-        policy = self._policy()
-        if policy == "ANY_REPLICA_MAX":
-            return self.push2SlaveMaxOffset
-        if policy == "AT_LEAST_K":
-            need = self.cfg.in_sync_replicas - 1
-            if need <= 0:
-                return INF
-            acks = sorted((c.ack for c in self.conns.values()), reverse=True)
-            return acks[need - 1] if len(acks) >= need else 0
-        if not self.sync_state_set:
-            return INF
-        if any(name not in self.conns for name in self.sync_state_set):
-            return 0
-        return min(self.conns[name].ack for name in self.sync_state_set)
+        sss = [self.conns[name].ack for name in sorted(self.sync_state_set) if name in self.conns]
+        return replica_coverage(self._policy(), self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
+                                [c.ack for c in self.conns.values()], sss, len(self.sync_state_set))
 
     def _complete_covered(self) -> None:
         threshold = min(self.flush_frontier(), self.replica_coverage())
-        while self.waiting and (self.waiting[0].status is not None or self.waiting[0].next_offset <= threshold):
+        # Answered requests (a deadline or a crash came first) leave the queue in the same sweep.
+        released = covered_count((-1 if r.status is not None else r.next_offset for r in self.waiting), threshold)
+        for _ in range(released):
             req = self.waiting.popleft()
             if req.status is None:
                 self._answer(req, PutStatus.PUT_OK, "Respond")
-
-    def _replica_failure(self) -> PutStatus:
-        return PutStatus.FLUSH_SLAVE_TIMEOUT if self.conns else PutStatus.SLAVE_NOT_AVAILABLE
 
     # ------------------------------------------------------------------ put path
 
@@ -351,15 +339,15 @@ class MasterCore:
             _, req = self.flush_deadlines.popleft()
             if req.status is None and req.next_offset > self.flush_frontier():
                 pending_replica = req.next_offset > self.replica_coverage()
-                self._fail(req, self._replica_failure() if pending_replica else PutStatus.FLUSH_DISK_TIMEOUT)
+                self._fail(req, deadline_status(pending_replica, bool(self.conns)))
             elif req.status is PutStatus.PUT_OK and cfg.bug("BugDoubleResponse"):
                 pending_replica = req.next_offset > self.replica_coverage()
-                self._answer(req, self._replica_failure() if pending_replica else PutStatus.FLUSH_DISK_TIMEOUT,
+                self._answer(req, deadline_status(pending_replica, bool(self.conns)),
                              "Timeout")
         while self.repl_deadlines and self.repl_deadlines[0][0] <= now_ms:
             _, req = self.repl_deadlines.popleft()
             if req.status is None and req.next_offset > self.replica_coverage():
-                self._fail(req, self._replica_failure())
+                self._fail(req, deadline_status(True, bool(self.conns)))
 
     def next_wakeup_ms(self, now_ms: int) -> int:
         """When ``tick`` next has something to do (the runtime may tick earlier)."""

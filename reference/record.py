@@ -68,13 +68,21 @@ class SegmentScan:
     problem: str | None      # why the scan stopped early (a torn or corrupt record), or None
 
 
-def scan_segment(buf, base: int, keep_torn: bool = False) -> SegmentScan:
+def scan_segment(buf: bytes, base: int, keep_torn: bool = False) -> SegmentScan:
     """Read a segment's records from the start; stop at unwritten space, a
     blank record, or the first record whose length, magic or CRC is wrong.
 
     ``keep_torn`` is the BugRecoveryKeepsTorn defect: the first bad record
-    is accepted as if it were whole (and the scan stops after it)."""
-    view = memoryview(buf)
+    is accepted as if it were whole (and the scan stops after it).
+
+    pre: base >= 0
+    post: base <= __return__.valid_end <= base + len(buf)
+    post: not __return__.records or __return__.records[0].offset == base
+    post: all(a.end == b.offset for a, b in zip(__return__.records, __return__.records[1:]))
+    post: all(r.size >= HEADER_SIZE and r.end <= __return__.valid_end for r in __return__.records)
+    post: __return__.problem is None or not __return__.ends_with_blank
+    """
+    view = buf                    # bytes or bytearray (slices copy, but recovery runs once per start)
     size = len(view)
     pos = 0
     records: list[Record] = []

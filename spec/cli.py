@@ -12,8 +12,8 @@ from tla.manifest import MANIFEST_PATH
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """The main job of `make run`: every TLC model, the twin cross-check, then
-    a short fuzz campaign of the simulator on local[*]."""
+    """The main job of `make run`: every TLC model, the twin cross-check, a
+    short fuzz campaign of the simulator on local[*], then the z3 proofs."""
     tlc_args = argparse.Namespace(models=[], list=False, manifest=MANIFEST_PATH, workers=args.workers, size=None, kind=None,
                                   json=args.json, traces="auto", check_counts=False, update_manifest=False)
     status = tlc_commands.main(tlc_args)
@@ -22,7 +22,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     fuzz_args = build_parser().parse_args(["fuzz", "--seeds", str(args.fuzz_seeds), "--out", str(args.fuzz_out)])
     fuzz_status = fuzz_cli.main(fuzz_args)
-    return status or twin_status or fuzz_status
+    from spec import prove_cli
+
+    prove_status = prove_cli.main(argparse.Namespace(json=None, verbose=False))
+    return status or twin_status or fuzz_status or prove_status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     from spec import prove_cli
 
     prove_cli.add_parser(sub)
-    run = sub.add_parser("run", help="the main job: every TLC model, the twin cross-check, a fuzz campaign")
+    run = sub.add_parser("run", help="the main job: every TLC model, the twin cross-check, a fuzz campaign, the proofs")
     run.add_argument("--workers", type=int, default=None)
     run.add_argument("--fuzz-seeds", type=int, default=2_000, help="seeds of the closing fuzz campaign")
     run.add_argument("--fuzz-out", type=Path, default=Path(".ackorder/fuzz-run"))

@@ -1,0 +1,66 @@
+"""CrossHair over the reference's pure decision functions (their PEP 316
+contracts), as `make test` runs it.  What CrossHair can only report as "Not
+confirmed" (loops over lists, sorting, struct parsing) is covered by the
+tests named in ``COVERED_BY``."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+TARGETS = ("reference.decisions", "reference.frames.decode_frames", "reference.record.scan_segment")
+PER_CONDITION_TIMEOUT_S = 4
+COVERED_BY = {
+    "replica_coverage": "NoAckBeforeReplicas in the refinement check (stateful_tests, reference/tests/test_sim.py)",
+    "covered_count": "NoAckBeforeFlush / NoAckBeforeReplicas in the refinement check; test_master_core.py",
+    "decode_frames": "reference/tests/test_frames.py (round trips, malformed frames)",
+    "scan_segment": "reference/tests/test_record.py (torn and corrupt tails) and the kill -9 test",
+}
+ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<what>.*?) when calling (?P<call>(?P<fn>\w+)\(.*)$")
+
+
+def crosshair(targets: tuple[str, ...], report_all: bool = False, timeout_s: int = PER_CONDITION_TIMEOUT_S,
+              extra_path: Path | None = None) -> tuple[int, list[str]]:
+    """Run `crosshair check`; returns its exit code and output lines."""
+    import os
+
+    env = dict(os.environ)
+    if extra_path is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(extra_path), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "crosshair", "check", "--analysis_kind=PEP316",
+           f"--per_condition_timeout={timeout_s}", *(["--report_all"] if report_all else []), *targets]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800,
+                         cwd=Path(__file__).resolve().parent.parent)
+    return out.returncode, (out.stdout + out.stderr).splitlines()
+
+
+def errors(lines: list[str]) -> dict[str, str]:
+    """Function name -> the counterexample CrossHair printed for it."""
+    found = {}
+    for line in lines:
+        if (m := ERROR.match(line.strip())) and "Error while evaluating" not in line:   # not a broken contract
+            found.setdefault(m.group("fn"), f"{m.group('what')} when calling {m.group('call')}")
+    return found
+
+
+def seeded_module(directory: Path) -> str:
+    """reference/tests/contract_bugs.py with each ``CONTRACT OF f`` docstring
+    replaced by f's real contract; returns the module name to check."""
+    import inspect
+
+    from reference import decisions, frames, record
+
+    real = {f.__name__: f for f in (decisions.replica_coverage, decisions.covered_count, decisions.deadline_status,
+                                    frames.decode_frames, record.scan_segment)}
+    source = (Path(__file__).parent / "tests" / "contract_bugs.py").read_text()
+
+    def contract(m: re.Match) -> str:
+        doc = inspect.getdoc(real[m.group(1)]).replace("\\", "\\\\")
+        return '    """' + "\n".join("    " + line if line else "" for line in doc.splitlines()).lstrip() + '\n    """'
+
+    text, n = re.subn(r'    """CONTRACT OF (\w+)"""', contract, source)
+    assert n == len(real), f"expected {len(real)} CONTRACT OF docstrings, found {n}"
+    (directory / "seeded_contract_bugs.py").write_text(text)
+    return "seeded_contract_bugs"
