@@ -1,7 +1,7 @@
 """CrossHair over the reference's pure decision functions (their PEP 316
 contracts), as `make test` runs it.  What CrossHair can only report as "Not
 confirmed" (loops over lists, sorting, struct parsing) is covered by the
-tests named in ``COVERED_BY``."""
+tests docs/proofs.md names."""
 
 from __future__ import annotations
 
@@ -12,12 +12,6 @@ from pathlib import Path
 
 TARGETS = ("reference.decisions", "reference.frames.decode_frames", "reference.record.scan_segment")
 PER_CONDITION_TIMEOUT_S = 4
-COVERED_BY = {
-    "replica_coverage": "NoAckBeforeReplicas in the refinement check (stateful_tests, reference/tests/test_sim.py)",
-    "covered_count": "NoAckBeforeFlush / NoAckBeforeReplicas in the refinement check; test_master_core.py",
-    "decode_frames": "reference/tests/test_frames.py (round trips, malformed frames)",
-    "scan_segment": "reference/tests/test_record.py (torn and corrupt tails) and the kill -9 test",
-}
 ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<what>.*?) when calling (?P<call>(?P<fn>\w+)\(.*)$")
 
 

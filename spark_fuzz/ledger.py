@@ -45,7 +45,7 @@ def complete_batches(out: Path, campaign: str) -> list[Path]:
 
 
 def read_batch(path: Path) -> pa.Table:
-    return pq.read_table(path, schema=None, partitioning=None)
+    return pq.read_table(path, partitioning=None)
 
 
 def read_ledger(out: Path, campaign: str, columns: list[str] | None = None) -> pa.Table:

@@ -156,9 +156,12 @@ class Reproducer:
                 f"--expect-hash {self.trace_hash}")
 
 
+def _params(seed: int, overrides: dict[str, str], bug: str | None):
+    return draw(seed, {**overrides, **({"bug": bug} if bug else {})})
+
+
 def _rerun(seed: int, steps: int, overrides: dict[str, str], bug: str | None):
-    params = draw(seed, {**overrides, **({"bug": bug} if bug else {})})
-    return World(params).run(steps)
+    return World(_params(seed, overrides, bug)).run(steps)
 
 
 def shrink(seed: int, steps: int, overrides: dict[str, str], bug: str | None, outcome: str,
@@ -180,7 +183,7 @@ def shrink(seed: int, steps: int, overrides: dict[str, str], bug: str | None, ou
         runs += 1
         if cut.violation == outcome:
             steps, final = first.steps, cut
-    params = draw(seed, {**best, **({"bug": bug} if bug else {})})
+    params = _params(seed, best, bug)
     for key in FAULT_KEYS:
         if runs >= max_runs:
             break

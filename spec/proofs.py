@@ -338,8 +338,7 @@ def strengthening(a: Abstract) -> dict[str, Callable[[S], z3.BoolRef]]:
 
 @attrs.frozen
 class Result:
-    config: str
-        # the model's name in tla/manifest.json
+    config: str                  # the model's name in tla/manifest.json
     invariant: str
     result: str                  # "proved" | "CTI" | "base fails"
     seconds: float

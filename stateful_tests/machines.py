@@ -178,6 +178,7 @@ class RefinementMachine(RuleBasedStateMachine):
         n = self.pins.replicas or n
         self.cluster = Cluster(cfg, tuple(f"r{i + 1}" for i in range(n)), self.disk_factory())
         self.targets = Targets()
+        self.puts = 0
         if connected:                     # start from a healthy group: every slave connected
             for name in self.cluster.replica_names:
                 self.cluster.connect(name)
@@ -204,7 +205,7 @@ class RefinementMachine(RuleBasedStateMachine):
     def put(self, size: int):
         # Bodies differ from put to put, so a slave holding an older message at
         # the same offset never matches by accident.
-        self.puts = getattr(self, "puts", 0) + 1
+        self.puts += 1
         rid = self.cluster.put(bytes([self.puts % 251]) * size)
         self._targets()
         return rid
