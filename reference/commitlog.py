@@ -1,10 +1,14 @@
 """The master's commit log, in memory: fixed-size segments named by their
-start offset, and the three watermarks ``wrote``, ``committed``, ``flushed``.
+start offset, and the watermarks ``wrote`` >= ``issued`` >= ``committed`` >=
+``flushed``.
 
 A segment's bytearray plays the part of RocketMQ's mapped buffer: without
-the transient store pool an append lands in it *and* in the page cache (a
-WriteData effect); with the pool the bytearray is the off-heap write buffer
-and only ``commit`` hands data to the page cache.  No I/O happens here.
+the transient store pool an append lands in it and is handed to the page
+cache at once (a WriteData effect); with the pool the bytearray is the
+off-heap write buffer and only ``commit`` hands data to the page cache.
+``issued`` is what was handed over; ``committed`` is what the runtime
+confirmed written (``confirm``), so nothing downstream (fsync, HA transfer)
+ever reaches bytes whose write failed.  No I/O happens here.
 """
 
 from __future__ import annotations
@@ -50,6 +54,22 @@ class LogIndex:
         """How many message records end at or before ``offset``."""
         return bisect_right(self.ends, offset)
 
+    def boundary_at_or_below(self, offset: int) -> int:
+        """The last record boundary (a record start, or the end of the log) at or below ``offset``."""
+        k = self.records_upto(offset)
+        if k < len(self.starts) and self.starts[k] <= offset:
+            return self.starts[k]      # the padding before record k is whole
+        return self.ends[k - 1] if k else 0
+
+    def truncate(self, offset: int) -> None:
+        """Forget every record that does not end at or before ``offset`` (a boundary)."""
+        k = self.records_upto(offset)
+        assert offset in self.chain, offset
+        del self.starts[k:], self.ends[k:], self.keys[k:]
+        for boundary in [b for b in self.chain if b > offset]:
+            del self.chain[boundary]
+        self.last_chain = self.chain[offset]
+
     def rebuild(self, records, header_of) -> None:
         for rec in records:
             self.add_record(rec.offset, header_of(rec), rec.end, rec.key)
@@ -62,7 +82,8 @@ class CommitLog:
         self.transient_pool = transient_pool
         self.segments: dict[int, bytearray] = {}
         self.wrote = 0        # bytes appended (write buffer included)
-        self.committed = 0    # bytes handed to the page cache
+        self.issued = 0       # bytes handed to the runtime for the page cache (WriteData)
+        self.committed = 0    # bytes the runtime confirmed in the page cache
         self.flushed = 0      # bytes the flush service reported fsync'd
         self.index = LogIndex(segment_size)
 
@@ -97,16 +118,18 @@ class CommitLog:
         self.segments[start][pos: pos + len(data)] = data
         if not self.transient_pool:
             effects.append(WriteData(start, pos, data))
+            self.issued += len(data)
         self.wrote += len(data)
 
     def fits(self, body_len: int) -> bool:
         return record_size(body_len) + END_FILE_MIN_BLANK_LENGTH <= self.segment_size
 
-    def append(self, key: int, body: bytes, effects: list) -> tuple[int, int]:
-        """Append one message record; returns (offset, next_offset).  When it
+    def append(self, key: int, body: bytes) -> tuple[int, list]:
+        """Append one message record; returns (next_offset, effects).  When it
         does not fit the current segment, pad the segment and roll."""
         size = record_size(len(body))
         assert self.fits(len(body)), size
+        effects: list = []
         pos = self.wrote % self.segment_size
         if pos and pos + size + END_FILE_MIN_BLANK_LENGTH > self.segment_size:
             self._put_bytes(blank(self.segment_size - pos), effects)
@@ -114,24 +137,43 @@ class CommitLog:
         offset = self.wrote
         self._put_bytes(record, effects)
         self.index.add_record(offset, record, self.wrote, key)
-        if not self.transient_pool:
-            self.committed = self.wrote
-        return offset, self.wrote
+        return self.wrote, effects
 
-    # --- transient store pool commit -------------------------------------------
+    # --- handing bytes to the page cache ------------------------------------------
 
-    def commit(self, effects: list) -> int:
-        """Copy the write buffer of the segment holding ``committed`` to the
-        page cache, up to what has been written; returns bytes committed."""
-        if not self.transient_pool or self.committed >= self.wrote:
-            return 0
-        start = self.segment_start(self.committed)
+    def commit(self) -> WriteData | None:
+        """Copy the write buffer of the segment holding ``issued`` to the page
+        cache, up to what has been written (one MappedFile.commit)."""
+        if not self.transient_pool or self.issued >= self.wrote:
+            return None
+        start = self.segment_start(self.issued)
         end = min(self.wrote, start + self.segment_size)
-        pos = self.committed - start
-        effects.append(WriteData(start, pos, bytes(self.segments[start][pos: end - start])))
-        done = end - self.committed
-        self.committed = end
-        return done
+        pos = self.issued - start
+        self.issued = end
+        return WriteData(start, pos, bytes(self.segments[start][pos: end - start]))
+
+    def confirm(self, upto: int) -> None:
+        """The runtime wrote every byte below ``upto`` into the page cache."""
+        assert self.committed <= upto <= self.issued, (self.committed, upto, self.issued)
+        self.committed = upto
+
+    def reissue_from_committed(self) -> None:
+        """A commit failed: the next one starts again where the page cache ends."""
+        assert self.transient_pool
+        self.issued = self.committed
+
+    def truncate(self, offset: int) -> None:
+        """Forget everything from ``offset`` (a record boundary, >= committed):
+        records appended behind a write that failed, never to be written."""
+        assert self.flushed <= self.committed <= offset <= self.wrote, (self.committed, offset, self.wrote)
+        self.index.truncate(offset)
+        for start in [s for s in self.segments if s + self.segment_size > offset]:
+            if start >= offset:
+                del self.segments[start]
+            else:
+                seg = self.segments[start]
+                seg[offset - start:] = bytes(self.segment_size - (offset - start))
+        self.wrote = self.issued = offset
 
     def flush_target(self) -> int:
         """How far one flush reaches: the committed data of the segment that
@@ -160,7 +202,7 @@ class CommitLog:
         log.index.rebuild(report.records, lambda rec: log.header(rec))
         if end % segment_size == 0 and end > (log.index.ends[-1] if log.index.ends else 0):
             log.index.add_segment_end(end)
-        log.wrote = log.committed = log.flushed = end
+        log.wrote = log.issued = log.committed = log.flushed = end
         return log
 
     def header(self, rec: Record) -> bytes:

@@ -67,6 +67,10 @@ class StoreConfig:
     ha_transfer_batch_size: int = attrs.field(default=32 * KiB, validator=_positive)
     ha_max_gap_not_in_sync: int = attrs.field(default=256 * MiB, validator=_positive)
     ha_send_window_bytes: int = attrs.field(default=4 * MiB, validator=_positive)
+    # HAConnection housekeeping: a connection whose slave acknowledges nothing of the data in
+    # flight to it for this long is closed (a stalled or garbled stream; RocketMQ's
+    # haHousekeepingInterval), and the slave reconnects.
+    ha_housekeeping_interval_ms: int = attrs.field(default=20_000, validator=_positive)
     # admission (BrokerConfig)
     wait_time_in_send_queue_ms: int = attrs.field(default=200, validator=_positive)
     send_message_thread_pool_nums: int = attrs.field(default=4, validator=_positive)

@@ -18,10 +18,22 @@ class CreateSegment:
 
 @attrs.frozen
 class WriteData:
-    """Write bytes into the page cache of a segment (pwrite; no fsync)."""
+    """Write bytes into the page cache of a segment (pwrite; no fsync).  The
+    master's runtime answers each one, in order, with ``write_done`` or
+    ``write_failed`` (EIO, ENOSPC, a short count): until then the master
+    counts none of these bytes as committed."""
     start: int        # segment start offset
     position: int     # position inside the segment
     data: bytes
+
+    @property
+    def offset(self) -> int:
+        """Global offset of the first byte."""
+        return self.start + self.position
+
+    @property
+    def end(self) -> int:
+        return self.start + self.position + len(self.data)
 
 
 @attrs.frozen
@@ -34,16 +46,19 @@ class Fsync:
 
 @attrs.frozen
 class SendData:
-    """Master -> slave: log bytes starting at ``offset`` (an HA DATA frame)."""
-    replica: str
+    """Master -> slave: log bytes starting at ``offset`` (an HA DATA frame) on
+    HA connection ``conn`` (the runtime's id for it)."""
+    conn: int
     offset: int
     data: bytes
 
 
 @attrs.frozen
 class CloseReplica:
-    """Master: close the HA connection of a slave (refused handshake, bad ack)."""
-    replica: str
+    """Master: close one HA connection (refused handshake, bad ack, bad frame).
+    Names the connection, not the slave: refusing a second connection under a
+    name never touches the healthy first one."""
+    conn: int
     reason: str
 
 

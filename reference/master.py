@@ -1,17 +1,25 @@
 """The master broker's store, as a sans-IO state machine.
 
-Events are method calls (``put``, ``tick``, ``fsync_done``, ``fsync_failed``,
-``replica_handshake``, ``replica_ack``, ``replica_disconnected``); effects
-pile up in ``effects`` for the runtime to perform (reference/effects.py).
-Time is an argument, never read from a clock.
+Events are method calls (``put``, ``tick``, ``write_done``, ``write_failed``,
+``fsync_done``, ``fsync_failed``, ``replica_handshake``, ``replica_ack``,
+``replica_bad_input``, ``replica_disconnected``); effects pile up in
+``effects`` for the runtime to perform in order (reference/effects.py).  Time
+is an argument, never read from a clock.
 
 The services are RocketMQ's, each a small piece of state inside:
 
+* The append (CommitLog.asyncPutMessage): a put lands in memory and is handed
+  to the page cache (WriteData); only the runtime's ``write_done`` makes it
+  committed, so a write that fails (EIO, ENOSPC, a short count) is never
+  flushed, shipped or acknowledged: its producer gets UNKNOWN_ERROR, later
+  requests of the same batch SERVICE_NOT_AVAILABLE, and the store turns
+  read-only (RunningFlags.makeNotWriteable).
 * GroupCommitService (SYNC_FLUSH): ``requests_write`` / ``requests_read``
   swapped per round; one fsync releases every request it covers; a second
   pass when a message rolled into the next segment.
 * CommitRealTimeService (transient store pool): copies the write buffer to
-  the page cache, by interval and "least pages", woken by puts.
+  the page cache, by interval and "least pages", woken by puts; a failed
+  commit is retried from the committed position.
 * FlushRealTimeService (ASYNC_FLUSH): periodic flush with wake-up.
 * GroupTransferService: every waiting request sits in one queue ordered by
   nextOffset (seed 000's skip list; puts arrive in offset order, so a deque);
@@ -20,6 +28,10 @@ The services are RocketMQ's, each a small piece of state inside:
 * FlushDiskWatcher and the slave deadline: a deadline that passes while its
   leg is pending answers with thenCombine's precedence over the legs still
   pending then (a replica failure overrides a flush failure).
+* The HA service: connections are named by the runtime's connection id, so a
+  refused second connection under a slave's name never touches the first;
+  every report is checked against what the transfer may ship (committed
+  data) and against the master's own record count at that offset.
 
 ``spec_steps`` is ghost state: the spec actions (tla/AckOrder.tla names)
 each event performed, for the refinement check in reference/refinement.py.
@@ -34,9 +46,10 @@ import attrs
 from reference.commitlog import CommitLog
 from reference.config import StoreConfig
 from reference.decisions import INF, covered_count, deadline_status, replica_coverage
-from reference.effects import CloseReplica, Fsync, Respond, SendData
+from reference.effects import CloseReplica, Fsync, Respond, SendData, WriteData
 from reference.status import PutStatus
 
+MAX_WRITES_IN_FLIGHT = 1 << 16     # WriteData effects awaiting write_done / write_failed
 
 
 @attrs.define(slots=True, eq=False)
@@ -50,11 +63,21 @@ class Request:
 
 
 @attrs.define(slots=True, eq=False)
-class Connection:
-    """A slave's HA connection: what it acknowledged, where the stream is."""
-    ack: int
+class HaConnection:
+    """A slave's accepted HA connection: what it acknowledged, where the stream is."""
+    conn: int                  # the runtime's connection id
+    ack_offset: int
     next_transfer: int
-    ack_records: int = 0      # complete records the slave said it holds (for the spec mapping)
+    ack_records: int = 0       # complete records the slave said it holds (for the spec mapping)
+    last_ack_ms: int = 0       # when the slave last acknowledged something new (housekeeping)
+
+
+@attrs.define(slots=True)
+class WriteInFlight:
+    """A WriteData handed to the runtime, awaiting its result."""
+    offset: int
+    end: int
+    stale: bool = False        # issued after a write that failed: its bytes follow a hole
 
 
 class MasterCore:
@@ -68,6 +91,9 @@ class MasterCore:
         self.effects: list = []
         self.spec_steps: list[tuple] = []
         self.requests: dict[int, Request] = {}
+        self.unconfirmed: deque[Request] = deque()      # appended, page-cache write not yet confirmed
+        self.writes: deque[WriteInFlight] = deque()
+        self.unwritten: list[tuple[int, int]] = []      # BugFsyncCoversFailedWrite: failed ranges kept as written
         self.waiting: deque[Request] = deque()          # ordered by next_offset
         # GroupCommitService
         self.requests_write: list[Request] = []
@@ -85,7 +111,7 @@ class MasterCore:
         self.flush_deadlines: deque[tuple[int, Request]] = deque()
         self.repl_deadlines: deque[tuple[int, Request]] = deque()
         # HA
-        self.conns: dict[str, Connection] = {}
+        self.conns: dict[str, HaConnection] = {}        # slave name -> its accepted connection
         self.push2SlaveMaxOffset = 0
         self.push2_records = 0    # the same maximum, in records the slaves reported
 
@@ -94,18 +120,48 @@ class MasterCore:
     def _emit(self, effect) -> None:
         self.effects.append(effect)
 
+    def _emit_writes(self, effects: list) -> None:
+        for e in effects:
+            if isinstance(e, WriteData):
+                assert len(self.writes) < MAX_WRITES_IN_FLIGHT, "writes in flight unbounded"
+                assert not self.writes or self.writes[-1].end == e.offset, "writes must be contiguous"
+                self.writes.append(WriteInFlight(e.offset, e.end))
+            self._emit(e)
+
     def take_effects(self) -> list:
         out, self.effects = self.effects, []
         return out
+
+    def check_invariants(self) -> None:
+        """TigerStyle: the watermarks and queues are in order after every event (O(1))."""
+        log, bug = self.log, self.cfg.bug
+        assert 0 <= log.flushed <= log.committed <= log.issued <= log.wrote, \
+            (log.flushed, log.committed, log.issued, log.wrote)
+        assert self.fsync_in_flight is None or log.flushed < self.fsync_in_flight <= log.committed
+        assert self.released_upto <= (log.committed if bug("BugFlushOneFileReleasesAll") else log.flushed)
+        assert not self.waiting or self.waiting[0].next_offset <= self.waiting[-1].next_offset
+        assert not self.unconfirmed or self.writable, "puts are only appended while writable"
+        assert (self.push2SlaveMaxOffset <= log.committed or bug("BugAcceptAckBeyondLog")
+                or bug("BugAckCheckedAgainstWrote")), (self.push2SlaveMaxOffset, log.committed)
 
     def _answer(self, req: Request, status: PutStatus, step: str) -> None:
         if req.status is not None and not (self.cfg.bug("BugDoubleResponse") and step == "Timeout"):
             return
         if req.status is None:
-            req.flush_done_when_answered = not self.cfg.sync_flush or req.next_offset <= self.released_upto
+            req.flush_done_when_answered = self.flush_leg_done(req)
         req.status = status
         self._emit(Respond(req.req_id, int(status), req.next_offset))
         self.spec_steps.append((step, req.req_id) if step == "Respond" else (step, req.req_id, status.name))
+
+    def _reject(self, req: Request, status: PutStatus, step: str) -> None:
+        """Answer a request whose record never reached the log (spec: a rejected Put, or WriteFail)."""
+        req.status, req.next_offset = status, 0
+        self._emit(Respond(req.req_id, int(status), 0))
+        self.spec_steps.append((step, req.req_id))
+
+    def flush_leg_done(self, req: Request) -> bool:
+        """The request's flush future is complete (group commit released it; always under ASYNC_FLUSH)."""
+        return not self.cfg.sync_flush or req.next_offset <= self.released_upto
 
     def flush_frontier(self) -> float:
         """Waiting requests with nextOffset at or below this have their flush leg done."""
@@ -126,9 +182,9 @@ class MasterCore:
         """Waiting requests with nextOffset at or below this have their replica leg done."""
         if not self.cfg.sync_master:
             return INF
-        sss = [self.conns[name].ack for name in sorted(self.sync_state_set) if name in self.conns]
+        sss = [self.conns[name].ack_offset for name in sorted(self.sync_state_set) if name in self.conns]
         return replica_coverage(self._policy(), self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
-                                [c.ack for c in self.conns.values()], sss, len(self.sync_state_set))
+                                [c.ack_offset for c in self.conns.values()], sss, len(self.sync_state_set))
 
     def _complete_covered(self) -> None:
         threshold = min(self.flush_frontier(), self.replica_coverage())
@@ -152,27 +208,33 @@ class MasterCore:
                 and 1 + len(self.conns) < cfg.in_sync_replicas):
             self._emit(Respond(req_id, int(PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH), 0))
             return
-        if not self.writable:
-            req = Request(req_id, key, 0, now_ms)
-            self.requests[req_id] = req
-            req.status = PutStatus.SERVICE_NOT_AVAILABLE
-            self._emit(Respond(req_id, int(PutStatus.SERVICE_NOT_AVAILABLE), 0))
-            self.spec_steps.append(("Put", req_id))
-            return
-        _, next_offset = self.log.append(key, body, self.effects)
-        req = Request(req_id, key, next_offset, now_ms)
+        req = Request(req_id, key, 0, now_ms)
         self.requests[req_id] = req
-        self.spec_steps.append(("Put", req_id))
+        if not self.writable:
+            self._reject(req, PutStatus.SERVICE_NOT_AVAILABLE, "Put")
+            return
+        req.next_offset, effects = self.log.append(key, body)
+        self._emit_writes(effects)
+        if cfg.transient_store_pool_enable:
+            self._appended(req, now_ms)        # the write buffer is memory: the append cannot fail
+        else:
+            self.unconfirmed.append(req)       # continues in write_done (or write_failed)
+
+    def _appended(self, req: Request, now_ms: int, step: tuple | None = None) -> None:
+        """The record is in the log (page cache, or the pool's write buffer): the request waits for its legs."""
+        cfg = self.cfg
+        self.spec_steps.append(step or ("Put", req.req_id))
         if not (cfg.sync_flush or cfg.sync_master):
             self._answer(req, PutStatus.PUT_OK, "Respond")
             self._after_append()
             return
+        assert not self.waiting or self.waiting[-1].next_offset <= req.next_offset
         self.waiting.append(req)
         if cfg.sync_flush:
             self.requests_write.append(req)
             self._flush_wakeup = True
             if not cfg.bug("BugNoFlushDiskWatcher"):
-                self.flush_deadlines.append((now_ms + cfg.sync_flush_timeout_ms, req))
+                self.flush_deadlines.append((req.put_ms + cfg.sync_flush_timeout_ms, req))
         if cfg.sync_master and (cfg.ack_mode == "DECOUPLED" or not cfg.sync_flush):
             self._register_replica_leg(req, now_ms)
         self._after_append()
@@ -188,18 +250,99 @@ class MasterCore:
         """CommitLog.handleHA: the request joins GroupTransferService."""
         self.repl_deadlines.append((now_ms + self.cfg.slave_timeout_ms, req))
         cfg = self.cfg
-        if cfg.commit_on_replica_wait and cfg.transient_store_pool_enable and req.next_offset > self.log.committed:
+        if (cfg.commit_on_replica_wait and cfg.transient_store_pool_enable and self.writable
+                and req.next_offset > self.log.issued):
             self._commit_all(now_ms)   # the fix for seed 001: slaves can only read committed data
         if req.next_offset <= self.replica_coverage():
             return  # fast path: the sweep completes it (seed 000)
         if self._policy() == "ANY_REPLICA_MAX":  # 4.x isSlaveOK
             behind = req.next_offset - self.push2SlaveMaxOffset
             if not self.conns or behind > self.cfg.ha_max_gap_not_in_sync:
-                self._fail(req, PutStatus.SLAVE_NOT_AVAILABLE)
+                flush_pending = req.next_offset > self.flush_frontier()
+                swapped = flush_pending and cfg.bug("BugFlushTimeoutHidesSlaveTimeout")
+                self._fail(req, PutStatus.FLUSH_DISK_TIMEOUT if swapped else PutStatus.SLAVE_NOT_AVAILABLE)
 
     def _fail(self, req: Request, status: PutStatus) -> None:
         """An error answer from a deadline or a fail-fast check (BugTimeoutAsOK: PUT_OK)."""
         self._answer(req, PutStatus.PUT_OK if self.cfg.bug("BugTimeoutAsOK") else status, "Timeout")
+
+    # ------------------------------------------------------------------ page-cache writes
+
+    def _pop_write(self, offset: int, end: int) -> WriteInFlight:
+        assert self.writes, f"a write result for [{offset}, {end}) with no write in flight"
+        w = self.writes.popleft()
+        assert (w.offset, w.end) == (offset, end), f"write results out of order: {(offset, end)} for {w}"
+        return w
+
+    def write_done(self, start: int, position: int, length: int, now_ms: int) -> None:
+        """The runtime wrote one WriteData into the page cache."""
+        w = self._pop_write(start + position, start + position + length)
+        if not w.stale:
+            self._confirm(w.end, now_ms)
+            self._transfer()
+            self._complete_covered()
+
+    def write_failed(self, start: int, position: int, length: int, written: int, now_ms: int) -> None:
+        """A WriteData failed after ``written`` of its bytes (EIO, ENOSPC, a short write)."""
+        assert 0 <= written < length, (written, length)
+        w = self._pop_write(start + position, start + position + length)
+        if w.stale:
+            return
+        for later in self.writes:              # they follow a hole: never count them
+            later.stale = True
+        self._confirm(max(self.log.committed, self.log.index.boundary_at_or_below(w.offset + written)), now_ms)
+        self.writable = False                  # RunningFlags.makeNotWriteable
+        if self.cfg.transient_store_pool_enable:
+            self._commit_failed(w)
+        else:
+            self._put_write_failed(w, now_ms)
+        self._transfer()
+        self._complete_covered()
+
+    def _confirm(self, upto: int, now_ms: int) -> None:
+        """Bytes below ``upto`` are in the page cache."""
+        log = self.log
+        if upto <= log.committed:
+            return
+        log.confirm(upto)
+        if self.cfg.transient_store_pool_enable:
+            self.spec_steps.append(("Commit", log.records_upto(log.committed)))
+            self._last_commit_done_ms = now_ms
+            self._flush_wakeup = True
+            return
+        while self.unconfirmed and self.unconfirmed[0].next_offset <= log.committed:
+            self._appended(self.unconfirmed.popleft(), now_ms)
+
+    def _put_write_failed(self, w: WriteInFlight, now_ms: int) -> None:
+        """Without the pool: the put whose record was being written fails (its record stays
+        in memory, never counted: part or all of it may be in the page cache), and so does
+        every put appended after it, forgotten (they sit behind a hole)."""
+        log = self.log
+        failed = self.unconfirmed.popleft()
+        if self.cfg.bug("BugFsyncCoversFailedWrite"):   # kept as written: the fsync will cover it
+            self.unwritten.append((log.committed, failed.next_offset))
+            log.confirm(failed.next_offset)
+            self._appended(failed, now_ms, step=("WriteFail", failed.req_id, 0))
+        else:
+            failed.status = PutStatus.UNKNOWN_ERROR
+            self._emit(Respond(failed.req_id, int(PutStatus.UNKNOWN_ERROR), failed.next_offset))
+            self.spec_steps.append(("WriteFail", failed.req_id, None))   # None: how much landed, the runtime tells
+        if self.unconfirmed:
+            while self.unconfirmed:
+                self._reject(self.unconfirmed.popleft(), PutStatus.SERVICE_NOT_AVAILABLE, "Put")
+            log.truncate(failed.next_offset)
+
+    def _commit_failed(self, w: WriteInFlight) -> None:
+        """With the pool: the write buffer keeps the data; a later commit retries from committed."""
+        log = self.log
+        if self.cfg.bug("BugFsyncCoversFailedWrite"):      # the failed range counted as committed
+            self.unwritten.append((log.committed, w.end))
+            log.confirm(w.end)
+            self.spec_steps.append(("WriteFail", None, log.records_upto(log.committed)))
+            self._flush_wakeup = True
+            return
+        self.spec_steps.append(("WriteFail", None, None))   # None: how much landed, the runtime tells
+        log.reissue_from_committed()
 
     # ------------------------------------------------------------------ services
 
@@ -208,12 +351,21 @@ class MasterCore:
         self._commit_service(now_ms)
         self._flush_service(now_ms)
         self._deadlines(now_ms)
+        self._housekeeping(now_ms)
         self._transfer()
         self._complete_covered()
 
+    def _housekeeping(self, now_ms: int) -> None:
+        """HAConnection: close a connection that acknowledges none of the data in flight to it."""
+        limit = self.cfg.ha_housekeeping_interval_ms
+        for name, hc in list(self.conns.items()):
+            if hc.next_transfer > hc.ack_offset and now_ms - hc.last_ack_ms >= limit:
+                self._drop(name, f"slave {name} acknowledged nothing for {now_ms - hc.last_ack_ms} ms "
+                                 f"with {hc.next_transfer - hc.ack_offset} bytes in flight")
+
     def _commit_service(self, now_ms: int) -> None:
         cfg, log = self.cfg, self.log
-        if not cfg.transient_store_pool_enable or log.committed >= log.wrote:
+        if not cfg.transient_store_pool_enable or log.issued >= log.wrote or self.writes:
             return
         if not self._commit_wakeup and now_ms - self._last_commit_round_ms < cfg.commit_interval_commit_log_ms:
             return
@@ -221,23 +373,25 @@ class MasterCore:
         self._last_commit_round_ms = now_ms
         thorough = now_ms - self._last_commit_done_ms >= cfg.commit_commit_log_thorough_interval_ms
         least = 0 if thorough else cfg.commit_commit_log_least_pages * cfg.os_page_size
-        segment_full = log.wrote >= log.segment_end(log.committed)
-        if log.wrote - log.committed < max(least, 1) and not segment_full:
+        segment_full = log.wrote >= log.segment_end(log.issued)
+        if log.wrote - log.issued < max(least, 1) and not segment_full:
             return
         self._commit_all(now_ms)
 
     def _commit_all(self, now_ms: int) -> None:
         """MappedFile.commit of everything written: the write buffer to the page cache."""
         log = self.log
-        assert self.cfg.transient_store_pool_enable and log.committed < log.wrote
-        for _ in range((log.wrote - log.committed) // log.segment_size + 2):   # one segment per MappedFile.commit
-            if log.committed >= log.wrote:
+        assert self.cfg.transient_store_pool_enable and log.issued < log.wrote
+        for _ in range((log.wrote - log.issued) // log.segment_size + 2):   # one segment per MappedFile.commit
+            if (write := log.commit()) is None:
                 break
-            log.commit(self.effects)
-            self.spec_steps.append(("Commit", log.records_upto(log.committed)))
-        assert log.committed == log.wrote, (log.committed, log.wrote)
-        self._last_commit_done_ms = now_ms
-        self._flush_wakeup = True
+            self._emit_writes([write])
+        assert log.issued == log.wrote, (log.issued, log.wrote)
+
+    def _flush_allowed(self) -> bool:
+        """No fsync once the store is read-only (BugFsyncCoversFailedWrite: the
+        follow-up fsync after a failed write runs anyway)."""
+        return self.writable or (self.cfg.bug("BugFsyncCoversFailedWrite") and bool(self.unwritten))
 
     def _flush_needed(self) -> bool:
         """Some message record in the page cache is not fsync'd yet.  (A segment
@@ -249,13 +403,13 @@ class MasterCore:
         target = self.log.flush_target()
         if self.cfg.flush_one_message_per_fsync:     # the benchmark's baseline: no batching
             target = min(target, self.log.index.ends[self.log.records_upto(self.log.flushed)])
-        assert target > self.log.flushed and self.fsync_in_flight is None
+        assert target > self.log.flushed and self.fsync_in_flight is None and self._flush_allowed()
         self.fsync_in_flight = target
         self._emit(Fsync(self.log.segment_start(self.log.flushed), target))
 
     def _flush_service(self, now_ms: int) -> None:
         cfg, log = self.cfg, self.log
-        if self.fsync_in_flight is not None or not self.writable:
+        if self.fsync_in_flight is not None or not self._flush_allowed():
             return
         if cfg.sync_flush:  # GroupCommitService.run: waitForRunning(10 ms), then swap and doCommit
             if not self._flush_wakeup and now_ms - self._last_flush_round_ms < cfg.group_commit_interval_ms:
@@ -282,10 +436,13 @@ class MasterCore:
             self._issue_fsync()
 
     def fsync_done(self, start: int, upto: int, now_ms: int) -> None:
-        """The runtime finished the fsync issued for ``upto``."""
+        """The runtime finished the fsync issued for ``upto``.  A store that turned
+        read-only while it ran (a write failed) does not count it: nothing is
+        vouched for on a failing disk."""
         assert self.fsync_in_flight == upto, (self.fsync_in_flight, upto)
         self.fsync_in_flight = None
-        self._flushed(upto, now_ms)
+        if self._flush_allowed():
+            self._flushed(upto, now_ms)
 
     def _release_bound(self, upto: int, advanced: bool) -> int:
         """Group commit releases waiters up to the flushed offset (the buggy
@@ -304,7 +461,7 @@ class MasterCore:
         self.released_upto = max(self.released_upto, self._release_bound(upto, after > before))
         if self.cfg.sync_flush:
             self._release_read(now_ms)
-            if self.requests_read and self._flush_needed():
+            if self.requests_read and self._flush_needed() and self._flush_allowed():
                 self._issue_fsync()    # "flush up to twice": the message rolled into the next segment
         self._complete_covered()
 
@@ -323,45 +480,50 @@ class MasterCore:
         """fsync raised (EIO, ENOSPC): never PUT_OK on it (RocketMQ #9713)."""
         assert self.fsync_in_flight == upto, (self.fsync_in_flight, upto)
         self.fsync_in_flight = None
+        if not self._flush_allowed():
+            return                    # already read-only (a write failed while it ran)
         if self.cfg.bug("BugFlushIgnoresFsyncError"):
             self._flushed(upto, now_ms, step="FlushFail")   # B1: flushedPosition advanced anyway
             return
         self.writable = False         # RunningFlags.makeNotWriteable
         self.spec_steps.append(("FlushFail", None))
 
-    def storage_failed(self) -> None:
-        """A page-cache write failed (ENOSPC...): stop accepting writes, like a failed fsync."""
-        self.writable = False
-
     def _deadlines(self, now_ms: int) -> None:
         cfg = self.cfg
         while self.flush_deadlines and self.flush_deadlines[0][0] <= now_ms:
             _, req = self.flush_deadlines.popleft()
             if req.status is None and req.next_offset > self.flush_frontier():
-                pending_replica = req.next_offset > self.replica_coverage()
-                self._fail(req, deadline_status(pending_replica, bool(self.conns)))
+                self._fail(req, self._deadline_status(req, flush_pending=True))
             elif req.status is PutStatus.PUT_OK and cfg.bug("BugDoubleResponse"):
-                pending_replica = req.next_offset > self.replica_coverage()
-                self._answer(req, deadline_status(pending_replica, bool(self.conns)),
-                             "Timeout")
+                self._answer(req, self._deadline_status(req, flush_pending=False), "Timeout")
         while self.repl_deadlines and self.repl_deadlines[0][0] <= now_ms:
             _, req = self.repl_deadlines.popleft()
             if req.status is None and req.next_offset > self.replica_coverage():
-                self._fail(req, deadline_status(True, bool(self.conns)))
+                flush_pending = req.next_offset > self.flush_frontier()
+                self._fail(req, self._deadline_status(req, flush_pending))
+
+    def _deadline_status(self, req: Request, flush_pending: bool) -> PutStatus:
+        """thenCombine over the legs pending now (BugFlushTimeoutHidesSlaveTimeout: swapped)."""
+        replica_pending = req.next_offset > self.replica_coverage()
+        if flush_pending and self.cfg.bug("BugFlushTimeoutHidesSlaveTimeout"):
+            return PutStatus.FLUSH_DISK_TIMEOUT
+        return deadline_status(replica_pending, bool(self.conns))
 
     def next_wakeup_ms(self, now_ms: int) -> int:
         """When ``tick`` next has something to do (the runtime may tick earlier)."""
         cfg, log = self.cfg, self.log
         due = [now_ms + 1000]
-        if cfg.transient_store_pool_enable and log.committed < log.wrote:
+        if cfg.transient_store_pool_enable and log.issued < log.wrote:
             due.append(now_ms if self._commit_wakeup else self._last_commit_round_ms + cfg.commit_interval_commit_log_ms)
-        if self.fsync_in_flight is None and self.writable and log.committed > log.flushed:
+        if self.fsync_in_flight is None and self._flush_allowed() and log.committed > log.flushed:
             interval = cfg.group_commit_interval_ms if cfg.sync_flush else cfg.flush_interval_commit_log_ms
             due.append(now_ms if self._flush_wakeup else self._last_flush_round_ms + interval)
         if self.flush_deadlines:
             due.append(self.flush_deadlines[0][0])
         if self.repl_deadlines:
             due.append(self.repl_deadlines[0][0])
+        due += [hc.last_ack_ms + cfg.ha_housekeeping_interval_ms for hc in self.conns.values()
+                if hc.next_transfer > hc.ack_offset]
         return max(now_ms, min(due))
 
     # ------------------------------------------------------------------ HA
@@ -370,70 +532,121 @@ class MasterCore:
         return self.log.wrote if self.cfg.bug("BugTransferBeyondCommitted") else self.log.committed
 
     def _transfer(self) -> None:
-        """HAConnection.WriteSocketService: stream committed data, batch by batch."""
+        """HAConnection.WriteSocketService: stream committed data, batch by batch.
+        (The spec's Transfer(r) label is recorded by the slave, per record it takes.)"""
         limit = self._transfer_limit()
         cfg, log = self.cfg, self.log
-        for name, conn in self.conns.items():
-            while conn.next_transfer < limit and conn.next_transfer - conn.ack < cfg.ha_send_window_bytes:
-                start = conn.next_transfer
+        for hc in self.conns.values():
+            while hc.next_transfer < limit and hc.next_transfer - hc.ack_offset < cfg.ha_send_window_bytes:
+                start = hc.next_transfer
                 end = min(limit, log.segment_end(start), start + cfg.ha_transfer_batch_size)
-                self._emit(SendData(name, start, log.data(start, end)))
-                conn.next_transfer = end
+                self._emit(SendData(hc.conn, start, log.data(start, end)))
+                hc.next_transfer = end
 
-    def _handshake_refusal(self, offset: int, chain: bytes, records: int) -> str | None:
+    def _name_of(self, conn: int) -> str | None:
+        return next((name for name, hc in self.conns.items() if hc.conn == conn), None)
+
+    def handshake_accepts(self, offset: int, chain: bytes, records: int) -> str | None:
+        """HandshakeAccepts: None, or why the slave's log cannot follow this master's."""
         if self.cfg.bug("BugAcceptAckBeyondLog"):
             return None
+        committed = self.log.records_upto(self.log.committed)
         if self.cfg.bug("BugHandshakeOffsetOnly"):   # position only, no content check (4.9.x, B22)
-            committed = self.log.records_upto(self.log.committed)
             return None if records <= committed else f"slave holds {records} records, master {committed}"
         if offset > self.log.committed:
             return f"slave offset {offset} is beyond the master's log ({self.log.committed})"
         if self.log.index.chain.get(offset) != chain:
             return f"slave log up to {offset} differs from the master's (another master incarnation)"
+        if records != self.log.records_upto(offset):
+            return f"slave claims {records} records up to {offset}, the master's log has {self.log.records_upto(offset)}"
+        if self.cfg.bug("BugHandshakeRefusesCaughtUp") and offset >= self.log.committed:
+            return f"slave offset {offset} is not below the master's ({self.log.committed})"
         return None
 
-    def replica_handshake(self, name: str, offset: int, chain: bytes, now_ms: int, records: int = 0) -> None:
-        """A slave connected and reported its max offset and the chain hash there."""
+    def replica_handshake(self, conn: int, name: str, offset: int, chain: bytes, now_ms: int,
+                          records: int = 0) -> None:
+        """A new HA connection's first frame: the slave's name, max offset and chain hash there."""
+        if (current := self._name_of(conn)) is not None:
+            self._drop(current, f"a second HANDSHAKE on the connection of slave {current}")
+            return
         if name not in self.replicas:
-            self._emit(CloseReplica(name, f"unknown slave {name!r}"))
+            self._emit(CloseReplica(conn, f"unknown slave {name!r}"))
             return
         if name in self.conns:
-            self._emit(CloseReplica(name, f"slave {name} is already connected"))
+            self._emit(CloseReplica(conn, f"slave {name} is already connected"))
             return
-        if (reason := self._handshake_refusal(offset, chain, records)) is not None:
-            self._emit(CloseReplica(name, reason))
+        if (reason := self.handshake_accepts(offset, chain, records)) is not None:
+            self._emit(CloseReplica(conn, reason))
             return
-        self.conns[name] = Connection(ack=offset, next_transfer=offset, ack_records=records)
+        self.conns[name] = HaConnection(conn, ack_offset=offset, next_transfer=offset, ack_records=records,
+                                        last_ack_ms=now_ms)
         self.push2SlaveMaxOffset = max(self.push2SlaveMaxOffset, offset)
         self.push2_records = max(self.push2_records, records)
         self.spec_steps.append(("ReplicaConnect", name))
         self._transfer()
         self._complete_covered()
 
-    def replica_ack(self, name: str, offset: int, now_ms: int, records: int = 0) -> None:
-        """HAConnection.ReadSocketService: a slave reported the offset it holds
-        (and how many records that is).  A report beyond the master's log
-        closes the connection (PR #3016; bug B3 without the check)."""
-        conn = self.conns.get(name)
-        if conn is None:
-            return  # a report that crossed a closing connection
+    def _report_problem(self, offset: int, records: int) -> tuple[str | None, int]:
+        """The master's check of a report (PR #3016, B3): (why it is refused or None,
+        the records it claims in the spec's terms)."""
         log = self.log
-        beyond = records > log.records_upto(log.committed) or offset > log.wrote
-        if beyond and not self.cfg.bug("BugAcceptAckBeyondLog"):
-            del self.conns[name]
-            self.spec_steps.append(("ReplicaAck", name, records))
-            self._emit(CloseReplica(name, f"ack {offset} ({records} records) beyond the master's log "
-                                          f"({log.committed})"))
+        committed_records = log.records_upto(log.committed)
+        claimed = max(records, committed_records + 1) if offset > log.committed else records
+        claimed = min(claimed, len(log.index.ends) + 1)     # never past one beyond everything written
+        if self.cfg.bug("BugAcceptAckBeyondLog"):
+            return None, claimed
+        limit = log.wrote if self.cfg.bug("BugAckCheckedAgainstWrote") else log.committed
+        if offset > limit:
+            return f"ack {offset} is beyond what the master could have shipped ({log.committed})", claimed
+        if records != log.records_upto(offset):
+            return (f"ack {offset} claims {records} records, the master's log has "
+                    f"{log.records_upto(offset)} there"), claimed
+        return None, claimed
+
+    def replica_ack(self, conn: int, offset: int, now_ms: int, records: int = 0) -> None:
+        """HAConnection.ReadSocketService: a slave reported the offset it holds
+        (and how many records that is).  A report beyond what the master could
+        have shipped, or that does not match the master's log, closes the
+        connection (PR #3016; bug B3 without the check)."""
+        name = self._name_of(conn)
+        if name is None:
+            return  # a report that crossed a closing connection, or on a refused one
+        hc = self.conns[name]
+        problem, claimed = self._report_problem(offset, records)
+        if problem is not None:
+            if claimed > self.log.records_upto(self.log.committed):
+                self.spec_steps.append(("ReplicaAck", name, claimed))   # TakeReport's refusal
+                del self.conns[name]
+                self._emit(CloseReplica(conn, problem))
+            else:
+                self._drop(name, problem)                               # a mangled report
             return
-        if offset <= conn.ack:
+        if offset <= hc.ack_offset:
             return
-        conn.ack, conn.ack_records = offset, records
+        hc.ack_offset, hc.ack_records, hc.last_ack_ms = offset, claimed, now_ms
         self.push2SlaveMaxOffset = max(self.push2SlaveMaxOffset, offset)
-        self.push2_records = max(self.push2_records, records)
-        self.spec_steps.append(("ReplicaAck", name, records))
+        self.push2_records = max(self.push2_records, claimed)
+        self.spec_steps.append(("ReplicaAck", name, claimed))
         self._transfer()
         self._complete_covered()
 
-    def replica_disconnected(self, name: str) -> None:
+    def replica_bad_input(self, conn: int, reason: str) -> None:
+        """The runtime could not decode what connection ``conn`` sent (or it sent a
+        frame a slave never sends): close it."""
+        name = self._name_of(conn)
+        self._emit(CloseReplica(conn, reason))
+        if name is not None:
+            self._drop(name, reason, close=False)
+
+    def _drop(self, name: str, reason: str, close: bool = True) -> None:
+        """Close an accepted connection over its input (the spec: ReplicaDisconnect)."""
+        hc = self.conns.pop(name)
+        self.spec_steps.append(("ReplicaDisconnect", name))
+        if close:
+            self._emit(CloseReplica(hc.conn, reason))
+
+    def replica_disconnected(self, conn: int) -> None:
         """The connection is gone (network, slave crash, or our CloseReplica)."""
-        self.conns.pop(name, None)
+        name = self._name_of(conn)
+        if name is not None:
+            del self.conns[name]

@@ -19,7 +19,7 @@ from reference.config import StoreConfig
 from spec import actions as sa
 from spec.config import Config
 from spec.properties import INVARIANTS, SAFETY
-from spec.state import TORN, WAITING, Counters, Request, State
+from spec.state import TORN, WAITING, State
 
 # One file of unbounded size: the reference's segments hold variable-size
 # records, so the spec's fixed FileSize is replaced by "never in the way";
@@ -131,6 +131,11 @@ class RefinementChecker:
             return self._one(label, sa.flush_to(cfg, s, label[1]))
         if kind == "FlushFail":
             return self._one(label, sa.flush_fail_to(cfg, s, label[1]))
+        if kind == "WriteFail":   # ("WriteFail", producer request id or None, records landed / committed)
+            t = self._one(label, sa.write_fail_to(cfg, s, label[2]))
+            if label[1] is not None:
+                self.requests.add(label[1], t.reqs[-1].off)
+            return t
         if kind in ("Respond", "Timeout"):
             i = self.requests.spec_id[label[1]]
             if kind == "Respond":
@@ -140,6 +145,8 @@ class RefinementChecker:
             k, reported = self.index[label[1]], label[2]
             if reported <= s.ack[k] and s.connected[k] and reported <= s.committed:
                 return None  # a report that completes no new record
+            if reported > len(s.rlog[k]):         # not what the slave holds: a forged report
+                return self._one(label, sa.forged_ack_with(cfg, s, k, reported))
             return self._one(label, sa.replica_ack_with(cfg, s, k, reported))
         if kind == "MasterMachineCrash":
             return self._one(label, sa.master_machine_crash_to(cfg, s, label[1], label[2]))
@@ -224,6 +231,10 @@ class IncrementalInvariants:
                 return "NoAckBeforeFlush"
             if "NoAckBeforeReplicas" in names and not p.ack_repl_ok(cfg, e):
                 return "NoAckBeforeReplicas"
+            if "NoAckBeforeWrite" in names and not p.ack_write_ok(cfg, e):
+                return "NoAckBeforeWrite"
+            if "TimeoutStatusPrecedence" in names and not e.precedenceOK:
+                return "TimeoutStatusPrecedence"
         if "WatermarksOrdered" in names and not p.watermarks_ordered(cfg, t):
             return "WatermarksOrdered"
         if "LogMatching" in names and t.mstate == "UP":
@@ -277,15 +288,4 @@ def label_name(label: tuple, requests: SpecRequests) -> str:
     if kind in ("ReplicaConnect", "Transfer", "ReplicaAck", "ReplicaDisconnect", "ReplicaCrash", "ReplicaRestart"):
         return f"{kind}({label[1]})"
     return kind
-
-
-# --- abstraction helpers used by the runtimes ---------------------------------
-
-def spec_request(status: str, off: int, flush_done: bool) -> Request:
-    return Request(off=off, flush_done=flush_done, status=status)
-
-
-def counters(process: int, machine: int, replica: int, disconnect: int, fsync: int) -> Counters:
-    return Counters(masterProcessCrash=process, masterMachineCrash=machine, replicaCrash=replica,
-                    replicaDisconnect=disconnect, fsyncFailure=fsync)
 

@@ -95,6 +95,10 @@ class ReplicaCore:
             return
         self.effects.append(SendAck(self.received_end, len(self.index.ends)))
 
+    def on_bad_input(self, reason: str) -> None:
+        """The runtime could not decode what the master sent, or it was not a DATA frame."""
+        self._drop(reason)
+
     def _drop(self, reason: str) -> None:
         self.connected = False
         self.effects.append(CloseMaster(reason))

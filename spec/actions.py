@@ -15,11 +15,11 @@ import attrs
 
 from spec.config import Bounds, Config
 from spec.functions import (
-    event, file_end, flush_leg_done, handshake_accepts, recovered_log, replica_covered,
-    timeout_statuses,
+    ack_accepted, early_event, event, file_end, flush_leg_done, handshake_accepts, page_cache_end,
+    recovered_log, replica_covered, timeout_statuses,
 )
 from spec.state import (
-    CLIENT_TIMEOUT, MACHINE_DOWN, PROC_DOWN, PUT_OK, SERVICE_NOT_AVAILABLE, TORN, UP,
+    CLIENT_TIMEOUT, MACHINE_DOWN, PROC_DOWN, PUT_OK, SERVICE_NOT_AVAILABLE, TORN, UNKNOWN_ERROR, UP,
     WAITING, Counters, Request, ResponseEvent, State,
 )
 
@@ -29,7 +29,8 @@ evolve = attrs.evolve
 def initial_state(cfg: Config) -> State:
     n = len(cfg.replicas)
     return State(
-        mstate=UP, log=(), committed=0, flushed=0, durable=0, writable=True, reqs=(),
+        mstate=UP, log=(), committed=0, flushed=0, durable=0, writable=True, unwritten=frozenset(), landed=0,
+        reqs=(),
         connected=(False,) * n, ack=(0,) * n, push2SlaveMaxOffset=0,
         syncStateSet=frozenset(cfg.replicas), rlog=((),) * n, rUp=(True,) * n,
         inv_responses=frozenset(), aux_ctrs=Counters(),
@@ -63,14 +64,9 @@ def put(cfg: Config, s: State) -> list[State]:
             committed=s.committed if cfg.transient_store_pool and not commits_on_put(cfg) else off,
             reqs=s.reqs + (Request(off, not cfg.sync_flush, WAITING),),
         )]
-    rejected = ResponseEvent(
-        id=rid, off=0, status=SERVICE_NOT_AVAILABLE, cause="Reject", wrote=s.wrote,
-        committed=s.committed, flushed=s.flushed, durable=s.durable, holders=frozenset(),
-        sss=s.syncStateSet,
-    )
     return [evolve(
         s, reqs=s.reqs + (Request(0, False, SERVICE_NOT_AVAILABLE),),
-        inv_responses=s.inv_responses | {rejected},
+        inv_responses=s.inv_responses | {early_event(s, rid, 0, SERVICE_NOT_AVAILABLE, "Reject")},
     )]
 
 
@@ -79,7 +75,7 @@ def commit_to(cfg: Config, s: State, target: int) -> State | None:
     if not (cfg.transient_store_pool and s.mstate == UP and s.committed < target <= s.wrote
             and target <= file_end(cfg, s.committed)):
         return None
-    return evolve(s, committed=target)
+    return evolve(s, committed=target, landed=max(0, s.landed - (target - s.committed)))
 
 
 def commit(cfg: Config, s: State) -> list[State]:
@@ -112,13 +108,19 @@ def release(cfg: Config, s: State, target: int) -> tuple[Request, ...]:
     return s.reqs if reqs is None else tuple(reqs)
 
 
+def flush_allowed(cfg: Config, s: State) -> bool:
+    """FlushAllowed: the store is writable (or the buggy follow-up fsync after a failed write)."""
+    return s.writable or (cfg.bug("BugFsyncCoversFailedWrite") and bool(s.unwritten))
+
+
 def flush_to(cfg: Config, s: State, target: int) -> State | None:
     """Flush leaving ``flushed`` at record ``target``; None if that is not a Flush step."""
-    if not (s.mstate == UP and s.writable and s.flushed < target <= s.committed
+    if not (s.mstate == UP and flush_allowed(cfg, s) and s.flushed < target <= s.committed
             and target <= file_end(cfg, s.flushed)):
         return None
-    # After an ignored fsync error (B1) the durable prefix stops at the hole (fsyncgate).
-    durable = target if s.durable == s.flushed else s.durable
+    # After an ignored fsync error (B1) the durable prefix stops at the hole (fsyncgate); an
+    # unwritten record is a hole too.
+    durable = min(target, page_cache_end(s)) if s.durable == s.flushed else s.durable
     return evolve(s, flushed=target, durable=durable, reqs=release(cfg, s, target))
 
 
@@ -143,6 +145,48 @@ def flush_fail(cfg: Config, s: State) -> list[State]:
     """The disk fails an fsync under the flush service."""
     targets = flush_targets(cfg, s) if cfg.bug("BugFlushIgnoresFsyncError") else [None]
     return [t for target in targets if (t := flush_fail_to(cfg, s, target))]
+
+
+def write_fail_to(cfg: Config, s: State, n: int) -> State | None:
+    """WriteFail, ``n`` being the records that landed in the page cache anyway
+    (under BugFsyncCoversFailedWrite with the pool: where committed goes)."""
+    if s.mstate != UP:
+        return None
+    common = dict(writable=False, aux_ctrs=_bump(s, "writeFailure"))
+    if cfg.transient_store_pool:
+        reach = min(s.wrote, file_end(cfg, s.committed))
+        if s.committed >= s.wrote:
+            return None
+        if cfg.bug("BugFsyncCoversFailedWrite"):
+            if not s.committed <= n <= reach:
+                return None
+            return evolve(s, committed=n, unwritten=s.unwritten | frozenset(range(s.committed + 1, n + 1)), **common)
+        if not s.landed <= n <= reach - s.committed:
+            return None
+        return evolve(s, landed=n, **common)
+    if not s.writable:
+        return None
+    rid, off = len(s.reqs) + 1, len(s.log) + 1
+    if cfg.bug("BugFsyncCoversFailedWrite"):
+        if n != 0:
+            return None
+        return evolve(s, log=s.log + (rid,), committed=off, unwritten=s.unwritten | {off},
+                      reqs=s.reqs + (Request(off, not cfg.sync_flush, WAITING),), **common)
+    if n not in (0, 1):
+        return None
+    return evolve(s, log=s.log + (rid,), landed=n, reqs=s.reqs + (Request(off, False, UNKNOWN_ERROR),),
+                  inv_responses=s.inv_responses | {early_event(s, rid, off, UNKNOWN_ERROR, "WriteFail")}, **common)
+
+
+def write_fail(cfg: Config, s: State) -> list[State]:
+    """Master; the disk: a put's page-cache write, or a commit of the write buffer, fails."""
+    if cfg.transient_store_pool:
+        reach = min(s.wrote, file_end(cfg, s.committed))
+        low, high = (s.committed, reach) if cfg.bug("BugFsyncCoversFailedWrite") else (s.landed, reach - s.committed)
+        options = range(low, high + 1)
+    else:
+        options = (0,) if cfg.bug("BugFsyncCoversFailedWrite") else (0, 1)
+    return [t for n in options if (t := write_fail_to(cfg, s, n))]
 
 
 def respond(cfg: Config, s: State, i: int) -> list[State]:
@@ -206,25 +250,29 @@ def master_process_crash(cfg: Config, s: State) -> list[State]:
     if s.mstate != UP:
         return []
     reqs, responses = _abort_waiting(cfg, s)
+    end = page_cache_end(s)
     return [evolve(
-        s, mstate=PROC_DOWN, log=s.log[: s.committed], writable=True, reqs=reqs,
+        s, mstate=PROC_DOWN, log=s.log[:end], committed=end, flushed=min(s.flushed, end),
+        durable=min(s.durable, end), writable=True, unwritten=frozenset(), landed=0, reqs=reqs,
         inv_responses=responses, aux_ctrs=_bump(s, "masterProcessCrash"), **_master_gone(cfg),
     )]
 
 
 def master_machine_crash_to(cfg: Config, s: State, keep: int, torn: bool) -> State | None:
     """The machine crash that keeps ``keep`` records (and a torn one after them)."""
-    if s.mstate not in (UP, PROC_DOWN) or not s.durable <= keep <= s.committed or torn and keep >= s.committed:
+    end = page_cache_end(s)
+    if s.mstate not in (UP, PROC_DOWN) or not min(s.durable, end) <= keep <= end or torn and keep >= end:
         return None
     reqs, responses = _abort_waiting(cfg, s)
     return evolve(s, log=s.log[:keep] + ((TORN,) if torn else ()), committed=keep, flushed=keep,
-                  durable=keep, mstate=MACHINE_DOWN, writable=True, reqs=reqs, inv_responses=responses,
-                  aux_ctrs=_bump(s, "masterMachineCrash"), **_master_gone(cfg))
+                  durable=keep, mstate=MACHINE_DOWN, writable=True, unwritten=frozenset(), landed=0, reqs=reqs,
+                  inv_responses=responses, aux_ctrs=_bump(s, "masterMachineCrash"), **_master_gone(cfg))
 
 
 def master_machine_crash(cfg: Config, s: State) -> list[State]:
     """The master's machine loses power: a prefix of the page cache survives."""
-    return [t for keep in range(s.durable, s.committed + 1) for torn in (False, True)
+    end = page_cache_end(s)
+    return [t for keep in range(min(s.durable, end), end + 1) for torn in (False, True)
             if (t := master_machine_crash_to(cfg, s, keep, torn))]
 
 
@@ -259,19 +307,38 @@ def transfer(cfg: Config, s: State, k: int) -> list[State]:
     return [evolve(s, rlog=_set(s.rlog, k, rlog + (s.log[len(rlog)],)))]
 
 
+def take_report(cfg: Config, s: State, k: int, reported: int, **changes) -> State:
+    """TakeReport(r, reported): record the report, or close the connection."""
+    if ack_accepted(cfg, s, reported):
+        return evolve(s, ack=_set(s.ack, k, reported), push2SlaveMaxOffset=max(s.push2SlaveMaxOffset, reported),
+                      **changes)
+    return evolve(s, connected=_set(s.connected, k, False), ack=_set(s.ack, k, 0), **changes)
+
+
 def replica_ack_with(cfg: Config, s: State, k: int, reported: int) -> State | None:
     """ReplicaAck(r) with the slave reporting ``reported`` records."""
     if not (s.mstate == UP and s.rUp[k] and s.connected[k] and s.ack[k] < reported <= len(s.rlog[k])):
         return None
-    if reported <= s.committed or cfg.bug("BugAcceptAckBeyondLog"):
-        return evolve(s, ack=_set(s.ack, k, reported), push2SlaveMaxOffset=max(s.push2SlaveMaxOffset, reported))
-    return evolve(s, connected=_set(s.connected, k, False), ack=_set(s.ack, k, 0))
+    return take_report(cfg, s, k, reported)
 
 
 def replica_ack(cfg: Config, s: State, k: int) -> list[State]:
     """Replica reports an offset above its last ack; the master records or rejects it."""
     return [t for reported in range(s.ack[k] + 1, len(s.rlog[k]) + 1)
             if (t := replica_ack_with(cfg, s, k, reported))]
+
+
+def forged_ack_with(cfg: Config, s: State, k: int, reported: int) -> State | None:
+    """ForgedAck(r): a report of ``reported`` records that the slave never made."""
+    if not (s.mstate == UP and s.connected[k] and max(s.committed, s.ack[k]) < reported <= s.wrote + 1):
+        return None
+    return take_report(cfg, s, k, reported, aux_ctrs=_bump(s, "forgedReport"))
+
+
+def forged_ack(cfg: Config, s: State, k: int) -> list[State]:
+    """Anything on the HA port: a report beyond committed on r's connection."""
+    return [t for reported in range(max(s.committed, s.ack[k]) + 1, s.wrote + 2)
+            if (t := forged_ack_with(cfg, s, k, reported))]
 
 
 def replica_disconnect(cfg: Config, s: State, k: int) -> list[State]:
@@ -314,6 +381,9 @@ def successors(cfg: Config, bounds: Bounds, s: State) -> Iterator[tuple[str, Sta
     if c.fsyncFailure < bounds.max_fsync_failures:
         for t in flush_fail(cfg, s):
             yield "FlushFail", t
+    if c.writeFailure < bounds.max_write_failures and (cfg.transient_store_pool or len(s.reqs) < bounds.max_puts):
+        for t in write_fail(cfg, s):
+            yield "WriteFail", t
     for i in range(1, len(s.reqs) + 1):
         for t in respond(cfg, s, i):
             yield f"Respond({i})", t
@@ -334,6 +404,9 @@ def successors(cfg: Config, bounds: Bounds, s: State) -> Iterator[tuple[str, Sta
             yield f"Transfer({r})", t
         for t in replica_ack(cfg, s, k):
             yield f"ReplicaAck({r})", t
+        if c.forgedReport < bounds.max_forged_reports:
+            for t in forged_ack(cfg, s, k):
+                yield f"ForgedAck({r})", t
         if c.replicaDisconnect < bounds.max_replica_disconnects:
             for t in replica_disconnect(cfg, s, k):
                 yield f"ReplicaDisconnect({r})", t

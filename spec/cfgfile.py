@@ -146,7 +146,8 @@ _BOUND_CONSTANTS = {
     "MaxPuts": "max_puts", "MaxMasterProcessCrashes": "max_master_process_crashes",
     "MaxMasterMachineCrashes": "max_master_machine_crashes",
     "MaxReplicaCrashes": "max_replica_crashes", "MaxReplicaDisconnects": "max_replica_disconnects",
-    "MaxFsyncFailures": "max_fsync_failures",
+    "MaxFsyncFailures": "max_fsync_failures", "MaxWriteFailures": "max_write_failures",
+    "MaxForgedReports": "max_forged_reports",
 }
 
 

@@ -23,6 +23,10 @@ BUG_NAMES = (
     "BugFlushIgnoresFsyncError",
     "BugDoubleResponse",
     "BugNoFlushDiskWatcher",
+    "BugFsyncCoversFailedWrite",
+    "BugAckCheckedAgainstWrote",
+    "BugFlushTimeoutHidesSlaveTimeout",
+    "BugHandshakeRefusesCaughtUp",
 )
 
 
@@ -96,13 +100,5 @@ class Bounds:
     max_replica_crashes: int = attrs.field(default=1, validator=_nat)
     max_replica_disconnects: int = attrs.field(default=1, validator=_nat)
     max_fsync_failures: int = attrs.field(default=1, validator=_nat)
-
-
-UNBOUNDED = Bounds(
-    max_puts=10**9,
-    max_master_process_crashes=10**9,
-    max_master_machine_crashes=10**9,
-    max_replica_crashes=10**9,
-    max_replica_disconnects=10**9,
-    max_fsync_failures=10**9,
-)
+    max_write_failures: int = attrs.field(default=0, validator=_nat)
+    max_forged_reports: int = attrs.field(default=0, validator=_nat)

@@ -63,7 +63,7 @@ def view_function(cfg: Config, cfgfile_view: str | None) -> Callable[[State], Ha
 
     def view(s: State) -> Hashable:
         return (
-            s.mstate, s.log, s.committed, s.flushed, s.durable, s.writable, s.reqs,
+            s.mstate, s.log, s.committed, s.flushed, s.durable, s.writable, s.unwritten, s.landed, s.reqs,
             s.connected, s.ack, s.push2SlaveMaxOffset, s.syncStateSet, s.rlog, s.rUp,
             s.aux_ctrs, response_digest(cfg, s),
         )
@@ -74,7 +74,7 @@ def view_function(cfg: Config, cfgfile_view: str | None) -> Callable[[State], Ha
             for k, r in enumerate(cfg.replicas)
         )
         return (
-            s.mstate, s.log, s.committed, s.flushed, s.durable, s.writable, s.reqs,
+            s.mstate, s.log, s.committed, s.flushed, s.durable, s.writable, s.unwritten, s.landed, s.reqs,
             s.push2SlaveMaxOffset, s.aux_ctrs, response_digest(cfg, s), frozenset(per_replica.items()),
         )
 
@@ -180,7 +180,7 @@ def explore(
 
 def explore_cfg(cfgfile: CfgFile, **kwargs) -> ExploreResult:
     """Explore the model a TLC cfg describes, checking what the cfg checks."""
-    from spec.liveness import check_every_request_answered
+    from spec.liveness import CHECKS
 
     cfg, bounds = model_from_cfg(cfgfile)
     if cfgfile.symmetry is not None:
@@ -195,8 +195,10 @@ def explore_cfg(cfgfile: CfgFile, **kwargs) -> ExploreResult:
         raise ConfigError(f"{cfgfile.path}: liveness with a VIEW is not supported (TLC would be unsound)")
     result = explore(cfg, bounds, invariants, action_props, view=cfgfile.view,
                      keep_graph=bool(liveness), **kwargs)
-    if result.violation is None and liveness:
-        violation = check_every_request_answered(cfg, bounds, result.graph)
+    for prop in liveness:
+        if result.violation is not None:
+            break
+        violation = CHECKS[prop](cfg, bounds, result.graph)
         if violation is not None:
             result = attrs.evolve(result, violation=violation)
     return attrs.evolve(result, graph=None)

@@ -8,6 +8,8 @@ from spec.state import (
     ResponseEvent, State,
 )
 
+_REPLICA_STATUSES = frozenset({FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE})
+
 
 def file_end(cfg: Config, off: int) -> int:
     """FileEnd(o): end of the commit-log file holding offset o."""
@@ -74,6 +76,8 @@ def timeout_statuses(cfg: Config, s: State, i: int) -> tuple[str, ...]:
     """TimeoutStatuses(i): thenCombine's precedence over the pending legs."""
     if cfg.bug("BugTimeoutAsOK"):
         return (PUT_OK,)
+    if cfg.bug("BugFlushTimeoutHidesSlaveTimeout") and not flush_leg_done(cfg, s, i):
+        return (FLUSH_DISK_TIMEOUT,)
     if not replica_covered(cfg, s, s.reqs[i - 1].off):
         if any_replica_connected(s):
             return (FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE)
@@ -87,7 +91,31 @@ def handshake_accepts(cfg: Config, s: State, k: int) -> bool:
         return True
     if cfg.bug("BugHandshakeOffsetOnly"):
         return len(s.rlog[k]) <= s.committed
+    if cfg.bug("BugHandshakeRefusesCaughtUp"):
+        return is_prefix(s.rlog[k], s.log[: s.committed]) and len(s.rlog[k]) < s.committed
     return is_prefix(s.rlog[k], s.log[: s.committed])
+
+
+def ack_accepted(cfg: Config, s: State, reported: int) -> bool:
+    """AckAccepted(reported): the master's check of a slave's report (PR #3016)."""
+    if cfg.bug("BugAcceptAckBeyondLog"):
+        return True
+    return reported <= (s.wrote if cfg.bug("BugAckCheckedAgainstWrote") else s.committed)
+
+
+def page_cache_end(s: State) -> int:
+    """PageCacheEnd: what the page cache really holds (see tla/AckOrderFunctions.tla)."""
+    return min(s.unwritten) - 1 if s.unwritten else s.committed + s.landed
+
+
+def precedence_ok(cfg: Config, s: State, i: int, status: str, cause: str) -> bool:
+    """PrecedenceOK(i, status, cause): thenCombine's precedence over the legs pending now."""
+    if cause != "Timeout" or status == PUT_OK:
+        return True
+    repl_pending = not replica_covered(cfg, s, s.reqs[i - 1].off)
+    if (status in _REPLICA_STATUSES) != repl_pending:
+        return False
+    return not (repl_pending and not any_replica_connected(s)) or status == SLAVE_NOT_AVAILABLE
 
 
 def recovered_log(cfg: Config, log: tuple[int, ...]) -> tuple[int, ...]:
@@ -99,8 +127,20 @@ def recovered_log(cfg: Config, log: tuple[int, ...]) -> tuple[int, ...]:
 
 def event(cfg: Config, s: State, i: int, status: str, cause: str) -> ResponseEvent:
     """Event(i, status, cause): the ghost record of a response."""
+    off = s.reqs[i - 1].off
     return ResponseEvent(
-        id=i, off=s.reqs[i - 1].off, status=status, cause=cause,
+        id=i, off=off, status=status, cause=cause,
         wrote=s.wrote, committed=s.committed, flushed=s.flushed, durable=s.durable,
         holders=holders(cfg, s, i), sss=s.syncStateSet,
+        written=holds(s, s.log, i) and off not in s.unwritten and (cfg.transient_store_pool or off <= s.committed),
+        precedenceOK=precedence_ok(cfg, s, i, status, cause),
+    )
+
+
+def early_event(s: State, rid: int, off: int, status: str, cause: str) -> ResponseEvent:
+    """EarlyEvent(id, off, status, cause): a request answered before its record reached the log."""
+    return ResponseEvent(
+        id=rid, off=off, status=status, cause=cause, wrote=s.wrote, committed=s.committed,
+        flushed=s.flushed, durable=s.durable, holders=frozenset(), sss=s.syncStateSet,
+        written=False, precedenceOK=True,
     )

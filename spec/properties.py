@@ -2,8 +2,8 @@
 
 ``INVARIANTS`` maps each state invariant's name to a function
 ``(cfg, state) -> bool``; ``ACTION_PROPERTIES`` maps each action property to
-``(cfg, state, next_state) -> bool``.  The liveness property
-``EveryRequestAnswered`` is checked by spec/liveness.py.
+``(cfg, state, next_state) -> bool``.  The liveness properties
+``EveryRequestAnswered`` and ``ReplicasCatchUp`` are checked by spec/liveness.py.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Callable
 from spec.config import Config
 from spec.functions import holders, holds, is_prefix, policy_holds
 from spec.state import (
-    CLIENT_TIMEOUT, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, MASTER_STATES, PUT_OK,
-    SLAVE_NOT_AVAILABLE, STATUSES, TORN, UP, WAITING, CAUSES, ResponseEvent, State,
+    CLIENT_TIMEOUT, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, MASTER_STATES, PROC_DOWN, PUT_OK,
+    SLAVE_NOT_AVAILABLE, STATUSES, TORN, UNKNOWN_ERROR, UP, WAITING, CAUSES, ResponseEvent, State,
 )
 
 
@@ -26,10 +26,20 @@ def ack_repl_ok(cfg: Config, e: ResponseEvent) -> bool:
     return not (e.status == PUT_OK and cfg.sync_master) or policy_holds(cfg, e.holders, e.sss)
 
 
+def ack_write_ok(cfg: Config, e: ResponseEvent) -> bool:
+    return e.status != PUT_OK or e.written
+
+
+def timeout_status_ok(cfg: Config, e: ResponseEvent) -> bool:
+    return e.precedenceOK
+
+
 def response_digest(cfg: Config, s: State) -> frozenset:
     """ResponseDigest: what the VIEW keeps of the ghost history."""
     return frozenset(
-        (e.id, e.status, e.cause, ack_flush_ok(cfg, e), ack_repl_ok(cfg, e)) for e in s.inv_responses
+        (e.id, e.status, e.cause, ack_flush_ok(cfg, e), ack_repl_ok(cfg, e), ack_write_ok(cfg, e),
+         e.precedenceOK)
+        for e in s.inv_responses
     )
 
 
@@ -41,6 +51,7 @@ def type_ok(cfg: Config, s: State) -> bool:
         and all(nat(x) for x in s.log)
         and nat(s.committed) and nat(s.flushed) and nat(s.durable)
         and isinstance(s.writable, bool)
+        and all(nat(x) for x in s.unwritten) and nat(s.landed)
         and all(nat(r.off) and isinstance(r.flush_done, bool) and r.status in STATUSES | {WAITING}
                 for r in s.reqs)
         and len(s.connected) == n and len(s.ack) == n and len(s.rlog) == n and len(s.rUp) == n
@@ -75,6 +86,14 @@ def no_ack_before_flush(cfg: Config, s: State) -> bool:
 
 def no_ack_before_replicas(cfg: Config, s: State) -> bool:
     return all(ack_repl_ok(cfg, e) for e in s.inv_responses)
+
+
+def no_ack_before_write(cfg: Config, s: State) -> bool:
+    return all(ack_write_ok(cfg, e) for e in s.inv_responses)
+
+
+def timeout_status_precedence(cfg: Config, s: State) -> bool:
+    return all(e.precedenceOK for e in s.inv_responses)
 
 
 def promised(cfg: Config) -> bool:
@@ -136,6 +155,21 @@ def debug_no_ambiguous_survivor(cfg: Config, s: State) -> bool:
     return all(not holders(cfg, s, i) for i, r in enumerate(s.reqs, start=1) if r.status in _AMBIGUOUS)
 
 
+def debug_no_unknown_error(cfg: Config, s: State) -> bool:
+    return all(r.status != UNKNOWN_ERROR for r in s.reqs)
+
+
+def debug_no_write_buffer_loss(cfg: Config, s: State, t: State) -> bool:
+    """~WriteBufferLost: a process crash that drops write-buffer records."""
+    return not (s.mstate == UP and t.mstate == PROC_DOWN and len(t.log) < len(s.log))
+
+
+def debug_no_forged_report_refused(cfg: Config, s: State, t: State) -> bool:
+    """~ForgedReportRefused: a forged report that closed a connection."""
+    return not (t.aux_ctrs.forgedReport > s.aux_ctrs.forgedReport
+                and any(a and not b for a, b in zip(s.connected, t.connected)))
+
+
 def batch_release(s: State, t: State) -> bool:
     released = sum(1 for a, b in zip(s.reqs, t.reqs) if not a.flush_done and b.flush_done)
     return released >= 2
@@ -153,6 +187,8 @@ INVARIANTS: dict[str, Invariant] = {
     "LogMatching": log_matching,
     "NoAckBeforeFlush": no_ack_before_flush,
     "NoAckBeforeReplicas": no_ack_before_replicas,
+    "NoAckBeforeWrite": no_ack_before_write,
+    "TimeoutStatusPrecedence": timeout_status_precedence,
     "AckedSurvivesCrash": acked_survives_crash,
     "OneResponsePerRequest": one_response_per_request,
     "TimeoutIsError": timeout_is_error,
@@ -161,16 +197,31 @@ INVARIANTS: dict[str, Invariant] = {
     "Debug_NoReplicaAhead": debug_no_replica_ahead,
     "Debug_NoTornTail": debug_no_torn_tail,
     "Debug_NoAmbiguousSurvivor": debug_no_ambiguous_survivor,
+    "Debug_NoUnknownError": debug_no_unknown_error,
 }
 
 ACTION_PROPERTIES: dict[str, Callable[[Config, State, State], bool]] = {
     "Debug_NoBatchRelease": debug_no_batch_release,
+    "Debug_NoWriteBufferLoss": debug_no_write_buffer_loss,
+    "Debug_NoForgedReportRefused": debug_no_forged_report_refused,
 }
 
-LIVENESS_PROPERTIES = ("EveryRequestAnswered",)
+LIVENESS_PROPERTIES = ("EveryRequestAnswered", "ReplicasCatchUp")
+
+
+def diverged(cfg: Config, s: State, k: int) -> bool:
+    """Diverged(r): the slave's log is not a prefix of the master's committed log."""
+    return not is_prefix(s.rlog[k], s.log[: s.committed])
+
+
+def caught_up(cfg: Config, s: State, k: int) -> bool:
+    """CaughtUp(r): connected to a live master, holding and acking all it committed."""
+    return (s.mstate == UP and s.rUp[k] and s.connected[k] and len(s.rlog[k]) == s.committed
+            and s.ack[k] == s.committed)
 
 # The safety properties every green cfg checks, in the order TLC reports them.
 SAFETY = (
     "TypeOK", "OneResponsePerRequest", "TimeoutIsError", "WatermarksOrdered", "LogMatching",
     "NoAckBeforeFlush", "NoAckBeforeReplicas", "AckedSurvivesCrash", "AmbiguousAckOrdered",
+    "NoAckBeforeWrite", "TimeoutStatusPrecedence",
 )

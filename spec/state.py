@@ -18,14 +18,14 @@ FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
 SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
 SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
 CLIENT_TIMEOUT = "CLIENT_TIMEOUT"
+UNKNOWN_ERROR = "UNKNOWN_ERROR"
 WAITING = "WAITING"
 
 STATUSES = frozenset(
     {PUT_OK, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE,
-     SERVICE_NOT_AVAILABLE, CLIENT_TIMEOUT}
+     SERVICE_NOT_AVAILABLE, CLIENT_TIMEOUT, UNKNOWN_ERROR}
 )
-ERROR_STATUSES = STATUSES - {PUT_OK}
-CAUSES = frozenset({"Respond", "Timeout", "Reject", "Crash"})
+CAUSES = frozenset({"Respond", "Timeout", "Reject", "WriteFail", "Crash"})
 
 UP, PROC_DOWN, MACHINE_DOWN = "UP", "PROC_DOWN", "MACHINE_DOWN"
 MASTER_STATES = frozenset({UP, PROC_DOWN, MACHINE_DOWN})
@@ -55,6 +55,8 @@ class ResponseEvent:
     durable: int
     holders: frozenset[str]
     sss: frozenset[str]
+    written: bool          # the record was in the log when answered
+    precedenceOK: bool     # the status followed thenCombine's precedence (PrecedenceOK)
 
 
 @attrs.frozen(slots=True)
@@ -66,6 +68,8 @@ class Counters:
     replicaCrash: int = 0
     replicaDisconnect: int = 0
     fsyncFailure: int = 0
+    writeFailure: int = 0
+    forgedReport: int = 0
 
 
 @attrs.frozen(slots=True, cache_hash=True)
@@ -78,6 +82,8 @@ class State:
     flushed: int
     durable: int
     writable: bool
+    unwritten: frozenset[int]     # committed records whose write failed ({} unless BugFsyncCoversFailedWrite)
+    landed: int                   # records after committed a failed write left in the page cache anyway
     reqs: tuple[Request, ...]
     connected: tuple[bool, ...]
     ack: tuple[int, ...]
@@ -92,5 +98,3 @@ class State:
     def wrote(self) -> int:
         return len(self.log)
 
-
-VARIABLES = tuple(f.name for f in attrs.fields(State))

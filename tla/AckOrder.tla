@@ -20,6 +20,8 @@ Init ==
     /\ log = <<>>
     /\ committed = 0 /\ flushed = 0 /\ durable = 0
     /\ writable = TRUE
+    /\ unwritten = {}
+    /\ landed = 0
     /\ reqs = <<>>
     /\ connected = [r \in Replicas |-> FALSE]
     /\ ack = [r \in Replicas |-> 0]
@@ -63,12 +65,10 @@ Put ==
        ELSE LET id == Len(reqs) + 1
                 rejected == [off |-> 0, flushDone |-> FALSE, status |-> ServiceNotAvailable]
             IN /\ reqs' = Append(reqs, rejected)
-               /\ inv_responses' = inv_responses \cup
-                    {[id |-> id, off |-> 0, status |-> ServiceNotAvailable, cause |-> "Reject",
-                      wrote |-> Wrote, committed |-> committed, flushed |-> flushed,
-                      durable |-> durable, holders |-> {}, sss |-> syncStateSet]}
+               /\ inv_responses' = inv_responses \cup {EarlyEvent(id, 0, ServiceNotAvailable, "Reject")}
                /\ UNCHANGED <<log, committed>>
-    /\ UNCHANGED <<mstate, flushed, durable, writable, haVars, replicaVars, aux_ctrs>>
+    /\ UNCHANGED <<mstate, flushed, durable, writable, unwritten, landed, haVars, replicaVars,
+                   aux_ctrs>>
 
 (***************************************************************************)
 (* ACTION: Commit                                                          *)
@@ -79,14 +79,17 @@ Put ==
 (* FileChannel (page cache).  One call never crosses a file end, and it    *)
 (* copies what had been written when it started: any amount up to there.  *)
 (* The commit-least-pages rule only decides WHEN this runs, so it is a     *)
-(* guard of the implementation, not of the spec.                           *)
+(* guard of the implementation, not of the spec.  It may be the retry of  *)
+(* a commit that failed (records that landed anyway are now counted).      *)
 (***************************************************************************)
 Commit ==
     /\ TransientStorePool
     /\ mstate = "UP"
     /\ committed < Wrote
-    /\ \E target \in (committed + 1)..Min(Wrote, FileEnd(committed)) : committed' = target
-    /\ UNCHANGED <<mstate, log, flushed, durable, writable, reqs, haVars, replicaVars,
+    /\ \E target \in (committed + 1)..Min(Wrote, FileEnd(committed)) :
+         /\ committed' = target
+         /\ landed' = Max(0, landed - (target - committed))
+    /\ UNCHANGED <<mstate, log, flushed, durable, writable, unwritten, reqs, haVars, replicaVars,
                    inv_responses, aux_ctrs>>
 
 \* How far one MappedFileQueue.flush(0) can reach: the file holding
@@ -116,17 +119,22 @@ ReleaseBound(target) == IF BugFlushOneFileReleasesAll THEN committed ELSE target
 (* steps here.  After a failed fsync whose error was ignored (B1) the      *)
 (* pages it covered were marked clean but never reached the disk, and no   *)
 (* later fsync writes them again ("fsyncgate"): the durable prefix stops   *)
-(* at that hole.                                                           *)
+(* at that hole.  Nothing is flushed once the store is not writable      *)
+(* (under BugFsyncCoversFailedWrite the follow-up fsync after a failed     *)
+(* write still runs, and what it makes durable stops at the unwritten      *)
+(* record: the disk holds zeros there).                                    *)
 (***************************************************************************)
+FlushAllowed == writable \/ (BugFsyncCoversFailedWrite /\ unwritten # {})
+
 Flush ==
     /\ mstate = "UP"
-    /\ writable
+    /\ FlushAllowed
     /\ flushed < committed
     /\ \E target \in (flushed + 1)..FlushTarget :
          /\ flushed' = target
-         /\ durable' = IF durable = flushed THEN target ELSE durable
+         /\ durable' = IF durable = flushed THEN Min(target, PageCacheEnd) ELSE durable
          /\ reqs' = Release(reqs, ReleaseBound(target))
-    /\ UNCHANGED <<mstate, log, committed, writable, haVars, replicaVars,
+    /\ UNCHANGED <<mstate, log, committed, writable, unwritten, landed, haVars, replicaVars,
                    inv_responses, aux_ctrs>>
 
 (***************************************************************************)
@@ -150,7 +158,62 @@ FlushFail ==
        ELSE /\ writable' = FALSE
             /\ UNCHANGED <<flushed, reqs>>
     /\ aux_ctrs' = [aux_ctrs EXCEPT !["fsyncFailure"] = @ + 1]
-    /\ UNCHANGED <<mstate, log, committed, durable, haVars, replicaVars, inv_responses>>
+    /\ UNCHANGED <<mstate, log, committed, durable, unwritten, landed, haVars, replicaVars,
+                   inv_responses>>
+
+(***************************************************************************)
+(* ACTION: WriteFail                                                       *)
+(* WHO:    master; the disk (pwrite / FileChannel.write returns EIO,        *)
+(*         ENOSPC, or a short count)                                       *)
+(* CODE:   CommitLog.asyncPutMessage: appendMessage "else -> UNKNOWN_ERROR" *)
+(*         (CL L1063-1090); DefaultMappedFile.commit0 catch (MF L612-640);  *)
+(*         RunningFlags.makeNotWriteable                                   *)
+(* Without the pool a put's own write to the page cache fails: the record  *)
+(* stays in the master's memory but is never counted as committed, the    *)
+(* producer gets UNKNOWN_ERROR at once and the store stops accepting       *)
+(* writes.  With the pool a commit of the write buffer fails (a commit     *)
+(* that wrote part of its range first is a Commit step, then this one):   *)
+(* the buffer keeps its data, the store stops accepting writes, and        *)
+(* commits may be retried.  Either way the failed write may have put some *)
+(* whole records into the page cache before it failed (landed): the       *)
+(* master does not count them, a crash keeps them.  Under                  *)
+(* BugFsyncCoversFailedWrite the master counts the failed records as      *)
+(* committed although they never reached the page cache (unwritten), and  *)
+(* the request waits.                                                      *)
+(***************************************************************************)
+WriteFail ==
+    /\ mstate = "UP"
+    /\ IF TransientStorePool
+       THEN LET reach == Min(Wrote, FileEnd(committed)) IN
+            /\ committed < Wrote
+            /\ IF BugFsyncCoversFailedWrite
+               THEN /\ \E target \in committed..reach :
+                         /\ committed' = target
+                         /\ unwritten' = unwritten \cup (committed + 1)..target
+                    /\ UNCHANGED landed
+               ELSE /\ \E n \in landed..(reach - committed) : landed' = n
+                    /\ UNCHANGED <<committed, unwritten>>
+            /\ UNCHANGED <<log, reqs, inv_responses>>
+       ELSE LET id == Len(reqs) + 1
+                off == Len(log) + 1
+            IN /\ writable
+               /\ log' = Append(log, id)
+               /\ IF BugFsyncCoversFailedWrite
+                  THEN /\ committed' = off
+                       /\ unwritten' = unwritten \cup {off}
+                       /\ reqs' = Append(reqs, [off |-> off,
+                                                flushDone |-> FlushMode = "ASYNC_FLUSH",
+                                                status |-> Waiting])
+                       /\ UNCHANGED <<landed, inv_responses>>
+                  ELSE /\ reqs' = Append(reqs, [off |-> off, flushDone |-> FALSE,
+                                                status |-> UnknownError])
+                       /\ inv_responses' = inv_responses \cup
+                            {EarlyEvent(id, off, UnknownError, "WriteFail")}
+                       /\ \E n \in 0..1 : landed' = n
+                       /\ UNCHANGED <<committed, unwritten>>
+    /\ writable' = FALSE
+    /\ aux_ctrs' = [aux_ctrs EXCEPT !["writeFailure"] = @ + 1]
+    /\ UNCHANGED <<mstate, flushed, durable, haVars, replicaVars>>
 
 (***************************************************************************)
 (* ACTION: Respond(i)                                                      *)
@@ -168,8 +231,8 @@ Respond(i) ==
     /\ ReplicaCovered(reqs[i].off)
     /\ reqs' = [reqs EXCEPT ![i].status = PutOK]
     /\ inv_responses' = inv_responses \cup {Event(i, PutOK, "Respond")}
-    /\ UNCHANGED <<mstate, log, committed, flushed, durable, writable, haVars, replicaVars,
-                   aux_ctrs>>
+    /\ UNCHANGED <<mstate, log, committed, flushed, durable, writable, unwritten, landed, haVars,
+                   replicaVars, aux_ctrs>>
 
 \* The request still lacks a leg, so a deadline can complete it.
 LegPending(i) ==
@@ -199,8 +262,8 @@ Timeout(i) ==
     /\ \E status \in TimeoutStatuses(i) :
          /\ reqs' = [reqs EXCEPT ![i].status = status]
          /\ inv_responses' = inv_responses \cup {Event(i, status, "Timeout")}
-    /\ UNCHANGED <<mstate, log, committed, flushed, durable, writable, haVars, replicaVars,
-                   aux_ctrs>>
+    /\ UNCHANGED <<mstate, log, committed, flushed, durable, writable, unwritten, landed, haVars,
+                   replicaVars, aux_ctrs>>
 
 (***************************************************************************)
 (* ACTION: ReplicaConnect(r)                                               *)
@@ -253,23 +316,47 @@ Transfer(r) ==
 (* The slave reports its max offset (page cache, not flushed).  A report  *)
 (* travels while more data arrives, so it may be below what the slave     *)
 (* holds by the time the master reads it: any offset above the last ack.  *)
-(* The master rejects a report beyond its own log by closing the           *)
-(* connection (never reached in a correct run; reachable under             *)
-(* BugAcceptAckBeyondLog, where it is accepted).                           *)
+(* The master rejects a report beyond what it could have shipped          *)
+(* (committed data) by closing the connection: never reached with an      *)
+(* honest slave in a correct run (reachable under BugTransferBeyondCommitted, *)
+(* and by the forged reports of ForgedAck).                                *)
 (***************************************************************************)
+\* The master's answer to a report: record it, or close the connection.
+TakeReport(r, reported) ==
+    IF AckAccepted(reported)
+    THEN /\ ack' = [ack EXCEPT ![r] = reported]
+         /\ push2SlaveMaxOffset' = Max(push2SlaveMaxOffset, reported)
+         /\ UNCHANGED connected
+    ELSE /\ connected' = [connected EXCEPT ![r] = FALSE]
+         /\ ack' = [ack EXCEPT ![r] = 0]
+         /\ UNCHANGED push2SlaveMaxOffset
+
 ReplicaAck(r) ==
     /\ mstate = "UP"
     /\ rUp[r]
     /\ connected[r]
-    /\ \E reported \in (ack[r] + 1)..Len(rlog[r]) :
-         IF reported <= committed \/ BugAcceptAckBeyondLog
-         THEN /\ ack' = [ack EXCEPT ![r] = reported]
-              /\ push2SlaveMaxOffset' = Max(push2SlaveMaxOffset, reported)
-              /\ UNCHANGED connected
-         ELSE /\ connected' = [connected EXCEPT ![r] = FALSE]
-              /\ ack' = [ack EXCEPT ![r] = 0]
-              /\ UNCHANGED push2SlaveMaxOffset
+    /\ \E reported \in (ack[r] + 1)..Len(rlog[r]) : TakeReport(r, reported)
     /\ UNCHANGED <<masterVars, syncStateSet, replicaVars, inv_responses, aux_ctrs>>
+
+(***************************************************************************)
+(* ACTION: ForgedAck(r)                                                    *)
+(* WHO:    anything that can write to the HA port: a buggy or forged       *)
+(*         slave, a corrupting middlebox (B3: "any TCP client connects to  *)
+(*         10912 and sends a huge offset")                                 *)
+(* CODE:   DefaultHAConnection.ReadSocketService (L211-253), the check of  *)
+(*         PR #3016                                                        *)
+(* A report on r's connection that the slave never made, beyond what the  *)
+(* master committed (up to one past everything it wrote).  The master     *)
+(* must refuse it by its own watermark; a report at or below committed     *)
+(* that the slave does not hold is indistinguishable from the truth and is *)
+(* out of scope (RocketMQ trusts slaves that far).                         *)
+(***************************************************************************)
+ForgedAck(r) ==
+    /\ mstate = "UP"
+    /\ connected[r]
+    /\ \E reported \in (Max(committed, ack[r]) + 1)..(Wrote + 1) : TakeReport(r, reported)
+    /\ aux_ctrs' = [aux_ctrs EXCEPT !["forgedReport"] = @ + 1]
+    /\ UNCHANGED <<masterVars, syncStateSet, replicaVars, inv_responses>>
 
 (***************************************************************************)
 (* ACTION: ReplicaCrash(r)                                                 *)
@@ -329,13 +416,18 @@ MasterGone ==
 MasterProcessCrash ==
     /\ mstate = "UP"
     /\ mstate' = "PROC_DOWN"
-    /\ log' = SubSeq(log, 1, committed)
+    /\ log' = SubSeq(log, 1, PageCacheEnd)
+    /\ committed' = PageCacheEnd
+    /\ flushed' = Min(flushed, PageCacheEnd)
+    /\ durable' = Min(durable, PageCacheEnd)
     /\ writable' = TRUE
+    /\ unwritten' = {}
+    /\ landed' = 0
     /\ reqs' = AbortWaiting(reqs)
     /\ inv_responses' = inv_responses \cup AbortEvents
     /\ MasterGone
     /\ aux_ctrs' = [aux_ctrs EXCEPT !["masterProcessCrash"] = @ + 1]
-    /\ UNCHANGED <<committed, flushed, durable, replicaVars>>
+    /\ UNCHANGED replicaVars
 
 (***************************************************************************)
 (* ACTION: MasterMachineCrash                                              *)
@@ -348,12 +440,14 @@ MasterProcessCrash ==
 (***************************************************************************)
 MasterMachineCrash ==
     /\ mstate \in {"UP", "PROC_DOWN"}
-    /\ \E keep \in durable..committed, torn \in BOOLEAN :
-         /\ torn => keep < committed
+    /\ \E keep \in Min(durable, PageCacheEnd)..PageCacheEnd, torn \in BOOLEAN :
+         /\ torn => keep < PageCacheEnd
          /\ log' = SubSeq(log, 1, keep) \o (IF torn THEN <<Torn>> ELSE <<>>)
          /\ committed' = keep /\ flushed' = keep /\ durable' = keep
     /\ mstate' = "MACHINE_DOWN"
     /\ writable' = TRUE
+    /\ unwritten' = {}
+    /\ landed' = 0
     /\ reqs' = AbortWaiting(reqs)
     /\ inv_responses' = inv_responses \cup AbortEvents
     /\ MasterGone
@@ -376,16 +470,16 @@ Recover ==
           /\ committed' = Len(kept) /\ flushed' = Len(kept) /\ durable' = Len(kept)
     /\ mstate' = "UP"
     /\ writable' = TRUE
-    /\ UNCHANGED <<reqs, haVars, replicaVars, inv_responses, aux_ctrs>>
+    /\ UNCHANGED <<unwritten, landed, reqs, haVars, replicaVars, inv_responses, aux_ctrs>>
 
 MasterNext ==
-    \/ Put \/ Commit \/ Flush \/ FlushFail
+    \/ Put \/ Commit \/ Flush \/ FlushFail \/ WriteFail
     \/ \E i \in DOMAIN reqs : Respond(i) \/ Timeout(i)
     \/ MasterProcessCrash \/ MasterMachineCrash \/ Recover
 
 ReplicaNext ==
     \E r \in Replicas :
-        \/ ReplicaConnect(r) \/ Transfer(r) \/ ReplicaAck(r)
+        \/ ReplicaConnect(r) \/ Transfer(r) \/ ReplicaAck(r) \/ ForgedAck(r)
         \/ ReplicaDisconnect(r) \/ ReplicaCrash(r) \/ ReplicaRestart(r)
 
 Next == MasterNext \/ ReplicaNext

@@ -61,6 +61,7 @@ AnyReplicaConnected == \E r \in Replicas : connected[r]
 \* distance the spec does not measure.
 TimeoutStatuses(i) ==
     IF BugTimeoutAsOK THEN {PutOK}
+    ELSE IF BugFlushTimeoutHidesSlaveTimeout /\ ~FlushLegDone(i) THEN {FlushDiskTimeout}
     ELSE IF ~ReplicaCovered(reqs[i].off)
          THEN IF AnyReplicaConnected THEN {FlushSlaveTimeout, SlaveNotAvailable}
               ELSE {SlaveNotAvailable}
@@ -73,18 +74,54 @@ TimeoutStatuses(i) ==
 HandshakeAccepts(r) ==
     CASE BugAcceptAckBeyondLog  -> TRUE
       [] BugHandshakeOffsetOnly -> Len(rlog[r]) <= committed
+      [] BugHandshakeRefusesCaughtUp -> IsPrefix(rlog[r], SubSeq(log, 1, committed))
+                                        /\ Len(rlog[r]) < committed
       [] OTHER                  -> IsPrefix(rlog[r], SubSeq(log, 1, committed))
+
+\* The master's check of a slave's report (PR #3016, B3): nothing beyond what
+\* the transfer may ship, i.e. committed data.
+AckAccepted(reported) ==
+    \/ BugAcceptAckBeyondLog
+    \/ reported <= (IF BugAckCheckedAgainstWrote THEN Wrote ELSE committed)
+
+\* What the page cache really holds: the committed records and those a
+\* failed write left there anyway, or (BugFsyncCoversFailedWrite) the
+\* committed records up to the first whose write failed.
+PageCacheEnd ==
+    IF unwritten = {} THEN committed + landed
+    ELSE (CHOOSE k \in unwritten : \A j \in unwritten : k <= j) - 1
 
 \* CRC recovery scan: a torn tail record fails its CRC and is truncated.
 RecoveredLog(L) ==
     IF Len(L) > 0 /\ L[Len(L)] = Torn /\ ~BugRecoveryKeepsTorn
     THEN SubSeq(L, 1, Len(L) - 1) ELSE L
 
+\* thenCombine's precedence (CL L1316-1335), as TimeoutStatusPrecedence reads
+\* it: a deadline's error names the replica leg exactly when that leg is
+\* pending (a replica failure overrides a flush failure), and is
+\* SLAVE_NOT_AVAILABLE when no slave is connected.
+PrecedenceOK(i, status, cause) ==
+    LET replPending == ~ReplicaCovered(reqs[i].off)
+    IN (cause = "Timeout" /\ status # PutOK) =>
+          /\ (status \in {FlushSlaveTimeout, SlaveNotAvailable}) = replPending
+          /\ (replPending /\ ~AnyReplicaConnected) => status = SlaveNotAvailable
+
 \* The response event recorded in the ghost history.
 Event(i, status, cause) ==
     [id |-> i, off |-> reqs[i].off, status |-> status, cause |-> cause,
      wrote |-> Wrote, committed |-> committed, flushed |-> flushed, durable |-> durable,
-     holders |-> Holders(i), sss |-> syncStateSet]
+     holders |-> Holders(i), sss |-> syncStateSet,
+     written |-> Holds(log, i) /\ reqs[i].off \notin unwritten
+                 /\ (TransientStorePool \/ reqs[i].off <= committed),
+     precedenceOK |-> PrecedenceOK(i, status, cause)]
+
+\* The event of a request answered before its record reached the log
+\* (rejected by the admission check, or its own write failed at off).
+EarlyEvent(id, off, status, cause) ==
+    [id |-> id, off |-> off, status |-> status, cause |-> cause,
+     wrote |-> Wrote, committed |-> committed, flushed |-> flushed, durable |-> durable,
+     holders |-> {}, sss |-> syncStateSet,
+     written |-> FALSE, precedenceOK |-> TRUE]
 
 \* Requests still waiting become producer-side timeouts when the broker dies.
 AbortWaiting(rs) ==

@@ -13,8 +13,12 @@ EXTENDS AckOrder
 (***************************************************************************)
 AckFlushOK(e) == (e.status = PutOK /\ FlushMode = "SYNC_FLUSH") => e.flushed >= e.off
 AckReplOK(e)  == (e.status = PutOK /\ ReplMode = "SYNC_MASTER") => PolicyHolds(e.holders, e.sss)
+AckWriteOK(e) == e.status = PutOK => e.written
 
-ResponseDigest == {<<e.id, e.status, e.cause, AckFlushOK(e), AckReplOK(e)>> : e \in inv_responses}
+TimeoutStatusOK(e) == e.precedenceOK   \* see PrecedenceOK in AckOrderFunctions
+
+ResponseDigest == {<<e.id, e.status, e.cause, AckFlushOK(e), AckReplOK(e), AckWriteOK(e),
+                     TimeoutStatusOK(e)>> : e \in inv_responses}
 
 (***************************************************************************)
 (* WatermarksOrdered: flushed <= committed <= wrote on a live master, and  *)
@@ -53,6 +57,21 @@ NoAckBeforeFlush == \A e \in inv_responses : AckFlushOK(e)
 (* reported >= nextOffset, and the report was true).                       *)
 (***************************************************************************)
 NoAckBeforeReplicas == \A e \in inv_responses : AckReplOK(e)
+
+(***************************************************************************)
+(* NoAckBeforeWrite: PUT_OK implies the request's record was in the log   *)
+(* when answered: in the page cache, or (with the transient store pool)   *)
+(* in the write buffer, and never a record whose write failed.  Under      *)
+(* SYNC_FLUSH NoAckBeforeFlush says more, as long as the flushed range     *)
+(* holds no unwritten bytes, which is what this property pins.             *)
+(***************************************************************************)
+NoAckBeforeWrite == \A e \in inv_responses : AckWriteOK(e)
+
+(***************************************************************************)
+(* TimeoutStatusPrecedence: the status of every deadline's error follows  *)
+(* thenCombine's precedence over the legs pending at that moment.          *)
+(***************************************************************************)
+TimeoutStatusPrecedence == \A e \in inv_responses : TimeoutStatusOK(e)
 
 (***************************************************************************)
 (* AckedSurvivesCrash: every PUT_OK message survives the crashes the       *)
@@ -108,6 +127,22 @@ AnsweredReq(i) == i \in DOMAIN reqs /\ reqs[i].status # Waiting
 EveryRequestAnsweredFor(ids) == \A i \in ids : WaitingReq(i) ~> AnsweredReq(i)
 
 (***************************************************************************)
+(* ReplicasCatchUp (liveness): once faults stop, every slave ends up       *)
+(* connected to a live master with the master's whole committed log,      *)
+(* acknowledged, unless its log diverged from the master's (a slave that   *)
+(* was ahead of a master that lost power): the handshake refuses that one  *)
+(* for good, as classic RocketMQ does (B22).  A slave that keeps losing    *)
+(* its link, or that the master refuses although its log is a prefix of   *)
+(* the master's, violates it.                                               *)
+(***************************************************************************)
+Diverged(r) == ~IsPrefix(rlog[r], SubSeq(log, 1, committed))
+CaughtUp(r) ==
+    /\ mstate = "UP" /\ rUp[r] /\ connected[r]
+    /\ Len(rlog[r]) = committed /\ ack[r] = committed
+
+ReplicasCatchUp == \A r \in Replicas : <>[](Diverged(r) \/ CaughtUp(r))
+
+(***************************************************************************)
 (* Debug invariants: each MUST be violated by its reachability cfg, which *)
 (* proves the model reaches the state the property talks about.            *)
 (***************************************************************************)
@@ -122,6 +157,19 @@ Debug_NoAmbiguousSurvivor ==
     \A i \in DOMAIN reqs :
         reqs[i].status \in {FlushDiskTimeout, FlushSlaveTimeout, SlaveNotAvailable, ClientTimeout}
             => Holders(i) = {}
+
+Debug_NoUnknownError == \A i \in DOMAIN reqs : reqs[i].status # UnknownError
+
+\* Action-level: a process crash drops records of the transient-pool write
+\* buffer (user-space memory dies with the process).
+WriteBufferLost == mstate = "UP" /\ mstate' = "PROC_DOWN" /\ Len(log') < Len(log)
+Debug_NoWriteBufferLoss == [][~WriteBufferLost]_vars
+
+\* Action-level: the master closes a connection over a forged report.
+ForgedReportRefused ==
+    /\ aux_ctrs'["forgedReport"] > aux_ctrs["forgedReport"]
+    /\ \E r \in Replicas : connected[r] /\ ~connected'[r]
+Debug_NoForgedReportRefused == [][~ForgedReportRefused]_vars
 
 \* Action-level: one Flush completes two waiting requests at once.
 BatchRelease ==

@@ -5,9 +5,10 @@
 (*                                                                         *)
 (* Offsets are counted in records: record k of a log occupies [k-1, k) and *)
 (* a request's nextOffset is k.  The reference implementation counts bytes *)
-(* and its refinement mapping (spec/refinement.py) turns byte watermarks   *)
-(* into record counts.  A record's value is the id of the request that put *)
-(* it (ids grow in put order), or Torn for a partly written tail record.   *)
+(* and its refinement mapping (reference/refinement.py) turns byte        *)
+(* watermarks into record counts.  A record's value is the id of the      *)
+(* request that put it (ids grow in put order), or Torn for a partly      *)
+(* written tail record.                                                    *)
 (*                                                                         *)
 (* This module has no bounds: MCAckOrder.tla and the .cfg files hold them. *)
 (***************************************************************************)
@@ -41,7 +42,15 @@ CONSTANTS
     BugHandshakeOffsetOnly,     \* handshake checks the offset, not the content (B22)
     BugFlushIgnoresFsyncError,  \* flushedPosition advanced on a failed fsync (B1)
     BugDoubleResponse,          \* the flush watchdog completes an answered request again
-    BugNoFlushDiskWatcher       \* no deadline on the flush leg (pre-4.9.3 pipeline)
+    BugNoFlushDiskWatcher,      \* no deadline on the flush leg (pre-4.9.3 pipeline)
+    BugFsyncCoversFailedWrite,  \* after a failed write the core keeps the record as written and
+                                \* the follow-up fsync covers it (found in the reference, issue 11)
+    BugAckCheckedAgainstWrote,  \* a slave's report checked against wrote, not committed (B3's
+                                \* check on the wrong watermark: the write buffer is trusted)
+    BugFlushTimeoutHidesSlaveTimeout, \* thenCombine's precedence swapped (B23c): a flush
+                                \* failure hides a replica failure
+    BugHandshakeRefusesCaughtUp \* off-by-one in the handshake: a slave exactly at committed is
+                                \* refused, so a caught-up slave that lost its link never returns
 
 VARIABLES
     \* --- master (DefaultMessageStore / CommitLog / MappedFileQueue) ---
@@ -50,7 +59,13 @@ VARIABLES
     committed,    \* committedWhere: records in the page cache (= Len(log) without the pool)
     flushed,      \* flushedWhere: what the master believes is fsync'd
     durable,      \* what really is fsync'd (differs from flushed only under B1)
-    writable,     \* RunningFlags.isWriteable(): FALSE after a failed fsync
+    writable,     \* RunningFlags.isWriteable(): FALSE after a failed fsync or write
+    unwritten,    \* records the master counts as committed whose bytes never reached the
+                  \* page cache (a failed write kept as written): {} unless
+                  \* BugFsyncCoversFailedWrite
+    landed,       \* records after committed that a write reported as failed put into the
+                  \* page cache anyway (EIO after the data was copied): the master does not
+                  \* count them, but they outlive a process crash and recovery finds them
     reqs,         \* request id -> [off |-> nextOffset, flushDone |-> flush leg completed,
                   \*                status |-> "WAITING" or the response status]
     \* --- master's HA service (DefaultHAService / GroupTransferService) ---
@@ -67,10 +82,10 @@ VARIABLES
     \* --- state-space counters (bounded in MCAckOrder.tla) ---
     aux_ctrs       \* perturbations used so far, by kind
 
-masterVars  == <<mstate, log, committed, flushed, durable, writable, reqs>>
+masterVars  == <<mstate, log, committed, flushed, durable, writable, unwritten, landed, reqs>>
 haVars      == <<connected, ack, push2SlaveMaxOffset, syncStateSet>>
 replicaVars == <<rlog, rUp>>
-vars == <<mstate, log, committed, flushed, durable, writable, reqs,
+vars == <<mstate, log, committed, flushed, durable, writable, unwritten, landed, reqs,
           connected, ack, push2SlaveMaxOffset, syncStateSet,
           rlog, rUp, inv_responses, aux_ctrs>>
 
@@ -84,33 +99,42 @@ FlushSlaveTimeout   == "FLUSH_SLAVE_TIMEOUT"
 SlaveNotAvailable   == "SLAVE_NOT_AVAILABLE"
 ServiceNotAvailable == "SERVICE_NOT_AVAILABLE"
 ClientTimeout       == "CLIENT_TIMEOUT"   \* sendMsgTimeout on the producer: broker gone
+UnknownError        == "UNKNOWN_ERROR"    \* appendMessage failed (CommitLog: "else -> UNKNOWN_ERROR")
 Waiting             == "WAITING"
 
 Statuses == {PutOK, FlushDiskTimeout, FlushSlaveTimeout, SlaveNotAvailable,
-             ServiceNotAvailable, ClientTimeout}
+             ServiceNotAvailable, ClientTimeout, UnknownError}
 ErrorStatuses == Statuses \ {PutOK}
 
 \* Who produced a response: the completion path (GroupCommitService /
 \* GroupTransferService), a deadline (FlushDiskWatcher / GTS deadline), the
-\* admission check, or the producer noticing that the broker died.
-Causes == {"Respond", "Timeout", "Reject", "Crash"}
+\* admission check, a failed page-cache write of the put itself, or the
+\* producer noticing that the broker died.
+Causes == {"Respond", "Timeout", "Reject", "WriteFail", "Crash"}
 
 MasterStates == {"UP", "PROC_DOWN", "MACHINE_DOWN"}
 
 Request == [off : Nat, flushDone : BOOLEAN, status : Statuses \cup {Waiting}]
 
+\* written: the record was in the log (page cache, or the write buffer with the
+\* pool) when answered; precedenceOK: the status followed thenCombine's
+\* precedence over the legs pending then (a verdict, not the raw inputs, so
+\* that the ghost history adds no states where no view trims it).
 ResponseEvent == [id : Nat, off : Nat, status : Statuses, cause : Causes,
                   wrote : Nat, committed : Nat, flushed : Nat, durable : Nat,
-                  holders : SUBSET Replicas, sss : SUBSET Replicas]
+                  holders : SUBSET Replicas, sss : SUBSET Replicas,
+                  written : BOOLEAN, precedenceOK : BOOLEAN]
 
 CounterKinds == {"masterProcessCrash", "masterMachineCrash", "replicaCrash", "replicaDisconnect",
-                 "fsyncFailure"}
+                 "fsyncFailure", "writeFailure", "forgedReport"}
 
 TypeOK ==
     /\ mstate \in MasterStates
     /\ log \in Seq(Nat)
     /\ committed \in Nat /\ flushed \in Nat /\ durable \in Nat
     /\ writable \in BOOLEAN
+    /\ unwritten \subseteq Nat
+    /\ landed \in Nat
     /\ reqs \in Seq(Request)
     /\ connected \in [Replicas -> BOOLEAN]
     /\ ack \in [Replicas -> Nat]

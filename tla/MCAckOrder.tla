@@ -2,7 +2,7 @@
 (***************************************************************************)
 (* Model-checking wrapper: bounds, bug selection, VIEW and symmetry.      *)
 (* The spec modules are unbounded; only perturbations (puts, crashes,     *)
-(* fsync failures) are bounded here, never the healing actions (flush,    *)
+(* fsync and write failures, forged reports) are bounded here, never the healing actions (flush,    *)
 (* commit, transfer, ack, restart, recover, deadlines), so liveness stays  *)
 (* meaningful.  A cfg names at most one bug: ActiveBug turns on exactly    *)
 (* the boolean constant of that name in the spec (all others FALSE).       *)
@@ -18,22 +18,27 @@ CONSTANTS
     MaxMasterMachineCrashes,
     MaxReplicaCrashes,        \* summed over all replicas
     MaxReplicaDisconnects,    \* network drops, summed over all replicas
-    MaxFsyncFailures
+    MaxFsyncFailures,
+    MaxWriteFailures,         \* failed page-cache writes (puts) or commits (pool)
+    MaxForgedReports          \* HA reports no slave made, summed over all replicas
 
 VARIABLES
-    mstate, log, committed, flushed, durable, writable, reqs,
+    mstate, log, committed, flushed, durable, writable, unwritten, landed, reqs,
     connected, ack, push2SlaveMaxOffset, syncStateSet,
     rlog, rUp, inv_responses, aux_ctrs
 
 BugNames == {"none", "BugAckOnWrote", "BugAckOnCommitted", "BugTransferBeyondCommitted",
              "BugAnyReplicaForAllInSync", "BugTimeoutAsOK", "BugFlushOneFileReleasesAll",
              "BugRecoveryKeepsTorn", "BugAcceptAckBeyondLog", "BugHandshakeOffsetOnly",
-             "BugFlushIgnoresFsyncError", "BugDoubleResponse", "BugNoFlushDiskWatcher"}
+             "BugFlushIgnoresFsyncError", "BugDoubleResponse", "BugNoFlushDiskWatcher",
+             "BugFsyncCoversFailedWrite", "BugAckCheckedAgainstWrote",
+             "BugFlushTimeoutHidesSlaveTimeout", "BugHandshakeRefusesCaughtUp"}
 
 ASSUME ActiveBug \in BugNames
 ASSUME /\ MaxPuts \in Nat
        /\ {MaxMasterProcessCrashes, MaxMasterMachineCrashes,
-           MaxReplicaCrashes, MaxReplicaDisconnects, MaxFsyncFailures} \subseteq Nat
+           MaxReplicaCrashes, MaxReplicaDisconnects, MaxFsyncFailures,
+           MaxWriteFailures, MaxForgedReports} \subseteq Nat
 
 AO == INSTANCE AckOrderProperties WITH
         BugAckOnWrote              <- ActiveBug = "BugAckOnWrote",
@@ -47,7 +52,11 @@ AO == INSTANCE AckOrderProperties WITH
         BugHandshakeOffsetOnly     <- ActiveBug = "BugHandshakeOffsetOnly",
         BugFlushIgnoresFsyncError  <- ActiveBug = "BugFlushIgnoresFsyncError",
         BugDoubleResponse          <- ActiveBug = "BugDoubleResponse",
-        BugNoFlushDiskWatcher      <- ActiveBug = "BugNoFlushDiskWatcher"
+        BugNoFlushDiskWatcher      <- ActiveBug = "BugNoFlushDiskWatcher",
+        BugFsyncCoversFailedWrite  <- ActiveBug = "BugFsyncCoversFailedWrite",
+        BugAckCheckedAgainstWrote  <- ActiveBug = "BugAckCheckedAgainstWrote",
+        BugFlushTimeoutHidesSlaveTimeout <- ActiveBug = "BugFlushTimeoutHidesSlaveTimeout",
+        BugHandshakeRefusesCaughtUp <- ActiveBug = "BugHandshakeRefusesCaughtUp"
 
 ASSUME AO!ConfigOK
 
@@ -57,18 +66,23 @@ RequestIds == 1..MaxPuts
 
 MCPut                == Len(reqs) < MaxPuts /\ AO!Put
 MCFlushFail          == aux_ctrs["fsyncFailure"] < MaxFsyncFailures /\ AO!FlushFail
+\* Without the pool a failed write is a put: it counts against MaxPuts too.
+MCWriteFail          == /\ aux_ctrs["writeFailure"] < MaxWriteFailures
+                        /\ TransientStorePool \/ Len(reqs) < MaxPuts
+                        /\ AO!WriteFail
 MCMasterProcessCrash == aux_ctrs["masterProcessCrash"] < MaxMasterProcessCrashes /\ AO!MasterProcessCrash
 MCMasterMachineCrash == aux_ctrs["masterMachineCrash"] < MaxMasterMachineCrashes /\ AO!MasterMachineCrash
 MCReplicaCrash(r)    == aux_ctrs["replicaCrash"] < MaxReplicaCrashes /\ AO!ReplicaCrash(r)
 MCReplicaDisconnect(r) == aux_ctrs["replicaDisconnect"] < MaxReplicaDisconnects /\ AO!ReplicaDisconnect(r)
+MCForgedAck(r)       == aux_ctrs["forgedReport"] < MaxForgedReports /\ AO!ForgedAck(r)
 
 \* AckOrder!Next with the perturbations bounded (same disjuncts, same order).
 MCNext ==
-    \/ MCPut \/ AO!Commit \/ AO!Flush \/ MCFlushFail
+    \/ MCPut \/ AO!Commit \/ AO!Flush \/ MCFlushFail \/ MCWriteFail
     \/ \E i \in DOMAIN reqs : AO!Respond(i) \/ AO!Timeout(i)
     \/ MCMasterProcessCrash \/ MCMasterMachineCrash \/ AO!Recover
     \/ \E r \in Replicas :
-         \/ AO!ReplicaConnect(r) \/ AO!Transfer(r) \/ AO!ReplicaAck(r)
+         \/ AO!ReplicaConnect(r) \/ AO!Transfer(r) \/ AO!ReplicaAck(r) \/ MCForgedAck(r)
          \/ MCReplicaDisconnect(r) \/ MCReplicaCrash(r) \/ AO!ReplicaRestart(r)
 
 MCSpec == Init /\ [][MCNext]_vars /\ AO!FairnessOver(RequestIds)
@@ -79,17 +93,23 @@ WatermarksOrdered      == AO!WatermarksOrdered
 LogMatching            == AO!LogMatching
 NoAckBeforeFlush       == AO!NoAckBeforeFlush
 NoAckBeforeReplicas    == AO!NoAckBeforeReplicas
+NoAckBeforeWrite       == AO!NoAckBeforeWrite
+TimeoutStatusPrecedence == AO!TimeoutStatusPrecedence
 AckedSurvivesCrash     == AO!AckedSurvivesCrash
 OneResponsePerRequest  == AO!OneResponsePerRequest
 TimeoutIsError         == AO!TimeoutIsError
 AmbiguousAckOrdered    == AO!AmbiguousAckOrdered
 EveryRequestAnswered   == AO!EveryRequestAnsweredFor(RequestIds)
+ReplicasCatchUp        == AO!ReplicasCatchUp
 
 Debug_NoPutOkUnderSyncMaster == AO!Debug_NoPutOkUnderSyncMaster
 Debug_NoReplicaAhead         == AO!Debug_NoReplicaAhead
 Debug_NoTornTail             == AO!Debug_NoTornTail
 Debug_NoAmbiguousSurvivor    == AO!Debug_NoAmbiguousSurvivor
 Debug_NoBatchRelease         == AO!Debug_NoBatchRelease
+Debug_NoUnknownError         == AO!Debug_NoUnknownError
+Debug_NoWriteBufferLoss      == AO!Debug_NoWriteBufferLoss
+Debug_NoForgedReportRefused  == AO!Debug_NoForgedReportRefused
 
 (***************************************************************************)
 (* VIEW: every variable except the raw ghost history, which is replaced   *)
@@ -100,7 +120,7 @@ Debug_NoBatchRelease         == AO!Debug_NoBatchRelease
 (* The aux_ counters gate the perturbations, so they stay in the VIEW:    *)
 (* dropping them would merge states with different futures.                *)
 (***************************************************************************)
-View == <<mstate, log, committed, flushed, durable, writable, reqs,
+View == <<mstate, log, committed, flushed, durable, writable, unwritten, landed, reqs,
           connected, ack, push2SlaveMaxOffset, syncStateSet,
           rlog, rUp, aux_ctrs, AO!ResponseDigest>>
 
@@ -119,6 +139,6 @@ ReplicaBag ==
     [x \in {ReplicaState(r) : r \in Replicas} |->
         Cardinality({r \in Replicas : ReplicaState(r) = x})]
 
-SymmetricView == <<mstate, log, committed, flushed, durable, writable, reqs,
+SymmetricView == <<mstate, log, committed, flushed, durable, writable, unwritten, landed, reqs,
                    push2SlaveMaxOffset, aux_ctrs, AO!ResponseDigest, ReplicaBag>>
 =============================================================================

@@ -46,6 +46,11 @@ class SegmentStore:
         if written != len(data):
             raise OSError(errno.EIO, f"short write to segment {start}: {written} of {len(data)} bytes")
 
+    def read(self, start: int, position: int, length: int) -> bytes:
+        if not self.path(start).exists():
+            return bytes(length)
+        return os.pread(self._fd(start), length, position).ljust(length, b"\0")
+
     def fsync(self, start: int, upto: int) -> None:
         """fdatasync every segment from ``start`` that holds bytes below ``upto``."""
         if self.fail_fsync_after is not None and self._fsyncs_done >= self.fail_fsync_after:

@@ -1,15 +1,21 @@
 """A master and its slaves, driven one step at a time.
 
-The cluster owns the cores, their disks, the links between them and the
-producers' view; each public method is one step of the environment (a put,
-a timer, an fsync completing, a frame delivered, a crash...).  It performs
-the cores' effects, then maps its state to the spec's (``observe``) and has
-the refinement checker replay the spec steps the cores reported.
+The cluster owns the cores, their disks, the connections between them and
+the producers' view; each public method is one step of the environment (a
+put, a timer, an fsync completing, a frame delivered, a crash, a forged or
+mangled frame...).  It performs the cores' effects in the order they were
+emitted (a page-cache write is answered at once with ``write_done`` or
+``write_failed``), then maps its state to the spec's (reference/sim/
+abstraction.py) and has the refinement checker replay the spec steps the
+cores reported.
 
 Two drivers use it: the seeded simulator (reference/sim/world.py), which
 decides what happens when from a random generator, and the Hypothesis
 state machines (stateful_tests/), which let Hypothesis decide.  Disks are
-pluggable: a simulated page cache, or real files with fdatasync.
+pluggable: a simulated page cache, or real files with fdatasync.  The wire
+carries frame objects, or (``wire_bytes``) their encoding through a
+FrameDecoder per direction, so that frames can be cut, duplicated,
+reordered and corrupted at any byte.
 """
 
 from __future__ import annotations
@@ -24,18 +30,27 @@ import attrs
 from reference import effects as fx
 from reference.commitlog import CommitLog
 from reference.config import StoreConfig
-from reference.frames import Ack, Data, Handshake
+from reference.frames import Ack, Data, FrameDecoder, FrameError, Handshake, encode
 from reference.master import MasterCore
-from reference.record import recover_log
+from reference.record import HEADER_SIZE
 from reference.refinement import PropertyViolation, RefinementChecker, spec_config
 from reference.replica import ReplicaCore
+from reference.sim.abstraction import Abstraction
+from reference.sim.trace import changed_fields
 from reference.status import PutStatus
-from spec.state import TORN, Counters, Request as SpecRequest, State
 
 UP, PROC_DOWN, MACHINE_DOWN = "UP", "PROC_DOWN", "MACHINE_DOWN"
 TO_MASTER, TO_REPLICA = "to_master", "to_replica"
 MAX_LINK_FRAMES = 100_000
+MAX_WIRE_FRAME_BYTES = 1 << 20
 RECENT_ACTIONS = 16               # spec actions kept to describe how a run failed
+UNKNOWN_SLAVE = "impostor"        # a name no configuration uses
+EOF = object()                    # the end of a link's stream: the connection closes there
+WRITE_FAULTS = ("EIO", "ENOSPC", "short")
+MANGLINGS = ("duplicate", "reorder", "truncate", "garbage", "corrupt")
+
+# A write fault: (kind, bytes written before the error).
+WriteFault = tuple[str, int]
 
 
 @attrs.define
@@ -48,8 +63,17 @@ class ReplicaNode:
 
 
 @attrs.define
+class Connection:
+    """One TCP connection to the master's HA port."""
+    conn: int
+    name: str                     # the slave that opened it, or an impostor
+    slave: str | None             # the node whose connection this is (None: an impostor's)
+    decoders: dict = attrs.Factory(dict)   # direction -> FrameDecoder (wire_bytes only)
+
+
+@attrs.define
 class Link:
-    """One direction of one connection: frames in flight, delivered in order."""
+    """One direction of one connection: frames (or encoded chunks) in flight, in order."""
     conn: int
     direction: str
     name: str
@@ -58,40 +82,49 @@ class Link:
 
 class Cluster:
     def __init__(self, cfg: StoreConfig, replicas: tuple[str, ...], disk_factory: Callable[[str, int], object],
-                 check: bool = True, trace=None) -> None:
+                 check: bool = True, trace=None, wire_bytes: bool = False) -> None:
         self.cfg = cfg
         self.replica_names = tuple(replicas)
         self.disk_factory = disk_factory
+        self.wire_bytes = wire_bytes
         seg = cfg.mapped_file_size_commit_log
         self.now = 0
         self.mstate = UP
         self.incarnation = 0
         self.master_disk = disk_factory("master", seg)
         self.master = MasterCore(cfg, replicas, 0)
+        # Every core records its spec steps into this one list, so they keep the order
+        # in which they happened even when the master and a slave act in one step.
+        self.spec_log: list[tuple] = []
+        self.master.spec_steps = self.spec_log
         self.durable_end = 0          # bytes of the master's log known fsync'd
-        self.page_end = 0             # bytes of the master's log in the page cache
+        self.page_end = 0             # bytes of the master's log in the page cache, contiguously
         self.down: dict | None = None
         self.replicas = {r: ReplicaNode(r, ReplicaCore(r, seg), disk_factory(r, seg)) for r in replicas}
+        for node in self.replicas.values():
+            node.core.spec_steps = self.spec_log
+        self.connections: dict[int, Connection] = {}
         self.links: dict[tuple[int, str], Link] = {}
         self._conn_ids = 0
         self.pending_fsync: fx.Fsync | None = None
         self.recent_actions: deque[str] = deque(maxlen=RECENT_ACTIONS)   # for deduplicating failures
         self.fsync_from = 0
         self.fsync_incarnation = -1
+        self.write_fault: Callable[[int], WriteFault | None] = lambda length: None
+        self.lookalike_sizes: deque[int] = deque()     # bodies the next puts copy the sizes of
         self.next_req = 1
         self.responses: dict[int, list[int]] = {}
         self.aborted: dict[int, bool] = {}
         self.history: dict[int, object] = {}
-        self.counters: Counter = Counter()
+        self.counters: Counter = Counter()             # spec fault kinds (aux_ctrs)
+        self.faults: Counter = Counter()               # injected faults by kind (for reports)
         self.action_counts: Counter = Counter()
         self.steps = 0
         self._hash = hashlib.sha256()
         self.trace = trace
         self.checker = RefinementChecker(spec_config(cfg, replicas)) if check else None
-        self._labels: list[tuple] = []
+        self.abstraction = Abstraction(self)
         self.failed = False
-        self._obs_reqs: list[SpecRequest] = []
-        self._ids_cache: dict = {}
 
     # ------------------------------------------------------------ queries
 
@@ -110,48 +143,99 @@ class Cluster:
     def statuses(self) -> dict[str, int]:
         return dict(sorted(Counter(PutStatus(v[-1]).name for v in self.responses.values()).items()))
 
+    def accepted_conn(self, name: str) -> int | None:
+        """The connection the master accepted for slave ``name``, if any."""
+        if self.mstate != UP or name not in self.master.conns:
+            return None
+        return self.master.conns[name].conn
+
     # ------------------------------------------------------------ the step
 
     def _finish(self, what: str, env_labels: list[tuple] = ()) -> None:
         """Perform the cores' effects, then check the step against the spec."""
         self.steps += 1
-        labels = list(env_labels)
         self._drain()
-        labels += self.master.spec_steps
-        self.master.spec_steps = []
-        for node in self.replicas.values():
-            labels += node.core.spec_steps
-            node.core.spec_steps = []
+        labels = [*env_labels, *self.spec_log]
+        self.spec_log.clear()
+        labels = [self._landed(label) if label[0] == "WriteFail" and label[2] is None else label
+                  for label in labels]
         self._hash.update(f"{self.now}|{what}|{labels}\n".encode())
         for label in labels:
-            self.action_counts[label[0]] += 1
-            self.recent_actions.append(label[0])
-            if label[0] == "FlushFail":
-                self.counters["fsync"] += 1
-        if self.checker is not None:
-            before = self.checker.shadow
-            self._labels = labels
-            try:
-                taken = self.checker.step(labels, self.observe, f"t={self.now}ms {what}")
-            except AssertionError:
-                self.failed = True       # the shadow state is no longer in step: stop checking
-                raise
-            if self.trace is not None:
-                for name, state in taken:
-                    self.trace.write(json.dumps({"t_ms": self.now, "action": name,
-                                                 "changed": changed_fields(before, state)}) + "\n")
-                    before = state
-        elif self.trace is not None and labels:
-            self.trace.write(json.dumps({"t_ms": self.now, "event": what, "labels": labels}) + "\n")
+            kind = label[0]
+            self.action_counts[kind] += 1
+            self.recent_actions.append(kind)
+            if kind in _COUNTED:
+                self.counters[_COUNTED[kind]] += 1
+        if self.checker is None:
+            if self.trace is not None and labels:
+                self.trace.write(json.dumps({"t_ms": self.now, "event": what, "labels": labels}) + "\n")
+            return
+        if self.mstate == UP:
+            self.master.check_invariants()
+        before = self.checker.shadow
+        try:
+            taken = self.checker.step(labels, lambda: self.abstraction.observe(labels), f"t={self.now}ms {what}")
+        except AssertionError:
+            self.failed = True       # the shadow state is no longer in step: stop checking
+            raise
+        if self.trace is not None:
+            for name, state in taken:
+                self.trace.write(json.dumps({"t_ms": self.now, "action": name,
+                                             "changed": changed_fields(before, state)}) + "\n")
+                before = state
+
+    def _landed(self, label: tuple) -> tuple:
+        """A failed write's spec step, with what only the disk knows: how many whole
+        records after committed it left in the page cache anyway."""
+        idx = self.master.log.index
+        return label[:2] + (max(0, idx.records_upto(self.page_end) - idx.records_upto(self.master.log.committed)),)
+
+    def caught_up(self, name: str) -> bool | None:
+        """ReplicasCatchUp for one slave: True when connected to a live master with all it
+        committed acknowledged, None when its log diverged from the master's (refused for good)."""
+        node, m = self.replicas[name], self.master
+        core = node.core
+        if self.mstate == UP and (core.parsed_end > m.log.committed
+                                  or m.log.index.chain.get(core.parsed_end) != core.index.chain[core.parsed_end]):
+            return None
+        hc = m.conns.get(name) if self.mstate == UP else None
+        return (node.up and hc is not None and hc.conn == node.conn and core.received_end == m.log.committed
+                and hc.ack_offset == m.log.committed)
+
+    def check_answered_in_time(self, bound_ms: int) -> None:
+        """EveryRequestAnswered, with the core's deadlines as the bound: the oldest request
+        still waiting on a live master has waited at most ``bound_ms``.  (Waiting requests are
+        queued in put order, answered ones leave from the head, so the head is the oldest.)"""
+        if self.mstate != UP:
+            return
+        req = next((r for r in self.master.waiting if r.status is None), None)
+        if req is not None and self.now - req.put_ms > bound_ms:
+            spec_id = self.checker.requests.spec_id.get(req.req_id) if self.checker else None
+            raise PropertyViolation(
+                "EveryRequestAnswered",
+                f"request {req.req_id} (spec id {spec_id}) has waited {self.now - req.put_ms} ms for an answer, "
+                f"more than both of its deadlines allow ({bound_ms} ms)")
 
     def check_liveness(self, budget_ms: int) -> None:
         """After faults stopped and the system healed for ``budget_ms``."""
+        if self.mstate != UP:
+            raise PropertyViolation("EveryRequestAnswered",
+                                    f"liveness: the master is still {self.mstate} {budget_ms} ms after faults stopped")
         if waiting := self.waiting():
             ids = [self.checker.requests.spec_id.get(r, r) for r in waiting[:5]] if self.checker else waiting[:5]
             raise PropertyViolation(
                 "EveryRequestAnswered",
                 f"liveness: {len(waiting)} request(s) still waiting {budget_ms} ms after faults stopped "
                 f"(spec ids {ids}); the master is {self.mstate}, writable={self.master.writable}")
+        behind = [name for name in self.replica_names if self.caught_up(name) is False]
+        if behind:
+            log = self.master.log
+            detail = ", ".join(f"{n} at {self.replicas[n].core.received_end} "
+                               f"({'connected' if n in self.master.conns else 'not connected'})" for n in behind)
+            raise PropertyViolation(
+                "ReplicasCatchUp",
+                f"liveness: {budget_ms} ms after faults stopped, slaves whose logs follow the master's have "
+                f"not caught up with its committed offset {log.committed}: {detail}")
         if self.checker is not None:
             self.checker.finish()
 
@@ -171,28 +255,46 @@ class Cluster:
                     self._master_effect(item)
         raise AssertionError("effects did not settle in 1000 rounds")
 
-    def _send(self, conn: int, direction: str, name: str, frame) -> None:
-        link = self.links.setdefault((conn, direction), Link(conn, direction, name))
+    def _send(self, conn: int, direction: str, frame) -> None:
+        if conn not in self.connections:
+            return
+        link = self.links.setdefault((conn, direction), Link(conn, direction, self.connections[conn].name))
         assert len(link.frames) < MAX_LINK_FRAMES, "link queue unbounded"
-        link.frames.append(frame)
+        link.frames.append(encode(frame) if self.wire_bytes else frame)
+
+    def _write(self, e: fx.WriteData) -> None:
+        """pwrite into the master's page cache; the core learns how it went at once."""
+        fault = self.write_fault(len(e.data))
+        written = len(e.data) if fault is None else fault[1]
+        if written:
+            self.master_disk.write(e.start, e.position, e.data[:written])
+        if fault is None:
+            if e.offset == self.page_end:
+                self.page_end = e.end
+            self.master.write_done(e.start, e.position, len(e.data), self.now)
+            return
+        self.faults[f"write_{fault[0]}"] += 1
+        if e.offset == self.page_end:
+            # What really is in the page cache: the bytes copied before the error, and the
+            # whole write if the bytes it missed happen to be there already (zeros, a retry).
+            landed = e.end if self.master_disk.read(e.start, e.position, len(e.data)) == e.data else e.offset + written
+            self.page_end = self.master.log.index.boundary_at_or_below(landed)
+        self.master.write_failed(e.start, e.position, len(e.data), written, self.now)
 
     def _master_effect(self, e) -> None:
         disk = self.master_disk
-        if isinstance(e, fx.CreateSegment):
+        if isinstance(e, fx.WriteData):
+            self._write(e)
+        elif isinstance(e, fx.CreateSegment):
             disk.create(e.start)
-        elif isinstance(e, fx.WriteData):
-            disk.write(e.start, e.position, e.data)
-            self.page_end = max(self.page_end, e.start + e.position + len(e.data))
         elif isinstance(e, fx.Fsync):
             assert self.pending_fsync is None, "the core issued two fsyncs at once"
             self.pending_fsync, self.fsync_incarnation = e, self.incarnation
             self.fsync_from = self.master.log.flushed    # what a success makes durable: [fsync_from, upto)
         elif isinstance(e, fx.SendData):
-            node = self.replicas[e.replica]
-            if node.conn is not None:
-                self._send(node.conn, TO_REPLICA, e.replica, Data(e.offset, e.data))
+            self._send(e.conn, TO_REPLICA, Data(e.offset, e.data))
         elif isinstance(e, fx.CloseReplica):
-            self._close(e.replica, label=None)
+            self._close_conn(e.conn, by_master=True)
         elif isinstance(e, fx.Respond):
             self.responses.setdefault(e.req_id, []).append(e.status)
         else:
@@ -209,27 +311,36 @@ class Cluster:
             if node.conn is not None:
                 frame = (Ack(e.offset, e.records) if isinstance(e, fx.SendAck)
                          else Handshake(e.offset, e.chain, node.name, e.records))
-                self._send(node.conn, TO_MASTER, node.name, frame)
+                self._send(node.conn, TO_MASTER, frame)
         elif isinstance(e, fx.CloseMaster):
-            self._close(node.name, label=("ReplicaDisconnect", node.name))
+            if node.conn is not None:
+                self._close_conn(node.conn, by_master=False)
         else:
             raise AssertionError(f"unknown replica effect {e!r}")
 
-    def _close(self, name: str, label: tuple | None) -> None:
-        """Close a slave's connection; ``label`` is recorded only if the master counted it."""
-        node = self.replicas[name]
-        if node.conn is None:
+    def _close_conn(self, conn: int, by_master: bool) -> None:
+        """Close one connection.  When the slave side or the network closes one the
+        master had accepted, the master notices (spec: ReplicaDisconnect); when the
+        master closed it, its core already took whatever spec step that was."""
+        c = self.connections.pop(conn, None)
+        if c is None:
             return
-        self.links.pop((node.conn, TO_MASTER), None)
-        self.links.pop((node.conn, TO_REPLICA), None)
-        node.conn = None
-        node.core.disconnected()
-        if self.mstate == UP and name in self.master.conns:
-            self.master.replica_disconnected(name)
-            if label is not None:
-                self.master.spec_steps.append(label)
-                if label[0] == "ReplicaDisconnect":
-                    self.counters["disconnect"] += 1
+        self.links.pop((conn, TO_MASTER), None)
+        self.links.pop((conn, TO_REPLICA), None)
+        if c.slave is not None and self.replicas[c.slave].conn == conn:
+            node = self.replicas[c.slave]
+            node.conn = None
+            node.core.disconnected()
+        if not by_master and self.mstate == UP:
+            accepted = self.master._name_of(conn)
+            self.master.replica_disconnected(conn)
+            if accepted is not None:
+                self.spec_log.append(("ReplicaDisconnect", accepted))
+
+    def _open_conn(self, name: str, slave: str | None) -> int:
+        self._conn_ids += 1
+        self.connections[self._conn_ids] = Connection(self._conn_ids, name, slave)
+        return self._conn_ids
 
     # ------------------------------------------------------------ steps: producers and timers
 
@@ -243,6 +354,11 @@ class Cluster:
         self._finish(f"put {len(body)} bytes")
         return rid
 
+    def next_body_size(self, default: int) -> int:
+        """The size of the next put: after a power loss, often that of a lost record, so a
+        slave still holding it differs from the master in content only (look-alike divergence)."""
+        return self.lookalike_sizes.popleft() if self.lookalike_sizes else default
+
     def tick(self, now_ms: int) -> None:
         self.now = max(self.now, now_ms)
         if self.mstate == UP:
@@ -255,50 +371,162 @@ class Cluster:
         if e is not None and self.mstate == UP and self.fsync_incarnation == self.incarnation:
             if ok:
                 self.master_disk.fsync(e.start, e.upto)
-                if self.fsync_from <= self.durable_end:   # after a failed fsync there is a hole: not a prefix
-                    self.durable_end = max(self.durable_end, e.upto)
                 self.master.fsync_done(e.start, e.upto, self.now)
+                # Durable as far as the master counts it (a read-only master ignores a late
+                # fsync: crashes may then lose more, never anything acknowledged); after a
+                # failed fsync there is a hole, so the durable prefix stops there.
+                if self.fsync_from <= self.durable_end and self.master.log.flushed >= e.upto:
+                    self.durable_end = max(self.durable_end, min(e.upto, self.page_end))
             else:
+                self.faults["fsync_EIO"] += 1
                 self.master.fsync_failed(e.start, e.upto, self.now)
         self._finish("fsync done" if ok else "fsync failed")
 
     # ------------------------------------------------------------ steps: network
 
     def deliver(self, conn: int, direction: str) -> None:
-        """The next frame of one direction of one connection arrives."""
+        """The next frame (or chunk) of one direction of one connection arrives."""
         link = self.links.get((conn, direction))
-        if link is not None and link.frames:
-            frame = link.frames.popleft()
-            node = self.replicas[link.name]
-            if direction == TO_REPLICA:
-                if node.up and node.conn == conn:
-                    node.core.on_data(frame.offset, frame.data)
-            elif self.mstate == UP and node.conn == conn:
-                if isinstance(frame, Handshake):
-                    self.master.replica_handshake(link.name, frame.offset, frame.chain, self.now, frame.records)
-                else:
-                    self.master.replica_ack(link.name, frame.offset, self.now, frame.records)
-            what = f"{link.name} {direction} {type(frame).__name__}"
+        if link is None or not link.frames:
+            return self._finish("nothing to deliver")
+        item = link.frames.popleft()
+        if item is EOF:
+            self._close_conn(conn, by_master=False)
+            return self._finish(f"{link.name} {direction} connection cut")
+        if not self.wire_bytes:
+            self._receive(conn, direction, item)
+            return self._finish(f"{link.name} {direction} {type(item).__name__}")
+        decoder = self.connections[conn].decoders.setdefault(direction, FrameDecoder(MAX_WIRE_FRAME_BYTES))
+        try:
+            frames = decoder.feed(item)
+        except FrameError as err:
+            self._reject_input(conn, direction, f"malformed frame: {err}")
+            return self._finish(f"{link.name} {direction} malformed bytes")
+        for frame in frames:
+            if conn not in self.connections:
+                break
+            self._receive(conn, direction, frame)
+        self._finish(f"{link.name} {direction} {len(item)} bytes, {len(frames)} frame(s)")
+
+    def _receive(self, conn: int, direction: str, frame) -> None:
+        c = self.connections[conn]
+        if direction == TO_REPLICA:
+            node = self.replicas.get(c.slave) if c.slave else None
+            if node is None or not node.up or node.conn != conn:
+                return
+            if isinstance(frame, Data):
+                node.core.on_data(frame.offset, frame.data)
+            else:
+                self._reject_input(conn, direction, f"a master sent a {type(frame).__name__} frame")
+            return
+        if self.mstate != UP:
+            return
+        if isinstance(frame, Handshake):
+            self.master.replica_handshake(conn, frame.name, frame.offset, frame.chain, self.now, frame.records)
+        elif isinstance(frame, Ack):
+            self.master.replica_ack(conn, frame.offset, self.now, frame.records)
         else:
-            what = "nothing to deliver"
-        self._finish(what)
+            self.master.replica_bad_input(conn, f"a slave sent a {type(frame).__name__} frame")
+
+    def _reject_input(self, conn: int, direction: str, reason: str) -> None:
+        """The receiving side could not use what arrived: it closes the connection."""
+        if direction == TO_MASTER:
+            if self.mstate == UP:
+                self.master.replica_bad_input(conn, reason)
+            else:
+                self._close_conn(conn, by_master=True)
+            return
+        c = self.connections[conn]
+        node = self.replicas.get(c.slave) if c.slave else None
+        if node is not None and node.conn == conn:
+            node.core.on_bad_input(reason)
+        else:
+            self._close_conn(conn, by_master=False)
 
     def connect(self, name: str) -> bool:
         """The slave's HAClient connects (if it can); True if a connection opened."""
         node = self.replicas[name]
         opened = self.mstate == UP and node.up and node.conn is None
         if opened:
-            self._conn_ids += 1
-            node.conn = self._conn_ids
+            node.conn = self._open_conn(name, name)
             node.core.connect()
         self._finish(f"{name} connects" if opened else f"{name}: no connection")
         return opened
 
     def disconnect(self, name: str) -> None:
         node = self.replicas[name]
-        counted = self.mstate == UP and node.name in self.master.conns and node.conn is not None
-        self._close(name, label=("ReplicaDisconnect", name) if counted else None)
+        if node.conn is not None:
+            self._close_conn(node.conn, by_master=False)
         self._finish(f"{name} disconnected")
+
+    # ------------------------------------------------------------ steps: forged and mangled HA input
+
+    def forge_ack(self, name: str, offset: int, records: int) -> bool:
+        """An ACK the slave never sent arrives now on its accepted connection (a forger
+        chooses its numbers against what the master holds at that moment)."""
+        conn = self.accepted_conn(name)
+        if conn is not None:
+            self.faults["forged_ack"] += 1
+            self.master.replica_ack(conn, offset, self.now, records)
+        self._finish(f"forged ACK {offset}/{records} for {name}" if conn else "no connection to forge on")
+        return conn is not None
+
+    def impostor(self, name: str) -> None:
+        """A second connection claims to be slave ``name`` (UNKNOWN_SLAVE: a name no one has)
+        with that slave's offset and a damaged chain hash."""
+        node = self.replicas.get(name)
+        if self.mstate == UP:
+            self.faults["impostor" if node else "unknown_slave"] += 1
+            conn = self._open_conn(name, None)
+            offset = node.core.parsed_end if node else 0
+            chain = bytes(b ^ 0xFF for b in (node.core.index.chain[offset] if node else bytes(16)))
+            records = len(node.core.index.ends) if node else 0
+            self._send(conn, TO_MASTER, Handshake(offset, chain, name, records))
+        self._finish(f"impostor connects as {name}")
+
+    def impostor_conns(self) -> list[int]:
+        return [c.conn for c in self.connections.values() if c.slave is None]
+
+    def close_impostors(self) -> None:
+        for conn in self.impostor_conns():
+            self._close_conn(conn, by_master=False)
+
+    def mangle(self, how: str, pick: int, at: int) -> bool:
+        """Damage the frames in flight on one link (``pick`` chooses it, ``at`` the byte or frame)."""
+        links = self.open_links()
+        if not links or (how in ("truncate", "garbage", "corrupt") and not self.wire_bytes):
+            self._finish(f"nothing to {how}")
+            return False
+        link = links[pick % len(links)]
+        frames = link.frames
+        whole = len(frames) - (frames[-1] is EOF)     # a cut link ends with EOF: leave that in place
+        if whole == 0:
+            self._finish(f"nothing to {how}")
+            return False
+        k = at % whole
+        if how == "duplicate":
+            frames.insert(k + 1, frames[k])
+        elif how == "reorder":
+            if whole < 2:
+                return self._finish("nothing to reorder") or False
+            k = min(k, whole - 2)
+            frames[k], frames[k + 1] = frames[k + 1], frames[k]
+        elif how == "garbage":
+            frames.insert(k, hashlib.sha256(f"{self.steps}/{at}".encode()).digest()[: 1 + at % 32])
+        elif how == "corrupt":
+            chunk = bytearray(frames[k])
+            chunk[at % len(chunk)] ^= 1 << (at % 8)
+            frames[k] = bytes(chunk)
+        elif how == "truncate":                 # the connection breaks inside a frame
+            frames[k] = frames[k][: at % len(frames[k])]
+            while len(frames) > k + 1:
+                frames.pop()
+            frames.append(EOF)                  # delivered last: then the connection closes
+        else:
+            raise ValueError(f"unknown mangling {how!r}")
+        self.faults[f"{how}_frame"] += 1
+        self._finish(f"{how} a frame on {link.name} {link.direction}")
+        return True
 
     # ------------------------------------------------------------ steps: slaves failing
 
@@ -309,7 +537,14 @@ class Cluster:
         self.counters["replica"] += 1
         node.up = False
         node.core.effects.clear()
-        self._close(name, label=None)
+        if node.conn is not None:
+            conn, node.conn = node.conn, None
+            self.links.pop((conn, TO_MASTER), None)
+            self.links.pop((conn, TO_REPLICA), None)
+            self.connections.pop(conn, None)
+            if self.mstate == UP:
+                self.master.replica_disconnected(conn)
+        node.core.disconnected()
         self._finish(f"{name} crashes", [("ReplicaCrash", name)])
 
     def replica_restart(self, name: str) -> None:
@@ -320,6 +555,7 @@ class Cluster:
         node.disk = self.disk_factory(name, self.cfg.mapped_file_size_commit_log, node.disk)
         report, data = node.disk.recover()
         node.core = ReplicaCore.recovered(name, self.cfg.mapped_file_size_commit_log, report, data)
+        node.core.spec_steps = self.spec_log
         node.up = True
         self._finish(f"{name} restarts", [("ReplicaRestart", name)])
 
@@ -330,16 +566,17 @@ class Cluster:
         side, its memory (write buffer, acks, pending effects) is lost."""
         for req in self.master.requests.values():
             if req.status is None:
-                self.aborted[req.req_id] = (not self.cfg.sync_flush) or req.next_offset <= self.master.released_upto
+                self.aborted[req.req_id] = self.master.flush_leg_done(req)
         self.history.update(self.master.requests)
         self.master.effects.clear()
         self.pending_fsync = None
-        for node in self.replicas.values():
-            if node.conn is not None:
-                self.links.pop((node.conn, TO_MASTER), None)
-                self.links.pop((node.conn, TO_REPLICA), None)
-                node.conn = None
-                node.core.disconnected()
+        for conn in list(self.connections):
+            c = self.connections.pop(conn)
+            self.links.pop((conn, TO_MASTER), None)
+            self.links.pop((conn, TO_REPLICA), None)
+            if c.slave is not None and self.replicas[c.slave].conn == conn:
+                self.replicas[c.slave].conn = None
+                self.replicas[c.slave].core.disconnected()
 
     def master_process_crash(self) -> None:
         if self.mstate != UP:
@@ -347,10 +584,10 @@ class Cluster:
         self.counters["process"] += 1
         log, idx = self.master.log, self.master.log.index
         self._kill_master()
-        self.page_end = log.committed            # the transient-pool write buffer is gone
-        self.down = {"log": idx.keys[: idx.records_upto(log.committed)],
-                     "committed": idx.records_upto(log.committed), "flushed": idx.records_upto(log.flushed),
-                     "durable": idx.records_upto(self.durable_end), "index": idx}
+        kept = idx.records_upto(self.page_end)      # the page cache survives; the pool's write buffer is gone
+        self.down = {"log": idx.keys[:kept], "committed": kept,
+                     "flushed": min(idx.records_upto(log.flushed), kept),
+                     "durable": min(idx.records_upto(self.durable_end), kept), "index": idx}
         self.mstate = PROC_DOWN
         self.incarnation += 1
         self._finish("master process crash", [("MasterProcessCrash",)])
@@ -358,7 +595,7 @@ class Cluster:
     def machine_crash_bounds(self) -> tuple[int, int, list[int]]:
         """(durable end, page-cache end, record ends in between): where a cut may fall."""
         idx = self.master.log.index if self.mstate == UP else self.down["index"]
-        low, high = self.durable_end, self.page_end
+        low, high = min(self.durable_end, self.page_end), self.page_end
         return low, high, [e for e in idx.ends if low < e < high]
 
     def master_machine_crash(self, cut: int) -> None:
@@ -374,6 +611,7 @@ class Cluster:
             self._kill_master()
         keep = idx.records_upto(cut)
         torn = keep < len(idx.ends) and idx.starts[keep] < cut < idx.ends[keep] <= high
+        self.lookalike_sizes = deque(idx.ends[i] - idx.starts[i] - HEADER_SIZE for i in range(keep, len(idx.ends)))
         self.master_disk.machine_crash(cut)
         self.durable_end = self.page_end = cut
         self.down = {"log": idx.keys[:keep] + ([None] if torn else []), "committed": keep,
@@ -392,123 +630,15 @@ class Cluster:
         log = CommitLog.recovered(self.cfg.mapped_file_size_commit_log, self.cfg.transient_store_pool_enable,
                                   report, data)
         self.master = MasterCore(self.cfg, self.replica_names, self.now, log=log)
+        self.master.spec_steps = self.spec_log
         self.mstate, self.down = UP, None
         self._finish(f"master restarts ({len(report.records)} records, {len(report.dropped)} dropped)",
                      [("Recover",)])
 
-    # ------------------------------------------------------------ abstraction
-
-    def observe(self) -> State:
-        """The spec state this cluster is in (the refinement mapping).
-
-        Built incrementally: a spec request is recomputed only when this step
-        touched it or it is still waiting, and when it equals the shadow's it
-        *is* the shadow's object, so comparing the two states is an identity
-        scan over the untouched part."""
-        ids = self.checker.requests.spec_id
-
-        def to_ids(keys):
-            return tuple(TORN if k is None else ids.get(k, TORN) for k in keys)
-
-        names = self.replica_names
-        if self.mstate == UP:
-            m, log = self.master, self.master.log
-            idx = log.index
-            mlog = self._cached_ids("master", idx.keys, to_ids)
-            committed, flushed = idx.records_upto(log.committed), idx.records_upto(log.flushed)
-            durable = idx.records_upto(self.durable_end)
-            writable = m.writable
-            connected = tuple(r in m.conns for r in names)
-            ack = tuple(m.conns[r].ack_records if r in m.conns else 0 for r in names)
-            push2 = m.push2_records
-        else:
-            d = self.down
-            mlog = to_ids(d["log"])
-            committed, flushed, durable = d["committed"], d["flushed"], d["durable"]
-            writable, connected, ack, push2 = True, (False,) * len(names), (0,) * len(names), 0
-        c = self.counters
-        return State(
-            mstate=self.mstate, log=mlog, committed=committed, flushed=flushed, durable=durable,
-            writable=writable, reqs=self._observed_requests(), connected=connected, ack=ack,
-            push2SlaveMaxOffset=push2, syncStateSet=frozenset(names),
-            rlog=tuple(self._cached_ids(r, self.replicas[r].core.index.keys, to_ids) for r in names),
-            rUp=tuple(self.replicas[r].up for r in names), inv_responses=frozenset(),
-            aux_ctrs=Counters(masterProcessCrash=c["process"], masterMachineCrash=c["machine"],
-                              replicaCrash=c["replica"], replicaDisconnect=c["disconnect"],
-                              fsyncFailure=c["fsync"]),
-        )
-
-    def _cached_ids(self, who: str, keys: list[int], to_ids) -> tuple:
-        """Spec ids of a log's keys, extended as the log grows (rebuilt if it shrank)."""
-        old_keys, old_ids = self._ids_cache.get(who, (None, ()))
-        if old_keys is keys and len(old_ids) <= len(keys):
-            ids = old_ids + to_ids(keys[len(old_ids):]) if len(old_ids) < len(keys) else old_ids
-        else:
-            ids = to_ids(keys)
-        self._ids_cache[who] = (keys, ids)
-        return ids
-
-    def _observed_requests(self) -> tuple:
-        requests = self.checker.requests
-        obs = self._obs_reqs
-        shadow = self.checker.shadow.reqs
-        touched = {label[1] for label in self._labels if label[0] in ("Put", "Respond", "Timeout")}
-        if any(label[0] in ("MasterProcessCrash", "MasterMachineCrash") for label in self._labels):
-            touched |= set(self.aborted)
-        if self.mstate == UP:
-            touched |= {req.req_id for req in self.master.requests_read}
-            touched |= {req.req_id for req in self.master.waiting if req.status is None}
-        for req_id in touched:
-            i = requests.spec_id.get(req_id)
-            if i is None:
-                continue
-            fresh = self._spec_request(req_id, requests.spec_off[req_id])
-            if i - 1 < len(shadow) and shadow[i - 1] == fresh:
-                fresh = shadow[i - 1]
-            if i - 1 == len(obs):
-                obs.append(fresh)
-            else:
-                obs[i - 1] = fresh
-        return tuple(obs)
-
-    def _spec_request(self, req_id: int, off: int) -> SpecRequest:
-        if req_id in self.aborted:
-            return SpecRequest(off, self.aborted[req_id], "CLIENT_TIMEOUT")
-        req = self.master.requests.get(req_id) if self.mstate == UP else None
-        req = req if req is not None else self.history[req_id]
-        if req.status is None:
-            done = (not self.cfg.sync_flush) or req.next_offset <= self.master.released_upto
-            return SpecRequest(off, done, "WAITING")
-        return SpecRequest(off, req.flush_done_when_answered, req.status.name)
+    def observe(self):
+        """The spec state this cluster is in (see reference/sim/abstraction.py)."""
+        return self.abstraction.observe([])
 
 
-def changed_fields(before: State, after: State) -> dict:
-    """What a spec step changed: whole scalars, and only the changed or
-    appended elements of sequences and sets (traces stay linear in length)."""
-    out = {}
-    for f in attrs.fields(State):
-        a, b = getattr(before, f.name), getattr(after, f.name)
-        if a is b or a == b:
-            continue
-        if isinstance(a, tuple) and isinstance(b, tuple) and f.name in ("log", "reqs", "rlog"):
-            if len(b) >= len(a) and b[: len(a)] == a:
-                out[f.name] = {"append": to_json(b[len(a):])}
-            elif len(a) == len(b):
-                out[f.name] = {str(i): to_json(y) for i, (x, y) in enumerate(zip(a, b), 1) if x != y}
-            else:
-                out[f.name] = to_json(b)
-        elif isinstance(a, frozenset) and isinstance(b, frozenset):
-            out[f.name] = {"add": to_json(b - a), "remove": to_json(a - b)}
-        else:
-            out[f.name] = to_json(b)
-    return out
-
-
-def to_json(v):
-    if attrs.has(type(v)):
-        return {f.name: to_json(getattr(v, f.name)) for f in attrs.fields(type(v))}
-    if isinstance(v, (tuple, list)):
-        return [to_json(x) for x in v]
-    if isinstance(v, frozenset):
-        return sorted((to_json(x) for x in v), key=lambda x: json.dumps(x, sort_keys=True))
-    return v
+# Spec actions that bump aux_ctrs, and which counter (the others are counted where they happen).
+_COUNTED = {"FlushFail": "fsync", "WriteFail": "write", "ReplicaDisconnect": "disconnect"}

@@ -25,6 +25,10 @@ class SimDisk:
         assert position + len(data) <= self.segment_size, (start, position, len(data))
         seg[position: position + len(data)] = data
 
+    def read(self, start: int, position: int, length: int) -> bytes:
+        seg = self.segments.get(start)
+        return bytes(length) if seg is None else bytes(seg[position: position + length])
+
     def fsync(self, start: int, upto: int) -> None:
         """Nothing to do: the cluster records what became durable."""
 

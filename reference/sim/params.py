@@ -21,6 +21,14 @@ class Faults:
     replica_crash_per_s: float = 0.0
     replica_disconnect_per_s: float = 0.0
     fsync_failure_probability: float = 0.0     # per fsync
+    write_failure_probability: float = 0.0     # per page-cache write (EIO, ENOSPC or a short write)
+    forged_ack_per_s: float = 0.0              # HA reports no slave sent (beyond committed, or mangled)
+    impostor_per_s: float = 0.0                # a second connection under a slave's name, or an unknown name
+    duplicate_frame_per_s: float = 0.0
+    reorder_frame_per_s: float = 0.0
+    truncate_frame_per_s: float = 0.0          # a connection cut inside a frame (wire bytes)
+    garbage_frame_per_s: float = 0.0           # random bytes on a connection (wire bytes)
+    corrupt_frame_per_s: float = 0.0           # one bit flipped in flight (wire bytes)
     net_delay_ms: tuple[int, int] = (0, 2)
     fsync_latency_ms: tuple[int, int] = (1, 4)
     restart_delay_ms: tuple[int, int] = (5, 50)
@@ -34,6 +42,12 @@ class SimParams:
     store: StoreConfig
     replicas: tuple[str, ...]
     faults: Faults
+
+    @property
+    def wire_bytes(self) -> bool:
+        """Frames travel as bytes (so they can be cut and corrupted), not as objects."""
+        f = self.faults
+        return f.truncate_frame_per_s > 0 or f.garbage_frame_per_s > 0 or f.corrupt_frame_per_s > 0
 
     def describe(self) -> dict:
         s = self.store
@@ -58,15 +72,23 @@ BUG_SETTINGS: dict[str, dict] = {
     "BugAnyReplicaForAllInSync": {"broker_role": "SYNC_MASTER", "ack_policy": "ALL_IN_SYNC", "replicas": 2},
     "BugTimeoutAsOK": {"flush_disk_type": "SYNC_FLUSH", "broker_role": "SYNC_MASTER"},
     "BugFlushOneFileReleasesAll": {"flush_disk_type": "SYNC_FLUSH", "mapped_file_size_commit_log": 256},
-    "BugRecoveryKeepsTorn": {"master_machine_crash_per_s": 3.0},
+    # A short write leaves a partial record that this bug's recovery would keep as torn, which the
+    # spec's process crash does not model; impostors get past the two broken handshakes.
+    "BugRecoveryKeepsTorn": {"master_machine_crash_per_s": 3.0, "write_failure_probability": 0.0},
     "BugAcceptAckBeyondLog": {"flush_disk_type": "ASYNC_FLUSH", "master_machine_crash_per_s": 3.0,
-                              "transient_store_pool_enable": False},
+                              "transient_store_pool_enable": False, "impostor_per_s": 0.0},
     "BugHandshakeOffsetOnly": {"flush_disk_type": "ASYNC_FLUSH", "master_machine_crash_per_s": 3.0,
-                               "transient_store_pool_enable": False},
+                               "transient_store_pool_enable": False, "impostor_per_s": 0.0},
     "BugFlushIgnoresFsyncError": {"flush_disk_type": "SYNC_FLUSH", "fsync_failure_probability": 0.3,
                                   "master_machine_crash_per_s": 20.0, "fsync_latency_ms": (5, 20)},
     "BugDoubleResponse": {"flush_disk_type": "SYNC_FLUSH"},
     "BugNoFlushDiskWatcher": {"flush_disk_type": "SYNC_FLUSH", "fsync_failure_probability": 0.05},
+    "BugFsyncCoversFailedWrite": {"flush_disk_type": "SYNC_FLUSH", "write_failure_probability": 0.05},
+    "BugAckCheckedAgainstWrote": {"transient_store_pool_enable": True, "broker_role": "SYNC_MASTER",
+                                  "forged_ack_per_s": 30.0, "commit_interval_commit_log_ms": 40,
+                                  "commit_commit_log_least_pages": 4, "commit_commit_log_thorough_interval_ms": 40},
+    "BugFlushTimeoutHidesSlaveTimeout": {"flush_disk_type": "SYNC_FLUSH", "broker_role": "SYNC_MASTER"},
+    "BugHandshakeRefusesCaughtUp": {"replica_disconnect_per_s": 5.0},
 }
 
 
@@ -115,6 +137,17 @@ def draw(seed: int, overrides: dict[str, str] | None = None) -> SimParams:
     # Drawn last, so that adding them changed no earlier draw of any seed.
     store["flush_one_message_per_fsync"] = rng.random() < 0.15
     store["commit_on_replica_wait"] = rng.random() < 0.3
+    store["ha_housekeeping_interval_ms"] = rng.randint(30, 400)
+    faults.update(
+        write_failure_probability=rate(0.002, 0.05),
+        forged_ack_per_s=rate(0.5, 10.0),
+        impostor_per_s=rate(0.5, 5.0),
+        duplicate_frame_per_s=rate(0.5, 8.0),
+        reorder_frame_per_s=rate(0.5, 8.0),
+        truncate_frame_per_s=rate(0.5, 5.0),
+        garbage_frame_per_s=rate(0.5, 5.0),
+        corrupt_frame_per_s=rate(0.5, 5.0),
+    )
     bugs: list[str] = []
     overrides = dict(overrides or {})
     for bug in [v for k, v in overrides.items() if k == "bug"]:

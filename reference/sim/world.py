@@ -15,7 +15,7 @@ import random
 import attrs
 
 from reference.refinement import PropertyViolation, RefinementError
-from reference.sim.cluster import MACHINE_DOWN, UP, Cluster
+from reference.sim.cluster import MACHINE_DOWN, MANGLINGS, UNKNOWN_SLAVE, UP, WRITE_FAULTS, Cluster
 from reference.sim.disk import sim_disk_factory
 from reference.sim.params import SimParams
 
@@ -35,6 +35,7 @@ class Outcome:
     statuses: dict[str, int]
     actions: dict[str, int]     # spec action -> count (coverage)
     tail: list[str] = attrs.Factory(list)   # the last spec actions before a violation
+    faults: dict[str, int] = attrs.Factory(dict)   # injected faults by kind
 
     @property
     def ok(self) -> bool:
@@ -46,7 +47,9 @@ class World:
         self.p = params
         self.cfg = params.store
         self.rng = random.Random(f"ackorder-sim-run-{params.seed}")
-        self.cluster = Cluster(params.store, params.replicas, sim_disk_factory, check=check, trace=trace)
+        self.cluster = Cluster(params.store, params.replicas, sim_disk_factory, check=check, trace=trace,
+                               wire_bytes=params.wire_bytes)
+        self.cluster.write_fault = self._write_fault
         self._queue: list = []
         self._seq = 0
         self._scheduled: dict[tuple[int, str], int] = {}     # link -> frames with a delivery scheduled
@@ -54,7 +57,11 @@ class World:
         self._fsync_scheduled = False
         self._connecting: set[str] = set(params.replicas)   # replicas with a connect attempt scheduled
         self._tick_at: int | None = None
+        self._operator_restart = False
         self.calm = False
+        # Every request has its answer within both deadlines (BLOCKING registers the replica leg
+        # after the flush) plus a tick: a broker that loses a request must not hide behind a restart.
+        self._answer_bound_ms = self.cfg.sync_flush_timeout_ms + self.cfg.slave_timeout_ms + 50
         self._schedule(0, "put")
         for name in params.replicas:
             self._schedule(self._delay((0, 5)), "connect", name)
@@ -84,7 +91,10 @@ class World:
         return {"master_process_crash": f.master_process_crash_per_s,
                 "master_machine_crash": f.master_machine_crash_per_s,
                 "replica_crash": f.replica_crash_per_s,
-                "replica_disconnect": f.replica_disconnect_per_s}
+                "replica_disconnect": f.replica_disconnect_per_s,
+                "forged_ack": f.forged_ack_per_s,
+                "impostor": f.impostor_per_s,
+                **{f"{how}_frame": getattr(f, f"{how}_frame_per_s") for how in MANGLINGS}}
 
     def _plan(self) -> None:
         """After each step: schedule what the cluster now has in flight."""
@@ -105,6 +115,10 @@ class World:
             if node.up and node.conn is None and name not in self._connecting:
                 self._connecting.add(name)
                 self._schedule(self._delay((2, 20)), "connect", name)
+        if c.mstate == UP and not c.master.writable and not self._operator_restart:
+            # A read-only store (a failed write or fsync) stays so until someone restarts the broker.
+            self._operator_restart = True
+            self._schedule(self._delay((20, 200)), "operator_restart", c.incarnation)
         if c.mstate == UP:
             at = c.master.next_wakeup_ms(self.now)
             if self._tick_at is None or at < self._tick_at or self._tick_at < self.now:
@@ -132,13 +146,14 @@ class World:
             seed=self.p.seed, steps=c.steps, spec_steps=c.checker.steps_checked if c.checker else 0,
             sim_ms=c.now, violation=violation, message=message, trace_hash=c.trace_hash,
             statuses=c.statuses(), actions=dict(sorted(c.action_counts.items())),
-            tail=list(c.recent_actions) if violation else [],
+            tail=list(c.recent_actions) if violation else [], faults=dict(sorted(c.faults.items())),
         )
 
     def _process_next(self) -> None:
         at, _, kind, payload = heapq.heappop(self._queue)
         self.cluster.now = max(self.cluster.now, at)
         getattr(self, "_on_" + kind)(*payload)
+        self.cluster.check_answered_in_time(self._answer_bound_ms)
         self._plan()
 
     def _liveness_phase(self) -> None:
@@ -147,16 +162,21 @@ class World:
         budget = 3 * max(cfg.sync_flush_timeout_ms, cfg.slave_timeout_ms) + 4 * f.restart_delay_ms[1] + 1000
         until = self.now + budget
         c = self.cluster
-        while self._queue and self.now <= until and (c.mstate != UP or c.waiting()):
+        while self._queue and self.now <= until and not self._settled():
             self._process_next()
         c.check_liveness(budget)
+
+    def _settled(self) -> bool:
+        """Every request answered and every slave caught up (or diverged for good)."""
+        c = self.cluster
+        return c.mstate == UP and not c.waiting() and all(c.caught_up(n) is not False for n in c.replica_names)
 
     # ------------------------------------------------------------ events
 
     def _on_put(self) -> None:
         if self.calm:
             return
-        size = self.rng.randint(*self.p.faults.body_size)
+        size = self.cluster.next_body_size(self.rng.randint(*self.p.faults.body_size))
         self.cluster.put(self.rng.randbytes(size))
         self._schedule(self._delay(self.p.faults.put_interval_ms), "put")
 
@@ -210,10 +230,68 @@ class World:
             return
         low, high, ends = c.machine_crash_bounds()
         cut = self.rng.choice([low, high, *ends]) if self.rng.random() < 0.5 else self.rng.randint(low, high)
-        was_up = c.mstate == UP
         c.master_machine_crash(cut)
-        if was_up:
+        self._after_master_died()       # a new incarnation: the earlier restart, if any, is void
+
+    def _on_operator_restart(self, incarnation: int) -> None:
+        self._operator_restart = False
+        c = self.cluster
+        if c.mstate == UP and incarnation == c.incarnation and not c.master.writable:
+            c.master_process_crash()
             self._after_master_died()
+
+    def _write_fault(self, length: int):
+        """Whether the next page-cache write fails, and after how many bytes."""
+        if self.calm or self.rng.random() >= self.p.faults.write_failure_probability:
+            return None
+        kind = self.rng.choice(WRITE_FAULTS)
+        return kind, (self.rng.randrange(length) if kind == "short" else 0)
+
+    def _on_forged_ack(self) -> None:
+        """A report the slave never sent: beyond committed (in the write buffer, or past
+        everything written), or at a committed offset with the wrong record count."""
+        c = self.cluster
+        if not self._fault("forged_ack") or c.mstate != UP:
+            return
+        linked = [n for n in c.replica_names if c.accepted_conn(n) is not None]
+        if not linked:
+            return
+        log = c.master.log
+        name = self.rng.choice(linked)
+        kind = self.rng.choice(("buffer", "beyond", "mangled"))
+        if kind == "buffer" and log.wrote > log.committed:
+            offset = self.rng.randint(log.committed + 1, log.wrote)
+            c.forge_ack(name, offset, log.records_upto(offset))
+        elif kind == "mangled" and log.committed > 0:
+            offset = self.rng.randint(1, log.committed)
+            c.forge_ack(name, offset, log.records_upto(offset) + self.rng.choice((-1, 1, 7)) % 1000)
+        else:
+            offset = log.wrote + self.rng.randint(1, 4096)
+            c.forge_ack(name, offset, len(log.index.ends) + self.rng.randint(0, 3))
+
+    def _on_impostor(self) -> None:
+        c = self.cluster
+        if self._fault("impostor") and c.mstate == UP:
+            c.impostor(self.rng.choice((*c.replica_names, UNKNOWN_SLAVE)))
+
+    def _mangle(self, how: str) -> None:
+        if self._fault(f"{how}_frame"):
+            self.cluster.mangle(how, self.rng.randrange(1 << 16), self.rng.randrange(1 << 16))
+
+    def _on_duplicate_frame(self) -> None:
+        self._mangle("duplicate")
+
+    def _on_reorder_frame(self) -> None:
+        self._mangle("reorder")
+
+    def _on_truncate_frame(self) -> None:
+        self._mangle("truncate")
+
+    def _on_garbage_frame(self) -> None:
+        self._mangle("garbage")
+
+    def _on_corrupt_frame(self) -> None:
+        self._mangle("corrupt")
 
     def _after_master_died(self) -> None:
         self._schedule(self._delay(self.p.faults.restart_delay_ms), "master_restart", self.cluster.incarnation)

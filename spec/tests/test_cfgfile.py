@@ -18,6 +18,7 @@ CONSTANTS
     ActiveBug = "none"
     MaxPuts = 2 MaxMasterProcessCrashes = 0
     MaxMasterMachineCrashes = 1 MaxReplicaCrashes = 1 MaxReplicaDisconnects = 1 MaxFsyncFailures = 0
+    MaxWriteFailures = 0 MaxForgedReports = 0
 (* a block
    comment *)
 INIT Init
