@@ -93,7 +93,6 @@ class MasterCore:
         self.requests: dict[int, Request] = {}
         self.unconfirmed: deque[Request] = deque()      # appended, page-cache write not yet confirmed
         self.writes: deque[WriteInFlight] = deque()
-        self.unwritten: list[tuple[int, int]] = []      # BugFsyncCoversFailedWrite: failed ranges kept as written
         self.waiting: deque[Request] = deque()          # ordered by next_offset
         # GroupCommitService
         self.requests_write: list[Request] = []
@@ -133,7 +132,9 @@ class MasterCore:
         return out
 
     def check_invariants(self) -> None:
-        """TigerStyle: the watermarks and queues are in order after every event (O(1))."""
+        """TigerStyle: the watermarks and queues are in order after every event (O(1)).  What
+        the spec's properties say (push2SlaveMaxOffset <= committed...) is left to the
+        refinement check, which names the property a bug breaks."""
         log, bug = self.log, self.cfg.bug
         assert 0 <= log.flushed <= log.committed <= log.issued <= log.wrote, \
             (log.flushed, log.committed, log.issued, log.wrote)
@@ -141,8 +142,7 @@ class MasterCore:
         assert self.released_upto <= (log.committed if bug("BugFlushOneFileReleasesAll") else log.flushed)
         assert not self.waiting or self.waiting[0].next_offset <= self.waiting[-1].next_offset
         assert not self.unconfirmed or self.writable, "puts are only appended while writable"
-        assert (self.push2SlaveMaxOffset <= log.committed or bug("BugAcceptAckBeyondLog")
-                or bug("BugAckCheckedAgainstWrote")), (self.push2SlaveMaxOffset, log.committed)
+        assert not self.writes or self.writes[0].offset >= log.committed, "a write in flight below committed"
 
     def _answer(self, req: Request, status: PutStatus, step: str) -> None:
         if req.status is not None and not (self.cfg.bug("BugDoubleResponse") and step == "Timeout"):
@@ -320,13 +320,12 @@ class MasterCore:
         log = self.log
         failed = self.unconfirmed.popleft()
         if self.cfg.bug("BugFsyncCoversFailedWrite"):   # kept as written: the fsync will cover it
-            self.unwritten.append((log.committed, failed.next_offset))
             log.confirm(failed.next_offset)
-            self._appended(failed, now_ms, step=("WriteFail", failed.req_id, 0))
+            self._appended(failed, now_ms, step=("WriteFail", failed.req_id, None))
         else:
             failed.status = PutStatus.UNKNOWN_ERROR
             self._emit(Respond(failed.req_id, int(PutStatus.UNKNOWN_ERROR), failed.next_offset))
-            self.spec_steps.append(("WriteFail", failed.req_id, None))   # None: how much landed, the runtime tells
+            self.spec_steps.append(("WriteFail", failed.req_id, None))
         if self.unconfirmed:
             while self.unconfirmed:
                 self._reject(self.unconfirmed.popleft(), PutStatus.SERVICE_NOT_AVAILABLE, "Put")
@@ -336,12 +335,11 @@ class MasterCore:
         """With the pool: the write buffer keeps the data; a later commit retries from committed."""
         log = self.log
         if self.cfg.bug("BugFsyncCoversFailedWrite"):      # the failed range counted as committed
-            self.unwritten.append((log.committed, w.end))
             log.confirm(w.end)
             self.spec_steps.append(("WriteFail", None, log.records_upto(log.committed)))
             self._flush_wakeup = True
             return
-        self.spec_steps.append(("WriteFail", None, None))   # None: how much landed, the runtime tells
+        self.spec_steps.append(("WriteFail", None, None))
         log.reissue_from_committed()
 
     # ------------------------------------------------------------------ services
@@ -389,9 +387,9 @@ class MasterCore:
         assert log.issued == log.wrote, (log.issued, log.wrote)
 
     def _flush_allowed(self) -> bool:
-        """No fsync once the store is read-only (BugFsyncCoversFailedWrite: the
-        follow-up fsync after a failed write runs anyway)."""
-        return self.writable or (self.cfg.bug("BugFsyncCoversFailedWrite") and bool(self.unwritten))
+        """No fsync once the store is read-only (BugFsyncCoversFailedWrite: the flush path
+        does not look at the flag, so the follow-up fsync after a failed write runs)."""
+        return self.writable or self.cfg.bug("BugFsyncCoversFailedWrite")
 
     def _flush_needed(self) -> bool:
         """Some message record in the page cache is not fsync'd yet.  (A segment
@@ -543,7 +541,7 @@ class MasterCore:
                 self._emit(SendData(hc.conn, start, log.data(start, end)))
                 hc.next_transfer = end
 
-    def _name_of(self, conn: int) -> str | None:
+    def name_of(self, conn: int) -> str | None:
         return next((name for name, hc in self.conns.items() if hc.conn == conn), None)
 
     def handshake_accepts(self, offset: int, chain: bytes, records: int) -> str | None:
@@ -566,7 +564,7 @@ class MasterCore:
     def replica_handshake(self, conn: int, name: str, offset: int, chain: bytes, now_ms: int,
                           records: int = 0) -> None:
         """A new HA connection's first frame: the slave's name, max offset and chain hash there."""
-        if (current := self._name_of(conn)) is not None:
+        if (current := self.name_of(conn)) is not None:
             self._drop(current, f"a second HANDSHAKE on the connection of slave {current}")
             return
         if name not in self.replicas:
@@ -608,7 +606,7 @@ class MasterCore:
         (and how many records that is).  A report beyond what the master could
         have shipped, or that does not match the master's log, closes the
         connection (PR #3016; bug B3 without the check)."""
-        name = self._name_of(conn)
+        name = self.name_of(conn)
         if name is None:
             return  # a report that crossed a closing connection, or on a refused one
         hc = self.conns[name]
@@ -633,7 +631,7 @@ class MasterCore:
     def replica_bad_input(self, conn: int, reason: str) -> None:
         """The runtime could not decode what connection ``conn`` sent (or it sent a
         frame a slave never sends): close it."""
-        name = self._name_of(conn)
+        name = self.name_of(conn)
         self._emit(CloseReplica(conn, reason))
         if name is not None:
             self._drop(name, reason, close=False)
@@ -647,6 +645,6 @@ class MasterCore:
 
     def replica_disconnected(self, conn: int) -> None:
         """The connection is gone (network, slave crash, or our CloseReplica)."""
-        name = self._name_of(conn)
+        name = self.name_of(conn)
         if name is not None:
             del self.conns[name]

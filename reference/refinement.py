@@ -18,6 +18,7 @@ import attrs
 from reference.config import StoreConfig
 from spec import actions as sa
 from spec.config import Config
+from spec.functions import page_cache_end
 from spec.properties import INVARIANTS, SAFETY
 from spec.state import TORN, WAITING, State
 
@@ -131,8 +132,11 @@ class RefinementChecker:
             return self._one(label, sa.flush_to(cfg, s, label[1]))
         if kind == "FlushFail":
             return self._one(label, sa.flush_fail_to(cfg, s, label[1]))
-        if kind == "WriteFail":   # ("WriteFail", producer request id or None, records landed / committed)
-            t = self._one(label, sa.write_fail_to(cfg, s, label[2]))
+        if kind == "WriteFail":   # ("WriteFail", producer request id or None, target under the bug or None)
+            in_page_cache = self._page_cache_records()
+            options = [t for t in sa.write_fail(cfg, s)
+                       if (label[2] is None or t.committed == label[2]) and page_cache_end(t) == in_page_cache]
+            t = self._pick(label, options, lambda t: True)
             if label[1] is not None:
                 self.requests.add(label[1], t.reqs[-1].off)
             return t
@@ -158,11 +162,15 @@ class RefinementChecker:
             return self._pick(label, fn(cfg, s), lambda t: True)
         raise RefinementError(f"unknown spec step {label}")
 
-    def step(self, labels: list[tuple], observe, event: str = "") -> list[tuple[str, State]]:
+    def step(self, labels: list[tuple], observe, event: str = "",
+             page_cache_records=None) -> list[tuple[str, State]]:
         """Apply one event's labelled steps, check the invariants, then compare
         with ``observe()``, the abstraction of the reference's state (called
-        after the steps, which register new requests).  Returns the (action,
-        state) pairs taken, for traces."""
+        after the steps, which register new requests).  ``page_cache_records()``
+        says how many records the page cache really holds: only the disk knows
+        what a failed write left there, so it picks WriteFail's successor.
+        Returns the (action, state) pairs taken, for traces."""
+        self._page_cache_records = page_cache_records
         taken = []
         for label in labels:
             try:

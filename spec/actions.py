@@ -109,8 +109,8 @@ def release(cfg: Config, s: State, target: int) -> tuple[Request, ...]:
 
 
 def flush_allowed(cfg: Config, s: State) -> bool:
-    """FlushAllowed: the store is writable (or the buggy follow-up fsync after a failed write)."""
-    return s.writable or (cfg.bug("BugFsyncCoversFailedWrite") and bool(s.unwritten))
+    """FlushAllowed: the store is writable (BugFsyncCoversFailedWrite: the flag is not looked at)."""
+    return s.writable or cfg.bug("BugFsyncCoversFailedWrite")
 
 
 def flush_to(cfg: Config, s: State, target: int) -> State | None:
@@ -131,7 +131,7 @@ def flush(cfg: Config, s: State) -> list[State]:
 
 def flush_fail_to(cfg: Config, s: State, target: int | None) -> State | None:
     """FlushFail; under BugFlushIgnoresFsyncError ``target`` is where flushed goes."""
-    if not (s.mstate == UP and s.writable and s.flushed < s.committed):
+    if not (s.mstate == UP and flush_allowed(cfg, s) and s.flushed < s.committed):
         return None
     ctrs = _bump(s, "fsyncFailure")
     if cfg.bug("BugFlushIgnoresFsyncError"):
@@ -147,34 +147,33 @@ def flush_fail(cfg: Config, s: State) -> list[State]:
     return [t for target in targets if (t := flush_fail_to(cfg, s, target))]
 
 
-def write_fail_to(cfg: Config, s: State, n: int) -> State | None:
-    """WriteFail, ``n`` being the records that landed in the page cache anyway
-    (under BugFsyncCoversFailedWrite with the pool: where committed goes)."""
+def write_fail_to(cfg: Config, s: State, target: int | None, landed: int) -> State | None:
+    """WriteFail: ``landed`` records of the failed write reached the page cache anyway;
+    ``target`` is where committed goes under BugFsyncCoversFailedWrite with the pool."""
     if s.mstate != UP:
         return None
     common = dict(writable=False, aux_ctrs=_bump(s, "writeFailure"))
+    bug = cfg.bug("BugFsyncCoversFailedWrite")
     if cfg.transient_store_pool:
         reach = min(s.wrote, file_end(cfg, s.committed))
         if s.committed >= s.wrote:
             return None
-        if cfg.bug("BugFsyncCoversFailedWrite"):
-            if not s.committed <= n <= reach:
+        if bug:
+            if target is None or not (s.committed <= target <= reach and 0 <= landed <= target - s.committed):
                 return None
-            return evolve(s, committed=n, unwritten=s.unwritten | frozenset(range(s.committed + 1, n + 1)), **common)
-        if not s.landed <= n <= reach - s.committed:
+            failed = frozenset(range(s.committed + landed + 1, target + 1))
+            return evolve(s, committed=target, unwritten=s.unwritten | failed, **common)
+        if target is not None or not s.landed <= landed <= reach - s.committed:
             return None
-        return evolve(s, landed=n, **common)
-    if not s.writable:
+        return evolve(s, landed=landed, **common)
+    if not s.writable or target is not None or landed not in (0, 1):
         return None
     rid, off = len(s.reqs) + 1, len(s.log) + 1
-    if cfg.bug("BugFsyncCoversFailedWrite"):
-        if n != 0:
-            return None
-        return evolve(s, log=s.log + (rid,), committed=off, unwritten=s.unwritten | {off},
+    if bug:
+        return evolve(s, log=s.log + (rid,), committed=off,
+                      unwritten=s.unwritten | (frozenset() if landed else {off}),
                       reqs=s.reqs + (Request(off, not cfg.sync_flush, WAITING),), **common)
-    if n not in (0, 1):
-        return None
-    return evolve(s, log=s.log + (rid,), landed=n, reqs=s.reqs + (Request(off, False, UNKNOWN_ERROR),),
+    return evolve(s, log=s.log + (rid,), landed=landed, reqs=s.reqs + (Request(off, False, UNKNOWN_ERROR),),
                   inv_responses=s.inv_responses | {early_event(s, rid, off, UNKNOWN_ERROR, "WriteFail")}, **common)
 
 
@@ -182,11 +181,14 @@ def write_fail(cfg: Config, s: State) -> list[State]:
     """Master; the disk: a put's page-cache write, or a commit of the write buffer, fails."""
     if cfg.transient_store_pool:
         reach = min(s.wrote, file_end(cfg, s.committed))
-        low, high = (s.committed, reach) if cfg.bug("BugFsyncCoversFailedWrite") else (s.landed, reach - s.committed)
-        options = range(low, high + 1)
+        if cfg.bug("BugFsyncCoversFailedWrite"):
+            options = [(target, m) for target in range(s.committed, reach + 1)
+                       for m in range(0, target - s.committed + 1)]
+        else:
+            options = [(None, m) for m in range(s.landed, reach - s.committed + 1)]
     else:
-        options = (0,) if cfg.bug("BugFsyncCoversFailedWrite") else (0, 1)
-    return [t for n in options if (t := write_fail_to(cfg, s, n))]
+        options = [(None, 0), (None, 1)]
+    return [t for target, m in options if (t := write_fail_to(cfg, s, target, m))]
 
 
 def respond(cfg: Config, s: State, i: int) -> list[State]:

@@ -3,17 +3,19 @@
 * ``SpecMachine`` drives spec/ (the Python twin) through enabled actions,
   with bounds larger than TLC can exhaust, checking every invariant.
 * ``RefinementMachine`` drives the reference cores through a Cluster (puts,
-  clock ticks, fsyncs, frame deliveries, disconnects, crashes, recovery) with
-  a configuration drawn per test case; after every step the refinement check
-  maps the cores' state to the spec's, replays the spec steps they reported
-  and checks every invariant.
+  clock ticks, fsyncs, failed page-cache writes, frame deliveries, forged,
+  duplicated, reordered, cut and corrupted HA frames, impostor connections,
+  disconnects, crashes, recovery) with a configuration drawn per test case;
+  after every step the refinement check maps the cores' state to the spec's,
+  replays the spec steps they reported and checks every invariant.
 * ``RealStoreMachine`` is the same on real files with fdatasync in a
   temporary directory (process crashes only: a real disk cannot lose power
   on demand).
 
 Each ends with a liveness phase in ``teardown``: faults stop, everything
 heals, and within a bounded number of steps every waiting request must be
-answered and every connected slave must have caught up with the master.
+answered and every slave whose log follows the master's must be connected
+and caught up (ReplicasCatchUp), not only the ones connected at the end.
 """
 
 from __future__ import annotations
@@ -30,11 +32,11 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 from reference.config import StoreConfig
 from reference.real.disk import SegmentStore
 from reference.refinement import PropertyViolation
-from reference.sim.cluster import UP, Cluster
+from reference.sim.cluster import MANGLINGS, UNKNOWN_SLAVE, UP, WRITE_FAULTS, Cluster
 from reference.sim.disk import sim_disk_factory
 from spec import actions as sa
 from spec.config import ACK_POLICIES, Bounds, Config
-from spec.properties import INVARIANTS, SAFETY
+from spec.properties import INVARIANTS, SAFETY, caught_up, diverged
 from spec.state import WAITING
 
 LIVENESS_STEPS = 400
@@ -59,8 +61,8 @@ class Targets:
 
 # ------------------------------------------------------------------ the spec
 
-SPEC_ACTIONS = ("Put", "Commit", "Flush", "FlushFail", "Respond", "Timeout", "MasterProcessCrash",
-                "MasterMachineCrash", "Recover", "ReplicaConnect", "Transfer", "ReplicaAck",
+SPEC_ACTIONS = ("Put", "Commit", "Flush", "FlushFail", "WriteFail", "Respond", "Timeout", "MasterProcessCrash",
+                "MasterMachineCrash", "Recover", "ReplicaConnect", "Transfer", "ReplicaAck", "ForgedAck",
                 "ReplicaDisconnect", "ReplicaCrash", "ReplicaRestart")
 HEALING = ("Recover", "ReplicaRestart", "ReplicaConnect", "Transfer", "ReplicaAck", "Commit", "Flush",
            "Respond", "Timeout")
@@ -78,7 +80,8 @@ spec_configs = st.builds(
 
 # Larger than any TLC model (which stop at 3 puts and one of each fault).
 SPEC_BOUNDS = Bounds(max_puts=12, max_master_process_crashes=3, max_master_machine_crashes=3,
-                     max_replica_crashes=4, max_replica_disconnects=4, max_fsync_failures=2)
+                     max_replica_crashes=4, max_replica_disconnects=4, max_fsync_failures=2,
+                     max_write_failures=2, max_forged_reports=3)
 
 
 class SpecMachine(RuleBasedStateMachine):
@@ -120,10 +123,21 @@ class SpecMachine(RuleBasedStateMachine):
             if not healing:
                 break
             s = healing[step % len(healing)]
+        for step in range(LIVENESS_STEPS):      # then let the slaves catch up (ReplicasCatchUp)
+            if all(diverged(cfg, s, k) or caught_up(cfg, s, k) for k in range(len(cfg.replicas))):
+                break
+            healing = [t for label, t in sa.successors(cfg, SPEC_BOUNDS, s) if label.split("(")[0] in HEALING]
+            if not healing:
+                break
+            s = healing[step % len(healing)]
         waiting = [i for i, r in enumerate(s.reqs, 1) if r.status == WAITING]
         if waiting or s.mstate != "UP":
             raise PropertyViolation("EveryRequestAnswered",
                                     f"requests {waiting} still waiting after {LIVENESS_STEPS} healing steps")
+        behind = [r for k, r in enumerate(cfg.replicas) if not (diverged(cfg, s, k) or caught_up(cfg, s, k))]
+        if behind:
+            raise PropertyViolation("ReplicasCatchUp",
+                                    f"slaves {behind} neither diverged nor caught up after {LIVENESS_STEPS} healing steps")
 
 
 # ------------------------------------------------------------------ the reference
@@ -151,6 +165,7 @@ store_configs = st.builds(
     commit_commit_log_thorough_interval_ms=st.integers(1, 20),
     ha_transfer_batch_size=st.sampled_from([40, 200]),
     ha_send_window_bytes=st.just(1024),
+    ha_housekeeping_interval_ms=st.integers(20, 200),
 )
 
 
@@ -172,11 +187,14 @@ class RefinementMachine(RuleBasedStateMachine):
     def disk_factory(self):
         return sim_disk_factory
 
-    @initialize(cfg=store_configs, n=st.integers(1, 3), connected=st.booleans())
-    def setup(self, cfg: StoreConfig, n: int, connected: bool) -> None:
+    @initialize(cfg=store_configs, n=st.integers(1, 3), connected=st.booleans(), wire_bytes=st.booleans())
+    def setup(self, cfg: StoreConfig, n: int, connected: bool, wire_bytes: bool) -> None:
         cfg = attrs.evolve(cfg, **self.pins.store)
         n = self.pins.replicas or n
-        self.cluster = Cluster(cfg, tuple(f"r{i + 1}" for i in range(n)), self.disk_factory())
+        self.cluster = Cluster(cfg, tuple(f"r{i + 1}" for i in range(n)), self.disk_factory(),
+                               wire_bytes=wire_bytes)
+        self.write_faults: list = []       # how the next page-cache writes fail (None: they work)
+        self.cluster.write_fault = self._next_write_fault
         self.targets = Targets()
         self.puts = 0
         if connected:                     # start from a healthy group: every slave connected
@@ -203,12 +221,27 @@ class RefinementMachine(RuleBasedStateMachine):
 
     @rule(target=requests, size=st.integers(1, 100))
     def put(self, size: int):
-        # Bodies differ from put to put, so a slave holding an older message at
-        # the same offset never matches by accident.
+        # Bodies differ from put to put, so a slave holding an older message at the same
+        # offset differs in content; after a power loss the sizes are those of the lost
+        # records, so it differs in content only (look-alike divergence).
         self.puts += 1
-        rid = self.cluster.put(bytes([self.puts % 251]) * size)
+        rid = self.cluster.put(bytes([self.puts % 251]) * self.cluster.next_body_size(size))
         self._targets()
         return rid
+
+    def _next_write_fault(self, length: int):
+        if not self.write_faults:
+            return None
+        fault = self.write_faults.pop(0)
+        if fault is None:
+            return None
+        kind, fraction = fault
+        return kind, (int(fraction * length) if kind == "short" else 0)
+
+    @rule(kind=st.sampled_from(WRITE_FAULTS), skip=st.integers(0, 2), fraction=st.floats(0, 0.99))
+    def fail_a_write(self, kind: str, skip: int, fraction: float) -> None:
+        """After ``skip`` good page-cache writes, one fails (EIO, ENOSPC, or short)."""
+        self.write_faults = [None] * skip + [(kind, fraction)]
 
     @rule(advance_ms=st.integers(0, 30))
     def tick(self, advance_ms: int) -> None:
@@ -266,6 +299,36 @@ class RefinementMachine(RuleBasedStateMachine):
     @rule(replica=st.integers(0, 2))
     def disconnect(self, replica: int) -> None:
         self.cluster.disconnect(self._name(replica))
+
+    @rule(replica=st.integers(0, 2), where=st.sampled_from(["buffer", "beyond", "mangled"]),
+          draw=st.integers(0, 1 << 16))
+    def forge_ack(self, replica: int, where: str, draw: int) -> None:
+        """An ACK no slave sent: in the write buffer, past everything, or with the wrong count."""
+        c = self.cluster
+        if c.mstate != UP:
+            return
+        log = c.master.log
+        if where == "buffer" and log.wrote > log.committed:
+            offset = log.committed + 1 + draw % (log.wrote - log.committed)
+            records = log.records_upto(offset)
+        elif where == "mangled" and log.committed > 0:
+            offset = 1 + draw % log.committed
+            records = log.records_upto(offset) + 1 + draw % 3
+        else:
+            offset, records = log.wrote + 1 + draw % 4096, len(log.index.ends) + draw % 3
+        c.forge_ack(self._name(replica), offset, records)
+
+    @rule(replica=st.integers(0, 3))
+    def impostor(self, replica: int) -> None:
+        """A second connection under a slave's name (or a name no one has)."""
+        names = (*self.cluster.replica_names, UNKNOWN_SLAVE)
+        self.cluster.impostor(names[replica % len(names)])
+
+    @precondition(lambda self: bool(self.cluster.open_links()))
+    @rule(how=st.sampled_from(MANGLINGS), pick=st.integers(0, 7), at=st.integers(0, 1 << 16))
+    def mangle(self, how: str, pick: int, at: int) -> None:
+        """Duplicate, reorder, cut, corrupt a frame in flight or slip garbage in."""
+        self.cluster.mangle(how, pick, at)
 
     def _name(self, i: int) -> str:
         names = self.cluster.replica_names
@@ -327,13 +390,19 @@ class RefinementMachine(RuleBasedStateMachine):
 
 def heal(c: Cluster) -> None:
     """The liveness phase: no more faults; restart, reconnect, deliver, flush,
-    let time pass; then nothing may be waiting and connected slaves caught up."""
+    let time pass; then nothing may be waiting, and every slave whose log follows
+    the master's must be connected and caught up (ReplicasCatchUp)."""
     if c.failed:
         return      # a step already failed; that failure is the report
     cfg = c.cfg
-    budget_ms = 3 * max(cfg.sync_flush_timeout_ms, cfg.slave_timeout_ms) + 100
+    c.write_fault = lambda length: None
+    budget_ms = (3 * max(cfg.sync_flush_timeout_ms, cfg.slave_timeout_ms) + 2 * cfg.ha_housekeeping_interval_ms
+                 + 100)
     start = c.now
+    c.close_impostors()
     for _ in range(LIVENESS_STEPS):
+        if c.mstate == UP and not c.master.writable and not c.waiting():
+            c.master_process_crash()      # a read-only store needs its operator (once it answered all)
         if c.mstate != UP:
             c.master_restart()
         for name, node in c.replicas.items():
@@ -348,17 +417,11 @@ def heal(c: Cluster) -> None:
             c.complete_fsync(True)
         settled = (not c.waiting() and c.pending_fsync is None and not c.open_links()
                    and c.master.log.committed == c.master.log.wrote
-                   and all(n.core.received_end >= c.master.log.committed
-                           for n in c.replicas.values() if n.name in c.master.conns))
+                   and all(c.caught_up(name) is not False for name in c.replica_names))
         if settled or c.now - start > budget_ms:
             break
         c.tick(c.now + 1)
     c.check_liveness(c.now - start)
-    behind = [n.name for n in c.replicas.values()
-              if n.name in c.master.conns and n.core.received_end < c.master.log.committed]
-    if behind:
-        raise PropertyViolation("EveryRequestAnswered",
-                                f"liveness: connected slaves {behind} did not catch up with the master")
 
 
 class RealStoreMachine(RefinementMachine):

@@ -30,17 +30,24 @@ TIMES = STATE_DIR.parent / "hypothesis-bug-times.json"
 # machines have no rule weights).  The full machine runs in test_machines.py.
 SLAVE_RULES = ("connect", "disconnect", "deliver", "replicate", "replica_crash")
 CRASH_RULES = ("master_process_crash", "master_machine_crash", "master_restart")
+# Impostors get past the two broken handshakes (a different failure than the one the bug is
+# about), and a short write leaves a partial record that the broken recovery keeps.
+HA_INPUT_RULES = ("forge_ack", "impostor", "mangle")
 RULES_OFF = {
     "BugAcceptAckBeyondLog": ("fsync_returns", "flush_round", "disconnect", "replica_crash",
-                              "past_its_deadlines", "master_process_crash", "deliver"),
+                              "past_its_deadlines", "master_process_crash", "deliver", "fail_a_write",
+                              *HA_INPUT_RULES),
     "BugHandshakeOffsetOnly": ("fsync_returns", "flush_round", "disconnect", "replica_crash",
-                               "past_its_deadlines", "master_process_crash", "deliver"),
+                               "past_its_deadlines", "master_process_crash", "deliver", "fail_a_write",
+                               *HA_INPUT_RULES),
     "BugFlushIgnoresFsyncError": SLAVE_RULES + ("past_its_deadlines", "master_process_crash", "tick",
-                                                "master_restart", "connect"),
+                                                "master_restart", "connect", "fail_a_write", *HA_INPUT_RULES),
     "BugRecoveryKeepsTorn": SLAVE_RULES + ("fsync_returns", "flush_round", "past_its_deadlines",
-                                           "master_process_crash"),
-    "BugDoubleResponse": SLAVE_RULES + CRASH_RULES,
-    "BugNoFlushDiskWatcher": SLAVE_RULES + CRASH_RULES,
+                                           "master_process_crash", "fail_a_write", *HA_INPUT_RULES),
+    "BugDoubleResponse": SLAVE_RULES + CRASH_RULES + HA_INPUT_RULES,
+    "BugNoFlushDiskWatcher": SLAVE_RULES + CRASH_RULES + HA_INPUT_RULES,
+    "BugFsyncCoversFailedWrite": SLAVE_RULES + CRASH_RULES + HA_INPUT_RULES,
+    "BugFlushTimeoutHidesSlaveTimeout": CRASH_RULES + HA_INPUT_RULES + ("fail_a_write",),
 }
 
 

@@ -120,11 +120,12 @@ ReleaseBound(target) == IF BugFlushOneFileReleasesAll THEN committed ELSE target
 (* pages it covered were marked clean but never reached the disk, and no   *)
 (* later fsync writes them again ("fsyncgate"): the durable prefix stops   *)
 (* at that hole.  Nothing is flushed once the store is not writable      *)
-(* (under BugFsyncCoversFailedWrite the follow-up fsync after a failed     *)
-(* write still runs, and what it makes durable stops at the unwritten      *)
-(* record: the disk holds zeros there).                                    *)
+(* (under BugFsyncCoversFailedWrite the flush path does not look at the    *)
+(* writable flag, so the follow-up fsync after a failed write still runs;  *)
+(* what it makes durable stops at an unwritten record: the disk holds     *)
+(* zeros there).                                                           *)
 (***************************************************************************)
-FlushAllowed == writable \/ (BugFsyncCoversFailedWrite /\ unwritten # {})
+FlushAllowed == writable \/ BugFsyncCoversFailedWrite
 
 Flush ==
     /\ mstate = "UP"
@@ -148,7 +149,7 @@ Flush ==
 (***************************************************************************)
 FlushFail ==
     /\ mstate = "UP"
-    /\ writable
+    /\ FlushAllowed
     /\ flushed < committed
     /\ IF BugFlushIgnoresFsyncError
        THEN /\ \E target \in (flushed + 1)..FlushTarget :
@@ -178,8 +179,8 @@ FlushFail ==
 (* whole records into the page cache before it failed (landed): the       *)
 (* master does not count them, a crash keeps them.  Under                  *)
 (* BugFsyncCoversFailedWrite the master counts the failed records as      *)
-(* committed although they never reached the page cache (unwritten), and  *)
-(* the request waits.                                                      *)
+(* committed although those that did not land never reached the page      *)
+(* cache (unwritten), and the request waits.                               *)
 (***************************************************************************)
 WriteFail ==
     /\ mstate = "UP"
@@ -187,9 +188,10 @@ WriteFail ==
        THEN LET reach == Min(Wrote, FileEnd(committed)) IN
             /\ committed < Wrote
             /\ IF BugFsyncCoversFailedWrite
-               THEN /\ \E target \in committed..reach :
+               THEN /\ \E target \in committed..reach, m \in 0..(reach - committed) :
+                         /\ m <= target - committed
                          /\ committed' = target
-                         /\ unwritten' = unwritten \cup (committed + 1)..target
+                         /\ unwritten' = unwritten \cup (committed + m + 1)..target
                     /\ UNCHANGED landed
                ELSE /\ \E n \in landed..(reach - committed) : landed' = n
                     /\ UNCHANGED <<committed, unwritten>>
@@ -200,7 +202,7 @@ WriteFail ==
                /\ log' = Append(log, id)
                /\ IF BugFsyncCoversFailedWrite
                   THEN /\ committed' = off
-                       /\ unwritten' = unwritten \cup {off}
+                       /\ \E m \in 0..1 : unwritten' = unwritten \cup (IF m = 1 THEN {} ELSE {off})
                        /\ reqs' = Append(reqs, [off |-> off,
                                                 flushDone |-> FlushMode = "ASYNC_FLUSH",
                                                 status |-> Waiting])

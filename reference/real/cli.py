@@ -21,7 +21,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     master.add_argument("--port", type=int, default=10911, help="producer port (0: any free port)")
     master.add_argument("--ha-port", type=int, default=10912, help="slave (HA) port (0: any free port)")
     master.add_argument("--replicas", default="", help="comma-separated slave names (the SyncStateSet)")
-    master.add_argument("--inject-fsync-eio-after", type=int, default=None, help=argparse.SUPPRESS)
+    master.add_argument("--inject-fsync-eio-after", type=int, default=None, metavar="N",
+                        help="fault injection: every fdatasync after the first N fails with EIO")
+    master.add_argument("--inject-write-fault-after", type=int, default=None, metavar="N",
+                        help="fault injection: every page-cache write after the first N fails")
+    master.add_argument("--inject-write-fault", choices=("eio", "enospc", "short"), default="eio",
+                        help="how an injected write fails (default eio; short: half the bytes, then EIO)")
     add_store_flags(master)
     master.set_defaults(func=_master)
     replica = roles.add_parser("replica", help="a slave")

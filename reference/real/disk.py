@@ -14,6 +14,15 @@ from pathlib import Path
 from reference.record import RecoveryReport, recover_log
 
 NAME_DIGITS = 20
+WRITE_FAULTS = ("eio", "enospc", "short")
+
+
+class ShortWrite(OSError):
+    """pwrite copied only ``written`` of the bytes (then the disk failed)."""
+
+    def __init__(self, written: int, message: str) -> None:
+        super().__init__(errno.EIO, message)
+        self.written = written
 
 
 class SegmentStore:
@@ -23,7 +32,10 @@ class SegmentStore:
         self.segment_size = segment_size
         self._fds: dict[int, int] = {}
         self.fail_fsync_after: int | None = None    # fault tests: fsyncs after this many raise EIO
+        self.fail_write_after: int | None = None    # fault tests: writes after this many fail...
+        self.fail_write_kind = "eio"                # ...with EIO, ENOSPC, or a short write
         self._fsyncs_done = 0
+        self._writes_done = 0
 
     def path(self, start: int) -> Path:
         return self.dir / f"{start:0{NAME_DIGITS}d}"
@@ -41,10 +53,22 @@ class SegmentStore:
         self._fd(start)
 
     def write(self, start: int, position: int, data: bytes) -> None:
+        """pwrite; raises OSError (ShortWrite when some bytes were copied) on failure."""
         assert position + len(data) <= self.segment_size
+        if self.fail_write_after is not None and self._writes_done >= self.fail_write_after:
+            self._injected_write_fault(start, position, data)
+        self._writes_done += 1
         written = os.pwrite(self._fd(start), data, position)
         if written != len(data):
-            raise OSError(errno.EIO, f"short write to segment {start}: {written} of {len(data)} bytes")
+            raise ShortWrite(written, f"short write to segment {start}: {written} of {len(data)} bytes")
+
+    def _injected_write_fault(self, start: int, position: int, data: bytes) -> None:
+        if self.fail_write_kind == "enospc":
+            raise OSError(errno.ENOSPC, "injected fault: pwrite failed with ENOSPC")
+        if self.fail_write_kind == "short" and len(data) > 1:
+            written = os.pwrite(self._fd(start), data[: len(data) // 2], position)
+            raise ShortWrite(written, f"injected fault: short write, {written} of {len(data)} bytes")
+        raise OSError(errno.EIO, "injected fault: pwrite failed with EIO")
 
     def read(self, start: int, position: int, length: int) -> bytes:
         if not self.path(start).exists():

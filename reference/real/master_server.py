@@ -7,12 +7,15 @@ them (in BLOCKING mode a processor waits until its request is answered, as
 before RocketMQ 4.7); one service thread runs the core's timers (commit,
 group commit rounds, deadlines, HA transfer); one flush thread performs the
 fdatasyncs; each slave connection has a reader and a writer.  One lock
-guards the core; page-cache writes happen under it, in append order.
+guards the core; every effect is performed under it in the order the core
+emitted it (page-cache writes, answered at once with write_done or
+write_failed; frames and closes are non-blocking queue operations).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import deque
 import queue
 import signal
 import sys
@@ -28,7 +31,7 @@ from reference.commitlog import CommitLog
 from reference.config import StoreConfig
 from reference.frames import Ack, Data, Handshake, Put, Response
 from reference.master import MasterCore
-from reference.real.disk import SegmentStore
+from reference.real.disk import SegmentStore, ShortWrite
 from reference.real.net import Connection, listen
 from reference.status import PutStatus
 
@@ -64,7 +67,8 @@ class MasterServer:
         self._wake = threading.Event()
         self._fsyncs: queue.Queue = queue.Queue()
         self._stop = threading.Event()
-        self.ha_conns: dict[str, Connection] = {}
+        self.ha_conns: dict[int, Connection] = {}       # by connection id (the core's name for it)
+        self._conn_ids = itertools.count(1)
         self.stats: Counter = Counter()
         self.client_sock = listen(host, port)
         self.ha_sock = listen(host, ha_port)
@@ -98,41 +102,48 @@ class MasterServer:
     # ------------------------------------------------------------ the core
 
     def _call(self, fn, *args) -> None:
-        """Call the core under the lock; do its effects (disk writes in order, under the lock)."""
-        deferred = []
+        """Call the core under the lock and perform its effects, in order, under the lock."""
         with self.lock:
             fn(*args)
-            for e in self.core.take_effects():
+            pending = deque(self.core.take_effects())
+            while pending:
+                e = pending.popleft()
                 if isinstance(e, fx.WriteData):
-                    self._disk(self.store.write, e.start, e.position, e.data)
+                    self._write(e)
+                    pending.extend(self.core.take_effects())
                 elif isinstance(e, fx.CreateSegment):
-                    self._disk(self.store.create, e.start)
+                    try:
+                        self.store.create(e.start)
+                    except OSError as err:      # the write into it will fail and say so
+                        self.log(f"creating segment {e.start} failed: {err}")
                 elif isinstance(e, fx.Fsync):
                     self._fsyncs.put(e)
+                elif isinstance(e, fx.Respond):
+                    self._respond(e)
+                elif isinstance(e, fx.SendData):
+                    conn = self.ha_conns.get(e.conn)
+                    if conn is not None:
+                        conn.send(Data(e.offset, e.data))
+                elif isinstance(e, fx.CloseReplica):
+                    conn = self.ha_conns.pop(e.conn, None)
+                    if conn is not None:
+                        conn.close(e.reason)
+                    self.log(f"slave connection {e.conn} closed: {e.reason}")
                 else:
-                    deferred.append(e)
-        for e in deferred:
-            if isinstance(e, fx.Respond):
-                self._respond(e)
-            elif isinstance(e, fx.SendData):
-                conn = self.ha_conns.get(e.replica)
-                if conn is not None:
-                    conn.send(Data(e.offset, e.data))
-            elif isinstance(e, fx.CloseReplica):
-                conn = self.ha_conns.pop(e.replica, None)
-                if conn is not None:
-                    conn.close(e.reason)
-                self.log(f"slave {e.replica} closed: {e.reason}")
-            else:
-                raise AssertionError(f"unexpected effect {e!r}")
+                    raise AssertionError(f"unexpected effect {e!r}")
 
-    def _disk(self, op, *args) -> None:
+    def _write(self, e: fx.WriteData) -> None:
+        """pwrite into the page cache; the core hears at once whether it worked."""
         try:
-            op(*args)
+            self.store.write(e.start, e.position, e.data)
         except OSError as err:
-            # A page-cache write failed: no later fsync can vouch for it.
-            self.log(f"write failed ({err}); the store stops accepting writes")
-            self.core.storage_failed()
+            written = err.written if isinstance(err, ShortWrite) else 0
+            self.stats["write_failures"] += 1
+            self.log(f"write of {len(e.data)} bytes at {e.offset} failed after {written} bytes ({err}); "
+                     f"the store stops accepting writes")
+            self.core.write_failed(e.start, e.position, len(e.data), written, now_ms())
+            return
+        self.core.write_done(e.start, e.position, len(e.data), now_ms())
 
     def _respond(self, e: fx.Respond) -> None:
         self.stats[PutStatus(e.status).name] += 1
@@ -228,31 +239,27 @@ class MasterServer:
             threading.Thread(target=self._read_slave, args=(conn,), daemon=True).start()
 
     def _read_slave(self, conn: Connection) -> None:
-        name = None
+        """Move frames from one HA connection to the core; the core decides everything."""
+        conn_id = next(self._conn_ids)
+        with self.lock:
+            self.ha_conns[conn_id] = conn
+        greeted = False
         for frame in conn.frames():
-            if name is None:
-                if not isinstance(frame, Handshake):
-                    conn.close("the first frame of a slave must be HANDSHAKE")
-                    break
-                if frame.name in self.ha_conns:
-                    conn.close(f"slave {frame.name} is already connected")
-                    break
-                name = frame.name
-                self.ha_conns[name] = conn
-                self._call(self.core.replica_handshake, name, frame.offset, frame.chain, now_ms(), frame.records)
-                if name not in self.core.conns:
-                    self.ha_conns.pop(name, None)
-                    conn.close("refused")
-                    break
-                self.log(f"slave {name} connected at offset {frame.offset}")
-            elif isinstance(frame, Ack):
-                self._call(self.core.replica_ack, name, frame.offset, now_ms(), frame.records)
+            if isinstance(frame, Handshake):
+                greeted = True
+                self._call(self.core.replica_handshake, conn_id, frame.name, frame.offset, frame.chain, now_ms(),
+                           frame.records)
+                if self.core.name_of(conn_id) == frame.name:
+                    self.log(f"slave {frame.name} connected at offset {frame.offset} (connection {conn_id})")
+            elif isinstance(frame, Ack) and greeted:
+                self._call(self.core.replica_ack, conn_id, frame.offset, now_ms(), frame.records)
             else:
-                conn.close(f"unexpected {type(frame).__name__} frame from slave {name}")
-        if name is not None and self.ha_conns.get(name) is conn:
-            del self.ha_conns[name]
-            self._call(self.core.replica_disconnected, name)
-            self.log(f"slave {name} disconnected: {conn.close_reason}")
+                what = "the first frame of a slave must be HANDSHAKE" if not greeted else "a slave sends ACKs only"
+                self._call(self.core.replica_bad_input, conn_id, f"{type(frame).__name__} frame: {what}")
+        with self.lock:
+            self.ha_conns.pop(conn_id, None)
+        self._call(self.core.replica_disconnected, conn_id)
+        self.log(f"slave connection {conn_id} ended: {conn.close_reason}")
 
 
 def serve_master(args) -> int:
@@ -264,6 +271,8 @@ def serve_master(args) -> int:
     server = MasterServer(Path(args.dir), cfg, replicas, args.host, args.port, args.ha_port,
                           log=lambda msg: print(msg, flush=True))
     server.store.fail_fsync_after = args.inject_fsync_eio_after
+    server.store.fail_write_after = args.inject_write_fault_after
+    server.store.fail_write_kind = args.inject_write_fault
     r = server.recovery
     print(f"recovered {len(r.records)} records, log ends at {r.end_offset}"
           + "".join(f"; dropped: {d}" for d in r.dropped), flush=True)

@@ -157,8 +157,6 @@ class Cluster:
         self._drain()
         labels = [*env_labels, *self.spec_log]
         self.spec_log.clear()
-        labels = [self._landed(label) if label[0] == "WriteFail" and label[2] is None else label
-                  for label in labels]
         self._hash.update(f"{self.now}|{what}|{labels}\n".encode())
         for label in labels:
             kind = label[0]
@@ -174,7 +172,8 @@ class Cluster:
             self.master.check_invariants()
         before = self.checker.shadow
         try:
-            taken = self.checker.step(labels, lambda: self.abstraction.observe(labels), f"t={self.now}ms {what}")
+            taken = self.checker.step(labels, lambda: self.abstraction.observe(labels), f"t={self.now}ms {what}",
+                                      page_cache_records=self.page_cache_records)
         except AssertionError:
             self.failed = True       # the shadow state is no longer in step: stop checking
             raise
@@ -184,11 +183,12 @@ class Cluster:
                                              "changed": changed_fields(before, state)}) + "\n")
                 before = state
 
-    def _landed(self, label: tuple) -> tuple:
-        """A failed write's spec step, with what only the disk knows: how many whole
-        records after committed it left in the page cache anyway."""
-        idx = self.master.log.index
-        return label[:2] + (max(0, idx.records_upto(self.page_end) - idx.records_upto(self.master.log.committed)),)
+    def page_cache_records(self) -> int:
+        """Whole records really in the master's page cache, in order (what a failed write
+        left there is for the disk, not the master, to know)."""
+        if self.mstate != UP:
+            return self.down["committed"]
+        return self.master.log.records_upto(self.page_end)
 
     def caught_up(self, name: str) -> bool | None:
         """ReplicasCatchUp for one slave: True when connected to a live master with all it
@@ -332,7 +332,7 @@ class Cluster:
             node.conn = None
             node.core.disconnected()
         if not by_master and self.mstate == UP:
-            accepted = self.master._name_of(conn)
+            accepted = self.master.name_of(conn)
             self.master.replica_disconnected(conn)
             if accepted is not None:
                 self.spec_log.append(("ReplicaDisconnect", accepted))

@@ -15,6 +15,9 @@ BASE = StoreConfig(mapped_file_size_commit_log=256, max_message_size=100, os_pag
 
 
 class Driver:
+    """A runtime by hand: page-cache writes succeed unless ``fail_writes`` says how the
+    next ones go (None: fine; (kind, bytes written): failed); HA connections get ids 1, 2, ..."""
+
     def __init__(self, cfg: StoreConfig, replicas=("r1",)):
         self.core = MasterCore(cfg, replicas, 0)
         self.now = 0
@@ -22,11 +25,24 @@ class Driver:
         self.answers: dict[int, list[S]] = {}
         self.sent: list[fx.SendData] = []
         self.closed: list[fx.CloseReplica] = []
+        self.writes: list[fx.WriteData] = []
+        self.fail_writes: list[tuple[str, int]] = []
+        self.conn_of: dict[str, int] = {}
         self.next_id = 1
 
     def run(self):
-        for e in self.core.take_effects():
-            if isinstance(e, fx.Fsync):
+        pending = self.core.take_effects()
+        while pending:
+            e = pending.pop(0)
+            if isinstance(e, fx.WriteData):
+                self.writes.append(e)
+                fault = self.fail_writes.pop(0) if self.fail_writes else None
+                if fault is not None:
+                    self.core.write_failed(e.start, e.position, len(e.data), fault[1], self.now)
+                else:
+                    self.core.write_done(e.start, e.position, len(e.data), self.now)
+                pending += self.core.take_effects()
+            elif isinstance(e, fx.Fsync):
                 self.fsyncs.append(e)
             elif isinstance(e, fx.Respond):
                 self.answers.setdefault(e.req_id, []).append(S(e.status))
@@ -119,19 +135,21 @@ def connect(d: Driver, name: str, core: ReplicaCore | None = None):
     core = core or ReplicaCore(name, d.core.cfg.mapped_file_size_commit_log)
     core.connect()
     hs = next(e for e in core.take_effects() if isinstance(e, fx.SendHandshake))
-    d.core.replica_handshake(name, hs.offset, hs.chain, d.now, hs.records)
+    d.conn_of[name] = conn = len(d.conn_of) + 1
+    d.core.replica_handshake(conn, name, hs.offset, hs.chain, d.now, hs.records)
     d.run()
     return core
 
 
 def deliver(d: Driver, name: str, core: ReplicaCore):
     """Hand the master's DATA frames to the slave and its acks back."""
-    for e in [e for e in d.sent if e.replica == name]:
+    conn = d.conn_of[name]
+    for e in [e for e in d.sent if e.conn == conn]:
         d.sent.remove(e)
         core.on_data(e.offset, e.data)
         for a in core.take_effects():
             if isinstance(a, fx.SendAck):
-                d.core.replica_ack(name, a.offset, d.now, a.records)
+                d.core.replica_ack(conn, a.offset, d.now, a.records)
                 d.run()
 
 
@@ -241,7 +259,7 @@ def test_handshake_refuses_a_slave_with_records_of_an_earlier_incarnation():
 def test_an_ack_beyond_the_log_closes_the_connection():
     d = Driver(sync_master())
     connect(d, "r1")
-    d.core.replica_ack("r1", 10_000, 0, 3)
+    d.core.replica_ack(d.conn_of["r1"], 10_000, 0, 3)
     d.run()
     assert "beyond" in d.closed[0].reason and "r1" not in d.core.conns
 

@@ -97,6 +97,20 @@ def test_failed_fsync_never_acks_and_the_store_turns_read_only(tmp_path, procs):
     wait_for_line(master, r"fsync failed")
 
 
+@pytest.mark.parametrize("flush, fault", [("SYNC_FLUSH", "eio"), ("SYNC_FLUSH", "short"), ("ASYNC_FLUSH", "enospc")])
+def test_a_failed_write_is_never_acknowledged(tmp_path, procs, flush, fault):
+    master = start_master(tmp_path / "m", "--flush-disk-type", flush, "--inject-write-fault-after", "5",
+                          "--inject-write-fault", fault, "--sync-flush-timeout-ms", "300", *SMALL)
+    procs.append(master)
+    statuses = [PutStatus(put(master.port, k, b"w" * 64).status) for k in range(1, 9)]
+    assert statuses[:5] == [PutStatus.PUT_OK] * 5                      # one put, one write, each
+    assert statuses[5] is PutStatus.UNKNOWN_ERROR                       # the sixth write failed
+    assert set(statuses[6:]) == {PutStatus.SERVICE_NOT_AVAILABLE}      # read-only, still answering
+    wait_for_line(master, r"write of \d+ bytes at \d+ failed")
+    master.stop()
+    assert set(stored_keys(tmp_path / "m")) >= {1, 2, 3, 4, 5}           # every PUT_OK is on disk
+
+
 def test_a_corrupt_segment_is_truncated_at_the_first_bad_record(tmp_path, procs):
     master = start_master(tmp_path / "m", "--flush-disk-type", "SYNC_FLUSH", *SMALL)
     procs.append(master)
