@@ -21,7 +21,9 @@ The abstraction of each spec action (tla/AckOrder.tla, same names):
 |---|---|
 | Put | Put: one record appended; the arbitrary request may be this put |
 | Commit, Flush, FlushFail | the same, with symbolic targets |
+| WriteFail | the same: without the pool a put whose write fails (the arbitrary request may be it), with the pool a failed commit; ``PC`` is where the page cache really ends |
 | Transfer(i), ReplicaAck(i) | the same, on slave i's length and ack |
+| ForgedAck(i) | a report beyond committed on slave i's connection, checked like ReplicaAck |
 | Respond, Timeout | on the arbitrary request |
 | ReplicaConnect(i) | the handshake (content check, or offset only under the bug) |
 | ReplicaDisconnect(i), ReplicaCrash(i) | the connection drops (the slave keeps its log) |
@@ -31,7 +33,11 @@ The abstraction of each spec action (tla/AckOrder.tla, same names):
 Offsets: record k occupies [k-1, k).  ``agree_i`` is the length of the
 prefix of slave i's log that equals the master's log (contents abstracted
 to "agrees or not"); ``rh_i`` says slave i holds the arbitrary request's
-record; ``in_master`` says the master's log still holds it.
+record; ``in_master`` says the master's log still holds it.  ``PC`` is the
+end of what the page cache really holds (committed plus what failed writes
+left there, or, under BugFsyncCoversFailedWrite, less than committed); the
+answer's snapshot keeps ``eWr`` (its record was written) and ``ePrec`` (its
+status followed thenCombine's precedence; ``ekind`` is the status kind).
 """
 
 from __future__ import annotations
@@ -45,9 +51,10 @@ import z3
 from spec.config import Config
 
 WAIT, OK, ERR = 0, 1, 2
-NONE, RESPOND, TIMEOUT, CRASH = 0, 1, 2, 3
+NONE, RESPOND, TIMEOUT, CRASH, WRITEFAIL = 0, 1, 2, 3, 4
+K_NONE, K_FLUSH, K_SLAVE_TIMEOUT, K_SLAVE_NA = 0, 1, 2, 3      # error kinds of a deadline (ekind)
 STATUS_NAMES = {WAIT: "WAITING", OK: "PUT_OK", ERR: "error"}
-CAUSE_NAMES = {NONE: "-", RESPOND: "Respond", TIMEOUT: "Timeout", CRASH: "Crash"}
+CAUSE_NAMES = {NONE: "-", RESPOND: "Respond", TIMEOUT: "Timeout", CRASH: "Crash", WRITEFAIL: "WriteFail"}
 MAX_BMC_DEPTH = 10
 
 
@@ -67,8 +74,8 @@ class Abstract:
 class S:
     """One state: z3 variables with a suffix."""
 
-    INTS = ("W", "C", "F", "D", "p2", "off", "status", "cause", "answers", "eF")
-    BOOLS = ("up", "writable", "torn", "exists", "flushDone", "deadline", "in_master")
+    INTS = ("W", "C", "F", "D", "PC", "p2", "off", "status", "cause", "answers", "eF", "ekind")
+    BOOLS = ("up", "writable", "torn", "exists", "flushDone", "deadline", "in_master", "eWr", "ePrec")
     PER_REPLICA_INTS = ("ack", "recv", "agree")
     PER_REPLICA_BOOLS = ("conn", "rh", "eh")
 
@@ -134,45 +141,103 @@ def policy_holds(a: Abstract, holders: list) -> z3.BoolRef:
 
 def init(a: Abstract, s: S) -> z3.BoolRef:
     return z3.And(
-        s.up, s.writable, z3.Not(s.torn), s.W == 0, s.C == 0, s.F == 0, s.D == 0, s.p2 == 0,
+        s.up, s.writable, z3.Not(s.torn), s.W == 0, s.C == 0, s.F == 0, s.D == 0, s.PC == 0, s.p2 == 0,
         z3.Not(s.exists), s.off == 0, s.status == WAIT, s.cause == NONE, s.answers == 0, s.eF == 0,
+        s.ekind == K_NONE, z3.Not(s.eWr), s.ePrec,
         z3.Not(s.flushDone), z3.Not(s.deadline), z3.Not(s.in_master),
         *[z3.And(s.ack[i] == 0, s.recv[i] == 0, s.agree[i] == 0, z3.Not(s.conn[i]), z3.Not(s.rh[i]),
                  z3.Not(s.eh[i])) for i in range(a.n)])
+
+
+def handshake_accepts(a: Abstract, s: S, i: int) -> z3.BoolRef:
+    """HandshakeAccepts(i): the correct check compares contents up to committed, 4.9.x only
+    the offset, B3 nothing; the off-by-one bug refuses a slave exactly at committed."""
+    if a.bug("BugAcceptAckBeyondLog"):
+        return z3.BoolVal(True)
+    if a.bug("BugHandshakeOffsetOnly"):
+        return s.recv[i] <= s.C
+    accept = z3.And(s.recv[i] <= s.C, s.agree[i] == s.recv[i])
+    if a.bug("BugHandshakeRefusesCaughtUp"):
+        accept = z3.And(accept, s.recv[i] < s.C)
+    return accept
+
+
+def ack_accepted(a: Abstract, s: S, reported) -> z3.BoolRef:
+    """AckAccepted: nothing beyond what the transfer may ship (committed data)."""
+    if a.bug("BugAcceptAckBeyondLog"):
+        return z3.BoolVal(True)
+    return reported <= (s.W if a.bug("BugAckCheckedAgainstWrote") else s.C)
+
+
+def written(a: Abstract, s: S) -> z3.BoolRef:
+    """The arbitrary request's record is in the log (page cache, or the pool's buffer), not unwritten."""
+    in_log = s.in_master if a.cfg.transient_store_pool else z3.And(s.in_master, s.off <= s.C)
+    return z3.And(in_log, z3.Not(z3.And(s.PC < s.off, s.off <= s.C)))
+
+
+def _max(x, y):
+    return z3.If(x > y, x, y)
 
 
 def actions(a: Abstract, s: S, t: S) -> dict[str, z3.BoolRef]:
     """Each action as a relation between s and t."""
     cfg, n = a.cfg, a.n
     acts: dict[str, z3.BoolRef] = {}
+    pool = cfg.transient_store_pool
     commits_on_put = cfg.commit_on_replica_wait and cfg.sync_master
+    deadline = cfg.sync_flush and not a.bug("BugNoFlushDiskWatcher")
+    request_fields = ("exists", "off", "status", "cause", "answers", "flushDone", "deadline", "in_master", "rh",
+                      "eh", "eF", "ekind", "eWr", "ePrec")
+    fresh = [*[z3.Not(t.rh[i]) for i in range(n)], *[z3.Not(t.eh[i]) for i in range(n)]]
+
+    def created(status: int, cause: int) -> z3.BoolRef:
+        """The arbitrary request is the one this step creates (its record at W + 1)."""
+        answered = status != WAIT
+        return z3.And(z3.Not(s.exists), t.exists, t.off == t.W, t.status == status, t.cause == cause,
+                      t.answers == (1 if answered else 0), t.flushDone == (not cfg.sync_flush),
+                      t.deadline == deadline, t.in_master, *fresh, t.eF == (s.F if answered else 0),
+                      t.ekind == K_NONE, z3.Not(t.eWr), t.ePrec)
+
     # Put: one record at W+1; the arbitrary request may be this one.
-    new_c = t.W if (not cfg.transient_store_pool or commits_on_put) else s.C
-    created = z3.And(z3.Not(s.exists), t.exists, t.off == t.W, t.status == WAIT, t.cause == NONE,
-                     t.answers == 0, t.flushDone == (not cfg.sync_flush),
-                     t.deadline == (cfg.sync_flush and not a.bug("BugNoFlushDiskWatcher")), t.in_master,
-                     *[z3.Not(t.rh[i]) for i in range(n)],
-                     z3.And([z3.Not(t.eh[i]) for i in range(n)]), t.eF == 0)
-    untouched = s.same(t, "W", "C")
-    acts["Put"] = z3.And(s.up, s.writable, t.W == s.W + 1, t.C == new_c,
-                         z3.Or(z3.And(untouched), z3.And(created, s.same(t, "W", "C", "exists", "off", "status",
-                                                                          "cause", "answers", "flushDone",
-                                                                          "deadline", "in_master", "rh", "eh",
-                                                                          "eF"))))
-    if cfg.transient_store_pool:
-        acts["Commit"] = z3.And(s.up, s.C < t.C, t.C <= s.W, s.same(t, "C"))
+    new_c = t.W if (not pool or commits_on_put) else s.C
+    acts["Put"] = z3.And(s.up, s.writable, t.W == s.W + 1, t.C == new_c, t.PC == _max(s.PC, new_c),
+                         z3.Or(s.same(t, "W", "C", "PC"),
+                               z3.And(created(WAIT, NONE), s.same(t, "W", "C", "PC", *request_fields))))
+    if pool:
+        acts["Commit"] = z3.And(s.up, s.C < t.C, t.C <= s.W, t.PC == _max(s.PC, t.C), s.same(t, "C", "PC"))
 
     def release(bound) -> z3.BoolRef:
         return t.flushDone == z3.Or(s.flushDone, z3.And(s.exists, s.off <= bound))
 
+    allowed = z3.Or(s.writable, a.bug("BugFsyncCoversFailedWrite"))
     bound = s.C if a.bug("BugFlushOneFileReleasesAll") else t.F
-    acts["Flush"] = z3.And(s.up, s.writable, s.F < t.F, t.F <= s.C, t.D == z3.If(s.D == s.F, t.F, s.D),
+    acts["Flush"] = z3.And(s.up, allowed, s.F < t.F, t.F <= s.C,
+                           t.D == z3.If(s.D == s.F, z3.If(t.F < s.PC, t.F, s.PC), s.D),
                            release(bound), s.same(t, "F", "D", "flushDone"))
     if a.bug("BugFlushIgnoresFsyncError"):
-        acts["FlushFail"] = z3.And(s.up, s.writable, s.F < t.F, t.F <= s.C, release(bound),
+        acts["FlushFail"] = z3.And(s.up, allowed, s.F < t.F, t.F <= s.C, release(bound),
                                    s.same(t, "F", "flushDone"))
     else:
-        acts["FlushFail"] = z3.And(s.up, s.writable, s.F < s.C, z3.Not(t.writable), s.same(t, "writable"))
+        acts["FlushFail"] = z3.And(s.up, allowed, s.F < s.C, z3.Not(t.writable), s.same(t, "writable"))
+    # WriteFail: nothing of the failed write is counted; some of it may have landed (PC).
+    if pool:
+        if a.bug("BugFsyncCoversFailedWrite"):
+            landed = z3.If(s.PC < s.C, t.PC == s.PC, z3.And(s.C <= t.PC, t.PC <= t.C))
+            acts["WriteFail"] = z3.And(s.up, s.C < s.W, s.C <= t.C, t.C <= s.W, landed, z3.Not(t.writable),
+                                       s.same(t, "writable", "C", "PC"))
+        else:
+            acts["WriteFail"] = z3.And(s.up, s.C < s.W, s.PC <= t.PC, t.PC <= s.W, z3.Not(t.writable),
+                                       s.same(t, "writable", "PC"))
+    else:
+        if a.bug("BugFsyncCoversFailedWrite"):      # kept as written: the request waits
+            committed, landed = t.C == t.W, z3.If(s.PC < s.C, t.PC == s.PC, z3.Or(t.PC == s.C, t.PC == t.C))
+            mine = created(WAIT, NONE)
+        else:
+            committed, landed = t.C == s.C, z3.Or(t.PC == s.C, t.PC == s.C + 1)
+            mine = created(ERR, WRITEFAIL)
+        acts["WriteFail"] = z3.And(s.up, s.writable, t.W == s.W + 1, committed, landed, z3.Not(t.writable),
+                                   z3.Or(s.same(t, "W", "C", "PC", "writable"),
+                                         z3.And(mine, s.same(t, "W", "C", "PC", "writable", *request_fields))))
     limit = s.W if a.bug("BugTransferBeyondCommitted") else s.C
     for i in range(n):
         # Transfer(i): the slave appends the master's data after its end (its log agrees so far).
@@ -180,22 +245,22 @@ def actions(a: Abstract, s: S, t: S) -> dict[str, z3.BoolRef]:
         acts[f"Transfer({i})"] = z3.And(
             s.up, s.conn[i], s.agree[i] == s.recv[i], s.recv[i] < t.recv[i], t.recv[i] <= limit,
             t.agree[i] == t.recv[i], t.rh[i] == z3.Or(s.rh[i], got), s.same(t, f"recv.{i}", f"agree.{i}", f"rh.{i}"))
-        # ReplicaAck(i): the slave reports what it holds; the master rejects an ack beyond its log (B3).
-        check = z3.BoolVal(True) if a.bug("BugAcceptAckBeyondLog") else t.ack[i] <= s.C
+        # ReplicaAck(i): the slave reports what it holds; the master rejects an ack beyond what it shipped (B3).
         acts[f"ReplicaAck({i})"] = z3.And(
-            s.up, s.conn[i], s.ack[i] < t.ack[i], t.ack[i] <= s.recv[i], check,
-            t.p2 == z3.If(t.ack[i] > s.p2, t.ack[i], s.p2), s.same(t, f"ack.{i}", "p2"))
-        # ReplicaConnect(i): HandshakeAccepts: the correct check compares contents up to committed,
-        # 4.9.x only the offset, B3 nothing; the slave's length becomes its ack.
-        if a.bug("BugAcceptAckBeyondLog"):
-            accept = z3.BoolVal(True)
-        elif a.bug("BugHandshakeOffsetOnly"):
-            accept = s.recv[i] <= s.C
-        else:
-            accept = z3.And(s.recv[i] <= s.C, s.agree[i] == s.recv[i])
+            s.up, s.conn[i], s.ack[i] < t.ack[i], t.ack[i] <= s.recv[i], ack_accepted(a, s, t.ack[i]),
+            t.p2 == _max(t.ack[i], s.p2), s.same(t, f"ack.{i}", "p2"))
+        # ForgedAck(i): a report beyond committed that the slave never made.
+        reported = z3.Int(f"forged{i}_{t.tag}")
+        acts[f"ForgedAck({i})"] = z3.And(
+            s.up, s.conn[i], _max(s.C, s.ack[i]) < reported, reported <= s.W + 1,
+            z3.If(ack_accepted(a, s, reported),
+                  z3.And(t.conn[i], t.ack[i] == reported, t.p2 == _max(reported, s.p2)),
+                  z3.And(z3.Not(t.conn[i]), t.ack[i] == 0, t.p2 == s.p2)),
+            s.same(t, f"conn.{i}", f"ack.{i}", "p2"))
+        # ReplicaConnect(i): the slave's length becomes its ack.
         acts[f"ReplicaConnect({i})"] = z3.And(
-            s.up, z3.Not(s.conn[i]), accept, t.conn[i], t.ack[i] == s.recv[i],
-            t.p2 == z3.If(s.recv[i] > s.p2, s.recv[i], s.p2), s.same(t, f"conn.{i}", f"ack.{i}", "p2"))
+            s.up, z3.Not(s.conn[i]), handshake_accepts(a, s, i), t.conn[i], t.ack[i] == s.recv[i],
+            t.p2 == _max(s.recv[i], s.p2), s.same(t, f"conn.{i}", f"ack.{i}", "p2"))
         acts[f"ReplicaDisconnect({i})"] = z3.And(s.conn[i], z3.Not(t.conn[i]), t.ack[i] == 0,
                                                  s.same(t, f"conn.{i}", f"ack.{i}"))
     # Respond: both legs done.
@@ -208,34 +273,51 @@ def actions(a: Abstract, s: S, t: S) -> dict[str, z3.BoolRef]:
     may_answer = s.status == WAIT
     if a.bug("BugDoubleResponse"):
         may_answer = z3.Or(s.status == WAIT, s.status == OK)
-    answered = [t.answers == s.answers + 1, t.eF == s.F, *[t.eh[i] == s.rh[i] for i in range(n)]]
+
+    def answered(kind, precedence) -> list:
+        return [t.answers == s.answers + 1, t.eF == s.F, *[t.eh[i] == s.rh[i] for i in range(n)],
+                t.eWr == written(a, s), t.ekind == kind, t.ePrec == precedence]
+
+    changed = ("status", "cause", "answers", "eF", "eh", "eWr", "ekind", "ePrec")
     acts["Respond"] = z3.And(s.up, s.exists, s.status == WAIT, flush_leg, policy_on_acks(a, s),
-                             t.status == OK, t.cause == RESPOND, *answered,
-                             s.same(t, "status", "cause", "answers", "eF", "eh"))
-    timeout_status = OK if a.bug("BugTimeoutAsOK") else ERR
-    acts["Timeout"] = z3.And(s.up, s.exists, may_answer, t.status == timeout_status, t.cause == TIMEOUT,
-                             *answered, s.same(t, "status", "cause", "answers", "eF", "eh"))
+                             t.status == OK, t.cause == RESPOND, *answered(K_NONE, True), s.same(t, *changed))
+    # Timeout: a deadline answers with thenCombine's precedence over the pending legs.
+    repl_pending = z3.Not(policy_on_acks(a, s))
+    any_conn = z3.Or(s.conn) if n else z3.BoolVal(False)
+    kind = z3.Int(f"kind_{t.tag}")
+    allowed_kinds = z3.If(repl_pending, z3.If(any_conn, z3.Or(kind == K_SLAVE_TIMEOUT, kind == K_SLAVE_NA),
+                                              kind == K_SLAVE_NA), kind == K_FLUSH)
+    if a.bug("BugFlushTimeoutHidesSlaveTimeout"):
+        allowed_kinds = z3.If(z3.Not(flush_leg), kind == K_FLUSH, allowed_kinds)
+    slave_kind = z3.Or(kind == K_SLAVE_TIMEOUT, kind == K_SLAVE_NA)
+    precedence = z3.And(slave_kind == repl_pending, z3.Implies(z3.And(repl_pending, z3.Not(any_conn)),
+                                                              kind == K_SLAVE_NA))
+    if a.bug("BugTimeoutAsOK"):
+        timeout = z3.And(t.status == OK, *answered(K_NONE, True))
+    else:
+        timeout = z3.And(t.status == ERR, allowed_kinds, *answered(kind, precedence))
+    acts["Timeout"] = z3.And(s.up, s.exists, may_answer, t.cause == TIMEOUT, timeout, s.same(t, *changed))
 
     # Crashes, each with its recovery: the waiting request gets an error; slaves are disconnected.
     def crash_common(keep, torn_kept) -> list:
         aborted = z3.If(z3.And(s.exists, s.status == WAIT),
-                        z3.And(t.status == ERR, t.cause == CRASH, t.answers == s.answers + 1, t.eF == s.F,
-                               *[t.eh[i] == s.rh[i] for i in range(n)]),
-                        z3.And(t.status == s.status, t.cause == s.cause, t.answers == s.answers, t.eF == s.eF,
+                        z3.And(t.status == ERR, t.cause == CRASH, *answered(K_NONE, True)),
+                        z3.And(*[getattr(t, f) == getattr(s, f) for f in changed if f != "eh"],
                                *[t.eh[i] == s.eh[i] for i in range(n)]))
         end = keep + z3.If(torn_kept, 1, 0)
-        return [s.up, t.up, t.writable, t.W == end, t.C == end, t.F == end, t.D == end, t.p2 == 0,
+        return [s.up, t.up, t.writable, t.W == end, t.C == end, t.F == end, t.D == end, t.PC == end, t.p2 == 0,
                 t.torn == torn_kept, t.in_master == z3.And(s.in_master, s.off <= keep), aborted,
                 *[z3.And(z3.Not(t.conn[i]), t.ack[i] == 0, t.agree[i] == z3.If(s.agree[i] < keep, s.agree[i], keep))
                   for i in range(n)],
-                s.same(t, "up", "writable", "W", "C", "F", "D", "p2", "torn", "in_master", "status", "cause",
-                       "answers", "eF", "eh", "conn", "ack", "agree")]
+                s.same(t, "up", "writable", "W", "C", "F", "D", "PC", "p2", "torn", "in_master", *changed,
+                       "conn", "ack", "agree")]
 
-    acts["MasterProcessCrash"] = z3.And(*crash_common(s.C, z3.BoolVal(False)))
+    acts["MasterProcessCrash"] = z3.And(*crash_common(s.PC, z3.BoolVal(False)))
     keep = z3.Int(f"keep_{t.tag}")
     torn = z3.Bool(f"tornkept_{t.tag}")
-    torn_kept = z3.And(torn, keep < s.C) if a.bug("BugRecoveryKeepsTorn") else z3.BoolVal(False)
-    acts["MasterMachineCrash"] = z3.And(s.D <= keep, keep <= s.C, *crash_common(keep, torn_kept))
+    torn_kept = z3.And(torn, keep < s.PC) if a.bug("BugRecoveryKeepsTorn") else z3.BoolVal(False)
+    low = z3.If(s.D < s.PC, s.D, s.PC)
+    acts["MasterMachineCrash"] = z3.And(low <= keep, keep <= s.PC, *crash_common(keep, torn_kept))
     return acts
 
 
@@ -259,6 +341,12 @@ def properties(a: Abstract) -> dict[str, Callable[[S], z3.BoolRef]]:
         "LogMatching": lambda s: z3.Implies(s.up, z3.And([z3.Implies(s.conn[i], s.agree[i] == s.recv[i])
                                                           for i in range(n)])),
         "AmbiguousAckOrdered": lambda s: z3.Implies(s.up, z3.Not(s.torn)),
+        "NoAckBeforeWrite": lambda s: z3.Implies(s.status == OK, s.eWr),
+        "TimeoutStatusPrecedence": lambda s: z3.Implies(z3.And(s.cause == TIMEOUT, s.status != OK), s.ePrec),
+        # The safety half of ReplicasCatchUp: a slave whose log follows the master's can connect.
+        "CompatibleSlaveAccepted": lambda s: z3.Implies(s.up, z3.And([
+            z3.Implies(z3.And(z3.Not(s.conn[i]), s.agree[i] == s.recv[i], s.recv[i] <= s.C),
+                       handshake_accepts(a, s, i)) for i in range(n)])),
     }
     if cfg.sync_flush:
         props["NoAckBeforeFlush"] = lambda s: z3.Implies(s.status == OK, s.eF >= s.off)
@@ -283,7 +371,7 @@ def strengthening(a: Abstract) -> dict[str, Callable[[S], z3.BoolRef]]:
     out: dict[str, Callable[[S], z3.BoolRef]] = {
         # the master is always up between steps (crash and recovery are one abstract step)
         "S_Up": lambda s: s.up,
-        "S_Offsets": lambda s: z3.And(0 <= s.D, s.D <= s.F, s.F <= s.C, s.C <= s.W,
+        "S_Offsets": lambda s: z3.And(0 <= s.D, s.D <= s.F, s.F <= s.C, s.C <= s.W, s.PC <= s.W,
                                       *[z3.And(0 <= s.agree[i], s.agree[i] <= s.recv[i], 0 <= s.ack[i])
                                         for i in range(n)], 0 <= s.p2, s.answers >= 0),
         # what a slave shares with the master is committed data (slaves copy only committed data,
@@ -296,8 +384,17 @@ def strengthening(a: Abstract) -> dict[str, Callable[[S], z3.BoolRef]]:
             z3.And(s.exists, s.status == WAIT, s.p2 >= s.off),
             # push2SlaveMaxOffset outlives a disconnect: the slave that acked still holds the record
             z3.Or([s.rh[i] for i in range(n)]) if n else z3.BoolVal(False))),
+        # what the page cache really holds: the committed records and perhaps some a failed write left;
+        # a writable store without the pool has had no failed write since its last start
+        "S_PageCache": lambda s: z3.And(
+            s.C <= s.PC if not a.bug("BugFsyncCoversFailedWrite") else z3.BoolVal(True),
+            z3.Implies(s.writable, s.PC == s.C) if not cfg.transient_store_pool else z3.BoolVal(True),
+            z3.Implies(s.writable, s.C == s.W) if not cfg.transient_store_pool else z3.BoolVal(True)),
         "S_Request": lambda s: z3.And(
             z3.Implies(s.exists, s.off >= 1),
+            # a waiting request's record was written (the write of a failed one answered it)
+            z3.Implies(z3.And(s.exists, s.status == WAIT),
+                       s.off <= s.C if not cfg.transient_store_pool else z3.BoolVal(True)),
             z3.Implies(z3.Not(s.exists), z3.And(s.status == WAIT, s.answers == 0, z3.Not(s.in_master),
                                                  *[z3.Not(s.rh[i]) for i in range(n)])),
             z3.Implies(s.in_master, z3.And(s.exists, s.off <= s.W)),
@@ -313,10 +410,12 @@ def strengthening(a: Abstract) -> dict[str, Callable[[S], z3.BoolRef]]:
             z3.Implies(z3.Not(s.exists), z3.And(s.off == 0, z3.Not(s.flushDone), z3.Not(s.deadline))),
             z3.Implies(s.exists, s.deadline == (cfg.sync_flush and not a.bug("BugNoFlushDiskWatcher"))),
             z3.Implies(s.exists, z3.Or(s.flushDone, bool(cfg.sync_flush))),
-            z3.Implies(s.status == WAIT, z3.And(s.eF == 0, *[z3.Not(s.eh[i]) for i in range(n)])),
+            z3.Implies(s.status == WAIT, z3.And(s.eF == 0, *[z3.Not(s.eh[i]) for i in range(n)], z3.Not(s.eWr),
+                                                s.ePrec, s.ekind == K_NONE)),
             *[z3.Implies(z3.Not(s.conn[i]), s.ack[i] == 0) for i in range(n)],
             z3.Or(s.status == WAIT, s.status == OK, s.status == ERR),
-            z3.Or(s.cause == NONE, s.cause == RESPOND, s.cause == TIMEOUT, s.cause == CRASH)),
+            z3.Or(s.cause == NONE, s.cause == RESPOND, s.cause == TIMEOUT, s.cause == CRASH, s.cause == WRITEFAIL),
+            z3.And(K_NONE <= s.ekind, s.ekind <= K_SLAVE_NA)),
         "S_Durable": lambda s: z3.And(
             z3.Implies(z3.And(s.exists, s.status == WAIT, s.flushDone, bool(cfg.sync_flush)), s.off <= s.F),
             s.D == s.F),
@@ -363,7 +462,7 @@ def _pin(s: S, m: z3.ModelRef) -> z3.BoolRef:
 
 
 def _bounded(a: Abstract, s: S, bound: int) -> z3.BoolRef:
-    ints = [getattr(s, n) for n in ("W", "C", "F", "D", "p2", "off", "eF", "answers")]
+    ints = [getattr(s, n) for n in ("W", "C", "F", "D", "PC", "p2", "off", "eF", "answers")]
     for n in S.PER_REPLICA_INTS:
         ints += getattr(s, n)
     return z3.And([z3.And(x >= 0, x <= bound) for x in ints])
@@ -401,9 +500,9 @@ def reachable_in(a: Abstract, s: S, t: S, m: z3.ModelRef) -> int | None:
 
 
 def shortest_violation(a: Abstract, prop: Callable[[S], z3.BoolRef], tag: str):
-    """Bounded model checking: the fewest steps (1..MAX_BMC_DEPTH) from Init to a
+    """Bounded model checking: the fewest steps (0..MAX_BMC_DEPTH) from Init to a
     state violating ``prop``, as (states, model), or None."""
-    for k in range(1, MAX_BMC_DEPTH + 1):
+    for k in range(0, MAX_BMC_DEPTH + 1):
         states = [S(a, f"{tag}{k}_{j}") for j in range(k + 1)]
         solver = z3.Solver()
         solver.add(init(a, states[0]), z3.Not(prop(states[k])))
@@ -484,7 +583,7 @@ def manifest_configs(kind: str) -> list[tuple[str, Config, str]]:
 
 
 # The bug cfgs name the property TLC finds violated; the liveness one has its safety half here.
-SAFETY_HALF = {"EveryRequestAnswered": "EveryWaiterHasDeadline"}
+SAFETY_HALF = {"EveryRequestAnswered": "EveryWaiterHasDeadline", "ReplicasCatchUp": "CompatibleSlaveAccepted"}
 
 
 def bug_cti(name: str, cfg: Config, expected: str) -> Result:
@@ -500,6 +599,11 @@ def bug_cti(name: str, cfg: Config, expected: str) -> Result:
     if found is not None:
         states, m = found
         holds = [{n: z3.is_true(m.eval(f(s), model_completion=True)) for n, f in every.items()} for s in states]
+        if not all(holds[0].values()):      # the initial state itself breaks it: a failed base case
+            return Result(name, prop_name, "CTI", round(time.perf_counter() - start, 3),
+                          {"action": "Init", "pre": _model_state(m, states[0]), "post": _model_state(m, states[0]),
+                           "reachable_in": 0, "violated": [n for n, ok in holds[0].items() if not ok],
+                           "property_violated_after": 0})
         j = next(j for j in range(len(states) - 1) if all(holds[j].values()) and not all(holds[j + 1].values()))
         broken = [n for n, ok in holds[j + 1].items() if not ok]
         return Result(name, prop_name, "CTI", round(time.perf_counter() - start, 3),
@@ -509,13 +613,14 @@ def bug_cti(name: str, cfg: Config, expected: str) -> Result:
     return Result(name, prop_name, "no CTI", round(time.perf_counter() - start, 3))
 
 
-def cti_path(cfg: Config, expected: str) -> list[str]:
+def cti_path(cfg: Config, expected: str) -> list[str] | None:
     """The spec actions of the shortest path to a violation of ``expected``
-    (as bug_cti finds it), for replaying through the twin."""
+    (as bug_cti finds it; [] when the initial state violates it), for
+    replaying through the twin, or None when there is none within the bound."""
     a = Abstract(cfg)
     found = shortest_violation(a, properties(a)[SAFETY_HALF.get(expected, expected)], "path")
     if found is None:
-        return []
+        return None
     states, m = found
     return [_action_taken(a, m, states[j], states[j + 1]) for j in range(len(states) - 1)]
 

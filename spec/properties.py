@@ -159,6 +159,12 @@ def debug_no_unknown_error(cfg: Config, s: State) -> bool:
     return all(r.status != UNKNOWN_ERROR for r in s.reqs)
 
 
+def debug_no_unknown_error_survivor(cfg: Config, s: State) -> bool:
+    """A message answered UNKNOWN_ERROR is in the master's committed log (its failed write landed)."""
+    return s.mstate != UP or all(not (holds(s, s.log, i) and r.off <= s.committed)
+                                 for i, r in enumerate(s.reqs, start=1) if r.status == UNKNOWN_ERROR)
+
+
 def debug_no_write_buffer_loss(cfg: Config, s: State, t: State) -> bool:
     """~WriteBufferLost: a process crash that drops write-buffer records."""
     return not (s.mstate == UP and t.mstate == PROC_DOWN and len(t.log) < len(s.log))
@@ -198,6 +204,7 @@ INVARIANTS: dict[str, Invariant] = {
     "Debug_NoTornTail": debug_no_torn_tail,
     "Debug_NoAmbiguousSurvivor": debug_no_ambiguous_survivor,
     "Debug_NoUnknownError": debug_no_unknown_error,
+    "Debug_NoUnknownErrorSurvivor": debug_no_unknown_error_survivor,
 }
 
 ACTION_PROPERTIES: dict[str, Callable[[Config, State, State], bool]] = {

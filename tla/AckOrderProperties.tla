@@ -160,6 +160,12 @@ Debug_NoAmbiguousSurvivor ==
 
 Debug_NoUnknownError == \A i \in DOMAIN reqs : reqs[i].status # UnknownError
 
+\* A message answered UNKNOWN_ERROR whose failed write landed anyway is in the
+\* log after a crash and recovery (an ambiguous answer, as RocketMQ's is).
+Debug_NoUnknownErrorSurvivor ==
+    mstate = "UP" => \A i \in DOMAIN reqs :
+        reqs[i].status = UnknownError => ~(Holds(log, i) /\ reqs[i].off <= committed)
+
 \* Action-level: a process crash drops records of the transient-pool write
 \* buffer (user-space memory dies with the process).
 WriteBufferLost == mstate = "UP" /\ mstate' = "PROC_DOWN" /\ Len(log') < Len(log)

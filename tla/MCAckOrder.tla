@@ -108,6 +108,7 @@ Debug_NoTornTail             == AO!Debug_NoTornTail
 Debug_NoAmbiguousSurvivor    == AO!Debug_NoAmbiguousSurvivor
 Debug_NoBatchRelease         == AO!Debug_NoBatchRelease
 Debug_NoUnknownError         == AO!Debug_NoUnknownError
+Debug_NoUnknownErrorSurvivor == AO!Debug_NoUnknownErrorSurvivor
 Debug_NoWriteBufferLoss      == AO!Debug_NoWriteBufferLoss
 Debug_NoForgedReportRefused  == AO!Debug_NoForgedReportRefused
 

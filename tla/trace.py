@@ -39,14 +39,16 @@ def state_from_tlc(cfg: Config, assignments: dict[str, str]) -> State:
         ResponseEvent(
             id=e["id"], off=e["off"], status=e["status"], cause=e["cause"], wrote=e["wrote"],
             committed=e["committed"], flushed=e["flushed"], durable=e["durable"],
-            holders=_names(e["holders"]), sss=_names(e["sss"]),
+            holders=_names(e["holders"]), sss=_names(e["sss"]), written=e["written"],
+            precedenceOK=e["precedenceOK"],
         )
         for e in v["inv_responses"]
     )
     ctrs: Record = v["aux_ctrs"]
     return State(
         mstate=v["mstate"], log=tuple(v["log"]), committed=v["committed"], flushed=v["flushed"],
-        durable=v["durable"], writable=v["writable"], reqs=reqs,
+        durable=v["durable"], writable=v["writable"], unwritten=frozenset(v["unwritten"]), landed=v["landed"],
+        reqs=reqs,
         connected=_per_replica(cfg, v["connected"]), ack=_per_replica(cfg, v["ack"]),
         push2SlaveMaxOffset=v["push2SlaveMaxOffset"], syncStateSet=_names(v["syncStateSet"]),
         rlog=_per_replica(cfg, v["rlog"], tuple), rUp=_per_replica(cfg, v["rUp"]),
