@@ -161,6 +161,9 @@ def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: flo
             entry.update(reproducer=rep.command(), trace_hash=rep.trace_hash, shrunk_steps=rep.steps,
                          reproduces=rep.outcome == first["outcome"])
         reproducers.append(entry)
+    faults: Counter = Counter()
+    for r in rows:
+        faults.update(json.loads(r.get("faults") or "{}"))
     by_config: dict[str, Counter] = defaultdict(Counter)
     for r in rows:
         c = json.loads(r["config"]) if r["config"] else {}
@@ -172,6 +175,7 @@ def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: flo
         "seeds_per_second": round(ran / seconds, 3) if seconds and ran else 0.0,
         "steps_per_second": round(steps_now / seconds, 1) if seconds and ran else 0.0,
         "sim_seconds_in_tasks": round(wall, 3), "outcomes": dict(sorted(outcomes.items())),
+        "faults": dict(sorted(faults.items())),
         "by_config": {k: dict(v) for k, v in sorted(by_config.items())},
         "reproducers": reproducers, "stopped_early": stopped_early, "max_failures": spec.max_failures,
     }

@@ -83,6 +83,8 @@ def print_summary(console, summary: dict) -> None:
                   f"{summary['seeds_per_second']:,.1f} seeds/s, {summary['steps_per_second']:,.0f} steps/s"
                   + ("; stopped early (--max-failures)" if summary["stopped_early"] else ""))
     console.print("outcomes: " + ", ".join(f"{k} {v:,}" for k, v in summary["outcomes"].items()))
+    if summary.get("faults"):
+        console.print("faults injected: " + ", ".join(f"{k} {v:,}" for k, v in summary["faults"].items()))
     if "audit" in summary:
         console.print(f"determinism audit: {summary['audit']['seeds']} seeds re-run, same trace hashes")
     for rep in summary["reproducers"]:

@@ -19,6 +19,7 @@ SCHEMA_FIELDS = (
     ("overrides", "string"), ("config", "string"), ("outcome", "string"), ("signature", "string"),
     ("message", "string"), ("steps", "long"), ("spec_steps", "long"), ("sim_ms", "long"),
     ("wall_s", "double"), ("trace_hash", "string"), ("actions", "string"), ("worker", "string"),
+    ("faults", "string"),       # injected faults by kind (JSON), the spec actions are in "actions"
 )
 
 

@@ -112,6 +112,8 @@ def write_report(out: Path, summary: dict) -> list[Path]:
              + (f", bug switch `{summary['bug']}`" if summary.get("bug") else "") + ".", "",
              "| outcome | seeds |", "|---|---:|"]
     lines += [f"| {k} | {v:,} |" for k, v in summary["outcomes"].items()]
+    lines += ["", "## Faults injected", "", "| fault | count |", "|---|---:|"]
+    lines += [f"| {k} | {v:,} |" for k, v in summary.get("faults", {}).items()] or ["| none | 0 |"]
     lines += ["", "## Failures (deduplicated by signature)", ""]
     if summary["reproducers"]:
         lines += ["| signature | seeds | reproducer |", "|---|---:|---|"]

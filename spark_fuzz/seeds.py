@@ -51,8 +51,8 @@ class Job:
         return out
 
 
-FAULT_ACTIONS = frozenset({"MasterProcessCrash", "MasterMachineCrash", "Recover", "FlushFail", "ReplicaCrash",
-                           "ReplicaRestart", "ReplicaDisconnect"})
+FAULT_ACTIONS = frozenset({"MasterProcessCrash", "MasterMachineCrash", "Recover", "FlushFail", "WriteFail",
+                           "ReplicaCrash", "ReplicaRestart", "ReplicaDisconnect"})
 
 
 def signature(prop: str, tail: Iterable[str]) -> str:
@@ -73,13 +73,14 @@ def run_job(job: Job) -> dict:
     row = {"campaign": job.campaign, "index": job.index, "seed": seed, "bug": job.bug or "",
            "overrides": json.dumps(dict(job.overrides), sort_keys=True), "config": "{}", "outcome": "ok",
            "signature": "", "message": "", "steps": 0, "spec_steps": 0, "sim_ms": 0, "wall_s": 0.0,
-           "trace_hash": "", "actions": "{}", "worker": f"{socket.gethostname()}:{os.getpid()}"}
+           "trace_hash": "", "actions": "{}", "worker": f"{socket.gethostname()}:{os.getpid()}", "faults": "{}"}
     try:
         params = draw(seed, job.override_dict())
         row["config"] = json.dumps({k: v for k, v in params.describe().items() if k != "seed"}, sort_keys=True)
         outcome = World(params).run(job.steps)
         row.update(steps=outcome.steps, spec_steps=outcome.spec_steps, sim_ms=outcome.sim_ms,
-                   trace_hash=outcome.trace_hash, actions=json.dumps(outcome.actions, sort_keys=True))
+                   trace_hash=outcome.trace_hash, actions=json.dumps(outcome.actions, sort_keys=True),
+                   faults=json.dumps(outcome.faults, sort_keys=True))
         if outcome.violation:
             row.update(outcome=outcome.violation, signature=signature(outcome.violation, outcome.tail),
                        message=(outcome.message or "")[:MESSAGE_CHARS])
@@ -137,7 +138,9 @@ def _text(value) -> str:
 # ------------------------------------------------------------------ shrinking
 
 FAULT_KEYS = ("master_process_crash_per_s", "master_machine_crash_per_s", "replica_crash_per_s",
-              "replica_disconnect_per_s", "fsync_failure_probability")
+              "replica_disconnect_per_s", "fsync_failure_probability", "write_failure_probability",
+              "forged_ack_per_s", "impostor_per_s", "duplicate_frame_per_s", "reorder_frame_per_s",
+              "truncate_frame_per_s", "garbage_frame_per_s", "corrupt_frame_per_s")
 
 
 @attrs.frozen

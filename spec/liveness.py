@@ -1,4 +1,4 @@
-"""Liveness of the twin under AckOrder!FairnessOver: EveryRequestAnswered and
+r"""Liveness of the twin under AckOrder!FairnessOver: EveryRequestAnswered and
 ReplicasCatchUp.
 
 For each request id i, a counterexample to ``Waiting(i) ~> Answered(i)`` is

@@ -30,10 +30,6 @@ def ack_write_ok(cfg: Config, e: ResponseEvent) -> bool:
     return e.status != PUT_OK or e.written
 
 
-def timeout_status_ok(cfg: Config, e: ResponseEvent) -> bool:
-    return e.precedenceOK
-
-
 def response_digest(cfg: Config, s: State) -> frozenset:
     """ResponseDigest: what the VIEW keeps of the ghost history."""
     return frozenset(

@@ -188,7 +188,7 @@ class RefinementMachine(RuleBasedStateMachine):
         return sim_disk_factory
 
     @initialize(cfg=store_configs, n=st.integers(1, 3), connected=st.booleans(), wire_bytes=st.booleans())
-    def setup(self, cfg: StoreConfig, n: int, connected: bool, wire_bytes: bool) -> None:
+    def setup(self, cfg: StoreConfig, n: int, connected: bool, wire_bytes: bool = False) -> None:
         cfg = attrs.evolve(cfg, **self.pins.store)
         n = self.pins.replicas or n
         self.cluster = Cluster(cfg, tuple(f"r{i + 1}" for i in range(n)), self.disk_factory(),

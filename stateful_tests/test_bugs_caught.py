@@ -47,6 +47,7 @@ RULES_OFF = {
     "BugDoubleResponse": SLAVE_RULES + CRASH_RULES + HA_INPUT_RULES,
     "BugNoFlushDiskWatcher": SLAVE_RULES + CRASH_RULES + HA_INPUT_RULES,
     "BugFsyncCoversFailedWrite": SLAVE_RULES + CRASH_RULES + HA_INPUT_RULES,
+    "BugFlushOneFileReleasesAll": SLAVE_RULES + CRASH_RULES + HA_INPUT_RULES + ("fail_a_write",),
     "BugFlushTimeoutHidesSlaveTimeout": CRASH_RULES + HA_INPUT_RULES + ("fail_a_write",),
 }
 
