@@ -1,20 +1,28 @@
 """Wire frames between producers, the master and the slaves.
 
-``length:u32 | type:u8 | payload`` with ``length`` counting the type byte and
-the payload.  ``FrameDecoder`` is incremental (feed it whatever the socket
-gave) and raises ``FrameError`` naming the problem on a malformed frame:
-the connection that sent it is closed, nothing else is affected.
+``length:u32 | type:u8 | payload | crc32:u32`` with ``length`` counting the
+type byte, the payload and the checksum, and the CRC-32 taken over the type
+byte and the payload.  RocketMQ's HA protocol has no checksum of its own and
+relies on TCP's; the CRC stands in for it, so that a bit flipped on the wire
+(the simulator's ``corrupt`` fault) is a malformed frame and never a valid
+frame with another name, offset or record count in it.  ``FrameDecoder`` is
+incremental (feed it whatever the socket gave) and raises ``FrameError``
+naming the problem on a malformed frame: the connection that sent it is
+closed, nothing else is affected.
 """
 
 from __future__ import annotations
 
 import enum
 import struct
+import zlib
 
 import attrs
 
 MAX_FRAME_BYTES_DEFAULT = 8 * 1024 * 1024
 _PREFIX = struct.Struct(">IB")
+_CRC = struct.Struct(">I")
+_MIN_LENGTH = 1 + _CRC.size          # the type byte and the checksum
 
 
 class FrameType(enum.IntEnum):
@@ -91,7 +99,8 @@ def encode(frame) -> bytes:
         kind, payload = FrameType.REFUSE, frame.reason.encode()
     else:
         raise TypeError(f"not a frame: {frame!r}")
-    return _PREFIX.pack(len(payload) + 1, kind) + payload
+    body = bytes([kind]) + payload
+    return _PREFIX.pack(len(body) + _CRC.size, kind) + payload + _CRC.pack(zlib.crc32(body))
 
 
 def _decode(kind: int, payload: bytes):
@@ -143,13 +152,18 @@ def decode_frames(data: bytes, max_frame_bytes: int) -> tuple[list, int]:
     used = 0
     while len(data) - used >= 5:
         length, kind = _PREFIX.unpack_from(data, used)
-        if length == 0:
-            raise FrameError("frame length 0 (a frame has at least its type byte)")
+        if length < _MIN_LENGTH:
+            raise FrameError(f"frame length {length} (a frame has at least its type byte and a checksum)")
         if length > max_frame_bytes:
             raise FrameError(f"frame of {length} bytes exceeds the limit of {max_frame_bytes}")
         if len(data) - used < 4 + length:
             break
-        frames.append(_decode(kind, bytes(data[used + 5: used + 4 + length])))
+        body_end = used + 4 + length - _CRC.size
+        body = bytes(data[used + 4: body_end])
+        (crc,) = _CRC.unpack_from(data, body_end)
+        if crc != zlib.crc32(body):
+            raise FrameError(f"frame checksum mismatch ({len(body) - 1} payload bytes, type byte {kind})")
+        frames.append(_decode(kind, body[1:]))
         used += 4 + length
     return frames, used
 

@@ -147,9 +147,10 @@ def flush_fail(cfg: Config, s: State) -> list[State]:
     return [t for target in targets if (t := flush_fail_to(cfg, s, target))]
 
 
-def write_fail_to(cfg: Config, s: State, target: int | None, landed: int) -> State | None:
+def write_fail_to(cfg: Config, s: State, target: int | None, landed: int, beyond: int = 0) -> State | None:
     """WriteFail: ``landed`` records of the failed write reached the page cache anyway;
-    ``target`` is where committed goes under BugFsyncCoversFailedWrite with the pool."""
+    ``target`` is where committed goes under BugFsyncCoversFailedWrite with the pool, and
+    ``beyond`` how many records after it a write issued behind the failed one left there."""
     if s.mstate != UP:
         return None
     common = dict(writable=False, aux_ctrs=_bump(s, "writeFailure"))
@@ -159,14 +160,18 @@ def write_fail_to(cfg: Config, s: State, target: int | None, landed: int) -> Sta
         if s.committed >= s.wrote:
             return None
         if bug:
-            if target is None or not (s.committed <= target <= reach and 0 <= landed <= target - s.committed):
+            if target is None or not s.committed <= target <= reach:
+                return None
+            counted = target - s.committed
+            if not (min(s.landed, counted) <= landed <= counted and s.landed - counted <= beyond <= reach - target
+                    and (beyond == 0 or (landed == counted and not s.unwritten))):
                 return None
             failed = frozenset(range(s.committed + landed + 1, target + 1))
-            return evolve(s, committed=target, unwritten=s.unwritten | failed, **common)
-        if target is not None or not s.landed <= landed <= reach - s.committed:
+            return evolve(s, committed=target, unwritten=s.unwritten | failed, landed=beyond, **common)
+        if target is not None or beyond or not s.landed <= landed <= reach - s.committed:
             return None
         return evolve(s, landed=landed, **common)
-    if not s.writable or target is not None or landed not in (0, 1):
+    if not s.writable or target is not None or beyond or landed not in (0, 1):
         return None
     rid, off = len(s.reqs) + 1, len(s.log) + 1
     if bug:
@@ -182,13 +187,13 @@ def write_fail(cfg: Config, s: State) -> list[State]:
     if cfg.transient_store_pool:
         reach = min(s.wrote, file_end(cfg, s.committed))
         if cfg.bug("BugFsyncCoversFailedWrite"):
-            options = [(target, m) for target in range(s.committed, reach + 1)
-                       for m in range(0, target - s.committed + 1)]
+            options = [(target, m, n) for target in range(s.committed, reach + 1)
+                       for m in range(0, target - s.committed + 1) for n in range(0, reach - target + 1)]
         else:
-            options = [(None, m) for m in range(s.landed, reach - s.committed + 1)]
+            options = [(None, m, 0) for m in range(s.landed, reach - s.committed + 1)]
     else:
-        options = [(None, 0), (None, 1)]
-    return [t for target, m in options if (t := write_fail_to(cfg, s, target, m))]
+        options = [(None, 0, 0), (None, 1, 0)]
+    return [t for target, m, n in options if (t := write_fail_to(cfg, s, target, m, n))]
 
 
 def respond(cfg: Config, s: State, i: int) -> list[State]:

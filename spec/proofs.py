@@ -222,7 +222,7 @@ def actions(a: Abstract, s: S, t: S) -> dict[str, z3.BoolRef]:
     # WriteFail: nothing of the failed write is counted; some of it may have landed (PC).
     if pool:
         if a.bug("BugFsyncCoversFailedWrite"):
-            landed = z3.If(s.PC < s.C, t.PC == s.PC, z3.And(s.C <= t.PC, t.PC <= t.C))
+            landed = z3.If(s.PC < s.C, t.PC == s.PC, z3.And(s.PC <= t.PC, t.PC <= s.W))
             acts["WriteFail"] = z3.And(s.up, s.C < s.W, s.C <= t.C, t.C <= s.W, landed, z3.Not(t.writable),
                                        s.same(t, "writable", "C", "PC"))
         else:

@@ -188,11 +188,15 @@ WriteFail ==
        THEN LET reach == Min(Wrote, FileEnd(committed)) IN
             /\ committed < Wrote
             /\ IF BugFsyncCoversFailedWrite
-               THEN /\ \E target \in committed..reach, m \in 0..(reach - committed) :
-                         /\ m <= target - committed
+               THEN \* m records of the failed range landed; n records beyond it landed
+                    \* too (a write issued behind it), only where nothing before them is missing.
+                    \E target \in committed..reach, m, n \in 0..(reach - committed) :
+                         /\ Min(landed, target - committed) <= m /\ m <= target - committed
+                         /\ landed - (target - committed) <= n /\ n <= reach - target
+                         /\ n > 0 => m = target - committed /\ unwritten = {}
                          /\ committed' = target
                          /\ unwritten' = unwritten \cup (committed + m + 1)..target
-                    /\ UNCHANGED landed
+                         /\ landed' = n
                ELSE /\ \E n \in landed..(reach - committed) : landed' = n
                     /\ UNCHANGED <<committed, unwritten>>
             /\ UNCHANGED <<log, reqs, inv_responses>>

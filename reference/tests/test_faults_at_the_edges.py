@@ -7,6 +7,7 @@ import attrs
 import pytest
 
 from reference import effects as fx
+from reference.replica import ReplicaCore
 from reference.status import PutStatus as S
 from reference.tests.test_master_core import BASE, Driver, connect, deliver
 
@@ -172,3 +173,30 @@ def test_write_results_must_come_in_order():
     first = next(e for e in d.core.take_effects() if isinstance(e, fx.WriteData))
     with pytest.raises(AssertionError, match="out of order"):
         d.core.write_done(first.start, first.position + 1, len(first.data), 0)
+
+
+def test_the_caught_up_bug_counts_records_where_committed_stops_in_a_roll():
+    """Found by a --bug campaign: the padding before a rolled record was written, the record's
+    own write failed, so committed stops at the segment end, inside the last index entry.
+    A slave holding every committed record is "caught up" in the spec's terms (records), so
+    BugHandshakeRefusesCaughtUp must refuse it; the correct master accepts it."""
+    def rolled_then_failed(cfg):
+        d = Driver(attrs.evolve(cfg, broker_role="SYNC_MASTER"))
+        d.put(size=100)
+        d.put(size=100)                              # 240 bytes: the next record rolls to 256
+        slave = connect(d, "r1")                     # behind: accepted by both masters
+        d.tick()
+        deliver(d, "r1", slave)                      # the slave holds both records
+        d.core.replica_disconnected(d.conn_of.pop("r1"))
+        slave.disconnected()
+        d.fail_writes = [None, ("EIO", 0)]           # the padding lands, the record does not
+        d.put(size=100)
+        log = d.core.log
+        assert log.committed == 256 and log.records_upto(log.committed) == 2 and not d.core.writable
+        assert slave.parsed_end == 240
+        return d, slave
+
+    for cfg, refused in ((BASE, False), (attrs.evolve(BASE, bugs={"BugHandshakeRefusesCaughtUp"}), True)):
+        d, slave = rolled_then_failed(cfg)
+        connect(d, "r1", slave)
+        assert ("r1" not in d.core.conns) == refused, cfg.bugs

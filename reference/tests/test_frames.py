@@ -1,6 +1,7 @@
 """Frames: round trips, incremental parsing, and malformed input named."""
 
 import struct
+import zlib
 
 import pytest
 
@@ -18,14 +19,23 @@ def test_round_trip_in_pieces():
     assert out == FRAMES and decoder.buffered == 0
 
 
+def framed(kind: int, payload: bytes) -> bytes:
+    """A frame with a correct checksum around whatever payload, to reach the checks behind it."""
+    body = bytes([kind]) + payload
+    return struct.pack(">IB", len(body) + 4, kind) + payload + struct.pack(">I", zlib.crc32(body))
+
+
 @pytest.mark.parametrize("raw, problem", [
     (struct.pack(">IB", 0, 1), "frame length 0"),
+    (struct.pack(">IB", 4, 1) + b"\0" * 3, "frame length 4"),
     (struct.pack(">IB", 10**9, 1), "exceeds the limit"),
-    (struct.pack(">IB", 1, 99), "unknown frame type 99"),
-    (struct.pack(">IB", 5, 5) + b"\0" * 4, "ACK frame has 4 payload bytes"),
-    (struct.pack(">IB", 18, 5) + b"\0" * 17, "ACK frame has 17 payload bytes, expected 16"),
-    (struct.pack(">IB", 3, 1) + b"\0\0", "PUT frame has 2 payload bytes"),
-    (struct.pack(">IB", 33, 3) + b"\0" * 32, None),  # a handshake with an empty name is fine
+    (framed(99, b""), "unknown frame type 99"),
+    (framed(5, b"\0" * 4), "ACK frame has 4 payload bytes"),
+    (framed(5, b"\0" * 17), "ACK frame has 17 payload bytes, expected 16"),
+    (framed(1, b"\0\0"), "PUT frame has 2 payload bytes"),
+    (framed(3, b"\0" * 16 + b"\xff" * 16 + b"\xc3"), "not UTF-8"),
+    (struct.pack(">IB", 21, 5) + b"\0" * 20, "checksum mismatch"),
+    (framed(3, b"\0" * 32), None),  # a handshake with an empty name is fine
 ])
 def test_malformed_frames_are_named(raw, problem):
     decoder = FrameDecoder(max_frame_bytes=1 << 20)
@@ -34,3 +44,19 @@ def test_malformed_frames_are_named(raw, problem):
         return
     with pytest.raises(FrameError, match=problem):
         decoder.feed(raw)
+
+
+@pytest.mark.parametrize("frame", FRAMES, ids=lambda f: type(f).__name__)
+def test_a_flipped_bit_is_never_another_valid_frame(frame):
+    """The simulator's ``corrupt`` fault flips one bit: the decoder must refuse the frame
+    (or wait for bytes a longer length asks for), never hand over a different frame."""
+    raw = encode(frame)
+    for bit in range(len(raw) * 8):
+        bad = bytearray(raw)
+        bad[bit // 8] ^= 1 << (bit % 8)
+        decoder = FrameDecoder(max_frame_bytes=1 << 20)
+        try:
+            got = decoder.feed(bytes(bad))
+        except FrameError:
+            continue
+        assert got == [], f"bit {bit} flipped gave {got}"

@@ -132,6 +132,20 @@ def test_a_failed_commit_keeps_the_buffer_and_may_leave_records_in_the_page_cach
     assert a.write_fail_to(POOL, attrs.evolve(s, committed=3), None, 0) is None   # nothing to commit
 
 
+def test_under_the_bug_a_write_behind_the_failed_commit_may_land_beyond_it():
+    """Found by a --bug campaign: a commit that crosses a segment issues two writes; the
+    first fails but its bytes are there already, the second lands.  The master counts the
+    failed range and the page cache holds one record more."""
+    cfg = attrs.evolve(POOL, bugs={"BugFsyncCoversFailedWrite"}, file_size=8)
+    s = state(cfg, log=(1, 2, 3), committed=1, connected=False)
+    t = a.write_fail_to(cfg, s, 2, 1, 1)
+    assert t.committed == 2 and t.landed == 1 and not t.unwritten and page_cache_end(t) == 3
+    assert a.write_fail_to(cfg, s, 2, 0, 1) is None          # a hole below: nothing beyond is counted
+    assert a.write_fail_to(cfg, s, 2, 1, 2) is None          # never beyond what was written
+    assert a.write_fail_to(POOL, s, None, 1, 1) is None      # the correct master: no target, no beyond
+    assert any(u.landed == 1 and u.committed == 2 for u in a.write_fail(cfg, s))
+
+
 def test_a_process_crash_keeps_what_landed_and_a_machine_crash_may_keep_it():
     s = a.write_fail_to(PLAIN, state(PLAIN, connected=False), None, 1)
     t = one(a.master_process_crash(PLAIN, s))
