@@ -515,11 +515,15 @@ class Cluster:
             frames.insert(k, hashlib.sha256(f"{self.steps}/{at}".encode()).digest()[: 1 + at % 32])
         elif how == "corrupt":
             chunk = bytearray(frames[k])
+            assert chunk, "an empty chunk in flight"
             chunk[at % len(chunk)] ^= 1 << (at % 8)
             frames[k] = bytes(chunk)
-        elif how == "truncate":                 # the connection breaks inside a frame
-            frames[k] = frames[k][: at % len(frames[k])]
-            while len(frames) > k + 1:
+        elif how == "truncate":                 # the connection breaks inside a frame (or just before it)
+            cut = frames[k][: at % len(frames[k])]
+            keep = k + 1 if cut else k          # no empty chunk stays in flight
+            if cut:
+                frames[k] = cut
+            while len(frames) > keep:
                 frames.pop()
             frames.append(EOF)                  # delivered last: then the connection closes
         else:

@@ -58,3 +58,24 @@ def test_each_bug_is_reported_with_its_property(bug):
             if outcome.violation in EXPECTED[bug]:
                 break
     assert set(found) <= EXPECTED[bug] and found, f"{bug}: found {found}, expected {EXPECTED[bug]}"
+
+
+
+def test_a_link_cut_before_a_frame_leaves_no_empty_chunk_to_corrupt():
+    """Regression (a --bug campaign, seed 144285027124267): a cut at byte 0 of a frame left
+    an empty chunk in flight, and a later bit flip on it raised ZeroDivisionError, so the
+    seed ended as an internal error instead of a verdict."""
+    from reference.config import StoreConfig
+    from reference.sim.cluster import EOF, Cluster
+    from reference.sim.disk import sim_disk_factory
+
+    c = Cluster(StoreConfig(), ("r1",), sim_disk_factory, wire_bytes=True)
+    c.connect("r1")
+    (link,) = c.open_links()
+    assert len(link.frames) == 1
+    at = len(link.frames[0])                    # at % len == 0: the cut falls before the frame
+    assert c.mangle("truncate", 0, at)
+    assert list(link.frames) == [EOF]
+    assert not c.mangle("corrupt", 0, at)       # nothing left to corrupt on that link
+    c.deliver(link.conn, link.direction)        # the link ends: the connection closes cleanly
+    assert c.accepted_conn("r1") is None
