@@ -50,6 +50,7 @@ from reference.effects import CloseReplica, Fsync, Respond, SendData, WriteData
 from reference.status import PutStatus
 
 MAX_WRITES_IN_FLIGHT = 1 << 16     # WriteData effects awaiting write_done / write_failed
+MAX_UNGREETED_CONNECTIONS = 1 << 12  # HA connections accepted, HANDSHAKE not yet received
 
 
 @attrs.define(slots=True, eq=False)
@@ -111,6 +112,7 @@ class MasterCore:
         self.repl_deadlines: deque[tuple[int, Request]] = deque()
         # HA
         self.conns: dict[str, HaConnection] = {}        # slave name -> its accepted connection
+        self.ungreeted: dict[int, int] = {}             # connection id -> when it opened (no HANDSHAKE yet)
         self.push2SlaveMaxOffset = 0
         self.push2_records = 0    # the same maximum, in records the slaves reported
 
@@ -354,8 +356,13 @@ class MasterCore:
         self._complete_covered()
 
     def _housekeeping(self, now_ms: int) -> None:
-        """HAConnection: close a connection that acknowledges none of the data in flight to it."""
+        """HAConnection: close a connection that never greets, or that acknowledges none of
+        the data in flight to it (ReadSocketService's haHousekeepingInterval)."""
         limit = self.cfg.ha_housekeeping_interval_ms
+        for conn, opened_ms in list(self.ungreeted.items()):
+            if now_ms - opened_ms >= limit:
+                del self.ungreeted[conn]
+                self._emit(CloseReplica(conn, f"no HANDSHAKE in {now_ms - opened_ms} ms"))
         for name, hc in list(self.conns.items()):
             if hc.next_transfer > hc.ack_offset and now_ms - hc.last_ack_ms >= limit:
                 self._drop(name, f"slave {name} acknowledged nothing for {now_ms - hc.last_ack_ms} ms "
@@ -520,6 +527,7 @@ class MasterCore:
             due.append(self.flush_deadlines[0][0])
         if self.repl_deadlines:
             due.append(self.repl_deadlines[0][0])
+        due += [opened_ms + cfg.ha_housekeeping_interval_ms for opened_ms in self.ungreeted.values()]
         due += [hc.last_ack_ms + cfg.ha_housekeeping_interval_ms for hc in self.conns.values()
                 if hc.next_transfer > hc.ack_offset]
         return max(now_ms, min(due))
@@ -562,9 +570,18 @@ class MasterCore:
             return f"slave holds all {committed} committed records: nothing to send it"
         return None
 
+    def replica_connection_opened(self, conn: int, now_ms: int) -> None:
+        """The HA port accepted a connection: it must send its HANDSHAKE within the
+        housekeeping interval, or it is closed (a handshake cut or garbled on the way
+        would otherwise leave both ends waiting for each other forever)."""
+        assert conn not in self.ungreeted and self.name_of(conn) is None, f"connection {conn} opened twice"
+        assert len(self.ungreeted) < MAX_UNGREETED_CONNECTIONS, "ungreeted connections unbounded"
+        self.ungreeted[conn] = now_ms
+
     def replica_handshake(self, conn: int, name: str, offset: int, chain: bytes, now_ms: int,
                           records: int = 0) -> None:
         """A new HA connection's first frame: the slave's name, max offset and chain hash there."""
+        self.ungreeted.pop(conn, None)
         if (current := self.name_of(conn)) is not None:
             self._drop(current, f"a second HANDSHAKE on the connection of slave {current}")
             return
@@ -632,6 +649,7 @@ class MasterCore:
     def replica_bad_input(self, conn: int, reason: str) -> None:
         """The runtime could not decode what connection ``conn`` sent (or it sent a
         frame a slave never sends): close it."""
+        self.ungreeted.pop(conn, None)
         name = self.name_of(conn)
         self._emit(CloseReplica(conn, reason))
         if name is not None:
@@ -646,6 +664,7 @@ class MasterCore:
 
     def replica_disconnected(self, conn: int) -> None:
         """The connection is gone (network, slave crash, or our CloseReplica)."""
+        self.ungreeted.pop(conn, None)
         name = self.name_of(conn)
         if name is not None:
             del self.conns[name]

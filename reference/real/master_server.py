@@ -243,6 +243,7 @@ class MasterServer:
         conn_id = next(self._conn_ids)
         with self.lock:
             self.ha_conns[conn_id] = conn
+        self._call(self.core.replica_connection_opened, conn_id, now_ms())
         greeted = False
         for frame in conn.frames():
             if isinstance(frame, Handshake):

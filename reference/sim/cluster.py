@@ -260,6 +260,8 @@ class Cluster:
             return
         link = self.links.setdefault((conn, direction), Link(conn, direction, self.connections[conn].name))
         assert len(link.frames) < MAX_LINK_FRAMES, "link queue unbounded"
+        if link.frames and link.frames[-1] is EOF:
+            return                  # the link was cut: what is sent after the cut never arrives
         link.frames.append(encode(frame) if self.wire_bytes else frame)
 
     def _write(self, e: fx.WriteData) -> None:
@@ -340,6 +342,8 @@ class Cluster:
     def _open_conn(self, name: str, slave: str | None) -> int:
         self._conn_ids += 1
         self.connections[self._conn_ids] = Connection(self._conn_ids, name, slave)
+        if self.mstate == UP:
+            self.master.replica_connection_opened(self._conn_ids, self.now)
         return self._conn_ids
 
     # ------------------------------------------------------------ steps: producers and timers
@@ -500,6 +504,7 @@ class Cluster:
         link = links[pick % len(links)]
         frames = link.frames
         whole = len(frames) - (frames[-1] is EOF)     # a cut link ends with EOF: leave that in place
+        assert EOF not in list(frames)[:whole], "EOF is always the last item of a link"
         if whole == 0:
             self._finish(f"nothing to {how}")
             return False

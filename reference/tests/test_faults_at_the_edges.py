@@ -167,6 +167,30 @@ def test_a_stalled_connection_is_closed_by_housekeeping():
     assert d.closed and "acknowledged nothing" in d.closed[0].reason and "r1" not in d.core.conns
 
 
+def test_a_connection_that_never_greets_is_closed_by_housekeeping():
+    """Found by a clean 20,000-seed campaign (seeds 162960313501156, 239952543230344): a bit
+    flipped in a HANDSHAKE's length left the master waiting for the rest of the frame and the
+    slave waiting for DATA, forever.  The master now closes a connection that has not greeted
+    within the housekeeping interval, and the slave reconnects."""
+    d = Driver(attrs.evolve(BASE, broker_role="SYNC_MASTER", ha_housekeeping_interval_ms=100))
+    d.core.replica_connection_opened(7, d.now)
+    d.core.replica_connection_opened(8, d.now)
+    d.core.replica_handshake(8, "r1", 0, connect_chain(), d.now, 0)     # 8 greets, 7 never does
+    assert d.core.next_wakeup_ms(d.now) <= d.now + 100
+    d.tick(advance=99)
+    assert not d.closed
+    d.tick(advance=1)
+    assert [c.conn for c in d.closed] == [7] and "no HANDSHAKE" in d.closed[0].reason
+    assert d.core.conns["r1"].conn == 8 and not d.core.ungreeted
+    d.core.replica_connection_opened(9, d.now)
+    d.core.replica_disconnected(9)                  # gone before greeting: forgotten
+    assert not d.core.ungreeted
+
+
+def connect_chain() -> bytes:
+    return ReplicaCore("r1", BASE.mapped_file_size_commit_log).index.chain[0]
+
+
 def test_write_results_must_come_in_order():
     d = Driver(BASE)
     d.core.put(1, 1, b"x" * 10, 0)

@@ -79,3 +79,25 @@ def test_a_link_cut_before_a_frame_leaves_no_empty_chunk_to_corrupt():
     assert not c.mangle("corrupt", 0, at)       # nothing left to corrupt on that link
     c.deliver(link.conn, link.direction)        # the link ends: the connection closes cleanly
     assert c.accepted_conn("r1") is None
+
+
+def test_nothing_sent_after_a_cut_arrives():
+    """Regression (clean campaign, seed 4449072103726): frames the master sent after a
+    link was cut were queued behind its EOF, so a later mangling picked the EOF marker as a
+    frame (TypeError).  Bytes sent after a cut never arrive: the link ends at the cut."""
+    from reference.config import StoreConfig
+    from reference.sim.cluster import EOF, TO_REPLICA, Cluster
+    from reference.sim.disk import sim_disk_factory
+
+    c = Cluster(StoreConfig(), ("r1",), sim_disk_factory, wire_bytes=True)
+    c.connect("r1")
+    (link,) = c.open_links()
+    c.deliver(link.conn, link.direction)            # the handshake: r1 is accepted
+    c.put(b"x" * 40)
+    data = c.links[(link.conn, TO_REPLICA)]
+    assert len(data.frames) == 1
+    assert c.mangle("truncate", 0, 5)               # cut inside the DATA frame
+    c.put(b"y" * 40)                                # the master streams on, into the cut
+    assert len(data.frames) == 2 and data.frames[-1] is EOF
+    assert c.mangle("truncate", 0, 3) and c.mangle("corrupt", 0, 1)
+    assert data.frames[-1] is EOF
