@@ -1,12 +1,12 @@
 # Two commands for a fresh machine:
-#   make run    create .venv, install, run the main job (every TLC model + the twin cross-check)
+#   make run    create .venv, install, run the main job (`ackorder run`: TLC, the twin, a fuzz campaign, the proofs)
 #   make test   the same set-up, then the whole test suite
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test java setup clean
+.PHONY: run test java chromium setup clean
 
 setup: $(STAMP) java
 
@@ -34,10 +34,24 @@ java:
 	fi; \
 	command -v java >/dev/null 2>&1 || { echo "java is still missing after the install"; exit 1; }
 
+# The fuzz report is opened in a real headless browser by the tests; Debian's chromium.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "chromium not found: installing Debian's chromium with apt-get (for the report's browser test)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+	  echo "chromium not found: installing Debian's chromium with sudo apt-get"; \
+	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "chromium not found. Install it (Debian/Ubuntu: 'apt-get install chromium'), then run make again."; exit 1; \
+	fi; \
+	command -v chromium >/dev/null 2>&1 || { echo "chromium is still missing after the install"; exit 1; }
+
 run: setup
 	$(VENV)/bin/ackorder run
 
-test: setup
+test: setup chromium
 	$(PY) -m pytest
 
 clean:

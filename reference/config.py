@@ -7,7 +7,7 @@ import argparse
 
 import attrs
 
-from spec.config import ACK_POLICIES, BUG_NAMES, FLUSH_MODES, REPL_MODES, ConfigError
+from spec.config import ACK_POLICIES, BUG_NAMES, FLUSH_MODES, REPL_MODES, ConfigError, resolve_bug
 
 ACK_MODES = ("DECOUPLED", "BLOCKING")
 KiB, MiB = 1024, 1024 * 1024
@@ -110,8 +110,15 @@ def add_store_flags(parser: argparse.ArgumentParser) -> None:
                                help=f"default {f.default}")
         else:
             group.add_argument(flag, type=type(f.default), default=f.default, help=f"default {f.default}")
-    group.add_argument("--bug", action="append", default=[], choices=BUG_NAMES, metavar="NAME",
+    group.add_argument("--bug", action="append", default=[], type=_bug_name, metavar="NAME",
                        help="switch on a seeded defect (repeatable): " + ", ".join(BUG_NAMES))
+
+
+def _bug_name(text: str) -> str:
+    try:
+        return resolve_bug(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _parse_bool(text: str) -> bool:

@@ -97,6 +97,7 @@ class RefinementChecker:
         self.incremental = IncrementalInvariants(cfg, [name for name, _ in self.invariants])
         self.full_check_every = full_check_every
         self.steps_checked = 0
+        self.taken: list[tuple[str, State]] = []    # the spec steps of the last event, in order
 
     # --- one labelled step ----------------------------------------------------
 
@@ -171,7 +172,7 @@ class RefinementChecker:
         what a failed write left there, so it picks WriteFail's successor.
         Returns the (action, state) pairs taken, for traces."""
         self._page_cache_records = page_cache_records
-        taken = []
+        taken = self.taken = []     # kept on the checker: a trace writer reads it even after a violation
         for label in labels:
             try:
                 t = self._apply(label)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from spark_fuzz.campaign import CampaignSpec, run_campaign, spark_session
 from spark_fuzz.seeds import Job, run_job
-from spec.ui import console as make_console
+from rich.console import Console
 
 
 def plain(campaign: str, seeds: int, steps: int) -> tuple[float, int]:
@@ -34,6 +34,18 @@ def on_spark(master: str, seeds: int, steps: int, batch: int) -> tuple[float, in
     finally:
         spark.stop()
     return summary["seconds"], summary["steps"], summary["campaign"]
+
+
+def campaign_rates(campaign_seeds: int, progress=print) -> dict:
+    """Seeds/s of a fuzz campaign (100 steps per seed) on local[1] and local[2], side by side."""
+    out = {}
+    for master in ("local[1]", "local[2]"):
+        progress(f"sim: fuzz campaign of {campaign_seeds} seeds on {master}")
+        seconds, total, _ = on_spark(master, campaign_seeds, 100, max(campaign_seeds // 2, 1))
+        out[master] = {"seeds": campaign_seeds, "seconds": round(seconds, 2),
+                       "seeds_per_s": round(campaign_seeds / seconds, 1), "steps_per_s": round(total / seconds)}
+    out["local2_over_local1"] = round(out["local[2]"]["seeds_per_s"] / out["local[1]"]["seeds_per_s"], 2)
+    return out
 
 
 def bugs(max_seeds: int, steps: int) -> dict[str, dict]:
@@ -63,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-seeds", type=int, default=5_000)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    console = make_console()
+    console = Console()
     if args.bugs:
         result = bugs(args.seeds, args.steps)
         for bug, row in result.items():

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -24,10 +25,11 @@ import attrs
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from spark_fuzz import ledger
-from spark_fuzz.seeds import Job, load_matrix, run_partition, shrink
+from spark_fuzz.seeds import Job, Reproducer, load_matrix, run_partition, shrink
 
 AUDIT_FRACTION = 0.01
 MAX_SHRINKS = 20                 # distinct failure signatures shrunk per campaign
+MESSAGE_KEPT = 2_000             # characters of a failure's message (or traceback) in the summary
 
 
 class DeterminismError(RuntimeError):
@@ -151,16 +153,28 @@ def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: flo
         if r["outcome"] != "ok":
             by_signature[r["signature"]].append(r)
     reproducers = []
-    for sig, group in sorted(by_signature.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:MAX_SHRINKS]:
+    for n, (sig, group) in enumerate(sorted(by_signature.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:MAX_SHRINKS]):
         first = min(group, key=lambda r: r["index"])
+        overrides = json.loads(first["overrides"])
         entry = {"signature": sig, "outcome": first["outcome"], "count": len(group), "index": first["index"],
-                 "seed": first["seed"], "message": first["message"][:300]}
-        if first["outcome"] != "internal_error":
-            rep = shrink(first["seed"], spec.steps, json.loads(first["overrides"]), spec.bug or None,
-                         first["outcome"])
+                 "seed": first["seed"], "message": first["message"][:MESSAGE_KEPT]}
+        if first["outcome"] == "internal_error":   # a crash of the simulator: the seed itself reproduces it
+            rep = Reproducer(first["seed"], spec.steps, tuple(sorted(overrides.items())), spec.bug or None,
+                             "internal_error", "")
+            entry.update(reproducer=rep.command(), reproduces=None)
+        else:
+            rep = shrink(first["seed"], spec.steps, overrides, spec.bug or None, first["outcome"])
+            trace = spec.out / "traces" / f"{n:02d}-{re.sub(r'[^A-Za-z0-9]+', '-', sig).strip('-')}.ndjson"
+            rep.write_trace(trace)
             entry.update(reproducer=rep.command(), trace_hash=rep.trace_hash, shrunk_steps=rep.steps,
-                         reproduces=rep.outcome == first["outcome"])
+                         reproduces=rep.outcome == first["outcome"], trace=str(trace))
         reproducers.append(entry)
+    reproducers_file = None
+    if reproducers:
+        reproducers_file = spec.out / "reproducers.txt"
+        spec.out.mkdir(parents=True, exist_ok=True)
+        reproducers_file.write_text("".join(f"# {r['signature']} (x{r['count']})\n{r['reproducer']}\n"
+                                            for r in reproducers))
     faults: Counter = Counter()
     for r in rows:
         faults.update(json.loads(r.get("faults") or "{}"))
@@ -178,6 +192,7 @@ def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: flo
         "faults": dict(sorted(faults.items())),
         "by_config": {k: dict(v) for k, v in sorted(by_config.items())},
         "reproducers": reproducers, "stopped_early": stopped_early, "max_failures": spec.max_failures,
+        "reproducers_file": str(reproducers_file) if reproducers_file else None,
     }
 
 

@@ -1,8 +1,8 @@
 """`ackorder fuzz-report`: a campaign's ledger as Markdown and HTML with PNG plots.
 
 Plots: violations over seed index (cumulative, one line per property),
-spec-action coverage per configuration (a heatmap: which actions each
-configuration exercised, as a share of its steps), and throughput per
+spec-action coverage per configuration (a heatmap of how often each
+configuration took each action, on a log scale), and throughput per
 executor (seeds per second of simulation time in each Python worker).
 """
 
@@ -52,27 +52,32 @@ def plot_violations(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def coverage(rows: list[dict]) -> tuple[list[str], list[str], list[list[float]]]:
+def coverage(rows: list[dict]) -> tuple[list[str], list[str], list[list[int]]]:
+    """(configurations, spec actions, how often each configuration took each action)."""
     per_config: dict[str, Counter] = defaultdict(Counter)
     for r in rows:
         per_config[_config_key(r["config"])].update(json.loads(r["actions"] or "{}"))
     configs = sorted(per_config)
     actions = sorted({a for c in per_config.values() for a in c})
-    matrix = []
-    for config in configs:
-        total = sum(per_config[config].values()) or 1
-        matrix.append([per_config[config][a] / total for a in actions])
-    return configs, actions, matrix
+    return configs, actions, [[per_config[c][a] for a in actions] for c in configs]
 
 
 def plot_coverage(rows: list[dict], path: Path) -> None:
+    """Counts on a log scale, so that a fault taken 30 times shows beside 300,000 puts; an
+    action a configuration never took is left blank (and is named in the report)."""
+    from matplotlib.colors import LogNorm
+    import numpy as np
+
     configs, actions, matrix = coverage(rows)
     fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(actions) + 3), max(3, 0.3 * len(configs) + 1.5)))
     if configs and actions:
-        image = ax.imshow(matrix, aspect="auto", cmap="viridis")
+        data = np.ma.masked_equal(np.array(matrix, dtype=float), 0)
+        top = max(1.0, float(data.max()))
+        image = ax.imshow(data, aspect="auto", cmap="viridis", norm=LogNorm(vmin=1, vmax=max(top, 10)))
+        ax.set_facecolor("white")
         ax.set_xticks(range(len(actions)), actions, rotation=60, ha="right", fontsize=7)
         ax.set_yticks(range(len(configs)), configs, fontsize=7)
-        fig.colorbar(image, ax=ax, label="share of spec steps")
+        fig.colorbar(image, ax=ax, label="times taken (log; blank = never)")
     ax.set_title("spec-action coverage per configuration", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -100,13 +105,14 @@ def plot_throughput(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def write_report(out: Path, summary: dict) -> list[Path]:
-    rows = ledger.read_ledger(out, summary["campaign"]).to_pylist()
-    plots = {"violations": out / "violations.png", "coverage": out / "coverage.png",
-             "throughput": out / "throughput.png"}
-    plot_violations(rows, plots["violations"])
-    plot_coverage(rows, plots["coverage"])
-    plot_throughput(rows, plots["throughput"])
+def never_taken(rows: list[dict]) -> dict[str, list[str]]:
+    """Per configuration, the spec actions other configurations took and it never did."""
+    configs, actions, matrix = coverage(rows)
+    return {c: [a for a, n in zip(actions, counts) if n == 0] for c, counts in zip(configs, matrix)
+            if any(n == 0 for n in counts)}
+
+
+def markdown(summary: dict, rows: list[dict], plots: dict[str, Path], out: Path) -> str:
     lines = [f"# Fuzz campaign {summary['campaign']}", "",
              f"{summary['seeds']:,} seeds, {summary['steps']:,} simulated steps"
              + (f", bug switch `{summary['bug']}`" if summary.get("bug") else "") + ".", "",
@@ -116,17 +122,49 @@ def write_report(out: Path, summary: dict) -> list[Path]:
     lines += [f"| {k} | {v:,} |" for k, v in summary.get("faults", {}).items()] or ["| none | 0 |"]
     lines += ["", "## Failures (deduplicated by signature)", ""]
     if summary["reproducers"]:
-        lines += ["| signature | seeds | reproducer |", "|---|---:|---|"]
+        lines += ["| signature | seeds | first seed index | reproducer | trace |", "|---|---:|---:|---|---|"]
         for rep in summary["reproducers"]:
-            lines.append(f"| {rep['signature']} | {rep['count']} | `{rep.get('reproducer', rep['message'][:80])}` |")
+            trace = rep.get("trace")
+            link = f"[trace]({Path(trace).relative_to(out)})" if trace and Path(trace).is_relative_to(out) else "-"
+            lines.append(f"| {rep['signature']} | {rep['count']:,} | {rep['index']} | "
+                         f"`{rep.get('reproducer') or '-'}` | {link} |")
+        if summary.get("reproducers_file"):
+            lines += ["", f"Every reproducer, one per line: [reproducers.txt]({Path(summary['reproducers_file']).name})."]
     else:
-        lines.append("none")
+        lines.append("None.")
+    gaps = never_taken(rows)
+    lines += ["", "## Spec actions never taken", ""]
+    if gaps:
+        lines += ["| configuration | actions it never took |", "|---|---|"]
+        lines += [f"| {c} | {', '.join(a)} |" for c, a in gaps.items()]
+    else:
+        lines.append("Every configuration took every action some configuration took.")
     lines += ["", "## Plots", ""] + [f"![{name}]({p.name})" for name, p in plots.items()]
+    return "\n".join(lines) + "\n"
+
+
+def html_page(title: str, md: str) -> str:
+    """The Markdown rendered by a real Markdown library (tables included)."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark").enable("table").render(md)
+    style = ("body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em}"
+             "code{font-size:85%;word-break:break-all}img{max-width:100%}")
+    return (f"<!doctype html>\n<html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+            f"<style>{style}</style></head><body>\n{body}</body></html>\n")
+
+
+def write_report(out: Path, summary: dict) -> list[Path]:
+    rows = ledger.read_ledger(out, summary["campaign"]).to_pylist()
+    plots = {"violations": out / "violations.png", "coverage": out / "coverage.png",
+             "throughput": out / "throughput.png"}
+    plot_violations(rows, plots["violations"])
+    plot_coverage(rows, plots["coverage"])
+    plot_throughput(rows, plots["throughput"])
+    md_text = markdown(summary, rows, plots, out)
     md = out / "report.md"
-    md.write_text("\n".join(lines) + "\n")
+    md.write_text(md_text)
     page = out / "report.html"
-    body = "".join(f"<p>{html.escape(line)}</p>" if not line.startswith("![") else
-                   f"<img src=\"{html.escape(line[line.index('(') + 1:-1])}\">" for line in lines if line)
-    page.write_text(f"<!doctype html><meta charset=utf-8><title>{html.escape(summary['campaign'])}</title>"
-                    f"<body style='font-family:sans-serif'>{body}</body>\n")
+    page.write_text(html_page(f"Fuzz campaign {summary['campaign']}", md_text))
     return [md, page, *plots.values()]

@@ -155,8 +155,14 @@ class Reproducer:
     def command(self) -> str:
         config = "".join(f" --config {k}={v}" for k, v in self.overrides)
         bug = f" --bug {self.bug}" if self.bug else ""
-        return (f"ackorder replay --seed {self.seed} --steps {self.steps}{config}{bug} "
-                f"--expect-hash {self.trace_hash}")
+        expect = f" --expect-hash {self.trace_hash}" if self.trace_hash else ""
+        return f"ackorder replay --seed {self.seed} --steps {self.steps}{config}{bug}{expect}"
+
+    def write_trace(self, path: Path) -> None:
+        """The spec-level trace of this run (NDJSON, the violating step last)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w") as out:
+            World(_params(self.seed, dict(self.overrides), self.bug), trace=out).run(self.steps)
 
 
 def _params(seed: int, overrides: dict[str, str], bug: str | None):

@@ -3,6 +3,9 @@ bounds of tla/MCAckOrder.tla, validated the way ``ASSUME ConfigOK`` does."""
 
 from __future__ import annotations
 
+import difflib
+import re
+
 import attrs
 
 FLUSH_MODES = ("SYNC_FLUSH", "ASYNC_FLUSH")
@@ -32,6 +35,24 @@ BUG_NAMES = (
 
 class ConfigError(ValueError):
     """A configuration that the spec's ASSUMEs reject."""
+
+
+def bug_alias(bug: str) -> str:
+    """The other spelling of a bug, its cfg's name: BugTimeoutAsOK -> timeout_as_ok_bug."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z][a-z0-9]*", bug.removeprefix("Bug"))
+    return "_".join(w.lower() for w in words) + "_bug"
+
+
+def resolve_bug(name: str) -> str:
+    """A bug switch by either spelling (BugAckOnWrote or ack_on_wrote_bug), or a ConfigError
+    that suggests the closest names."""
+    for bug in BUG_NAMES:
+        if name in (bug, bug_alias(bug)):
+            return bug
+    known = [*BUG_NAMES, *(bug_alias(b) for b in BUG_NAMES)]
+    close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else f"; known: {', '.join(BUG_NAMES)}"
+    raise ConfigError(f"unknown bug switch {name!r}{hint}")
 
 
 def _one_of(allowed):

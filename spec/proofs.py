@@ -563,25 +563,6 @@ def vacuous_actions(cfg: Config) -> list[str]:
     return out
 
 
-def manifest_configs(kind: str) -> list[tuple[str, Config, str]]:
-    """(model, configuration, expected) of the manifest's models of one kind, one per
-    distinct configuration (bounds and liveness play no part here)."""
-    from spec.cfgfile import load_cfg, model_from_cfg
-    from tla.manifest import TLA_DIR, load_manifest
-
-    seen: dict[Config, str] = {}
-    out = []
-    for m in load_manifest():
-        if m.kind != kind:
-            continue
-        cfg, _ = model_from_cfg(load_cfg(TLA_DIR / m.cfg))
-        if cfg in seen:
-            continue
-        seen[cfg] = m.model
-        out.append((m.model, cfg, m.expected))
-    return out
-
-
 # The bug cfgs name the property TLC finds violated; the liveness one has its safety half here.
 SAFETY_HALF = {"EveryRequestAnswered": "EveryWaiterHasDeadline", "ReplicasCatchUp": "CompatibleSlaveAccepted"}
 
@@ -628,3 +609,42 @@ def cti_path(cfg: Config, expected: str) -> list[str] | None:
 def changed(pre: dict, post: dict) -> dict:
     """The fields a step changed, for printing a CTI as a readable pair."""
     return {k: (pre[k], post[k]) for k in pre if pre[k] != post[k]}
+
+
+@attrs.frozen
+class GreenProof:
+    configuration: str
+    results: tuple[Result, ...]
+    properties: frozenset[str]        # the safety properties (the rest of results strengthen them)
+    vacuous: tuple[str, ...]          # actions the abstraction can never take in this configuration
+
+    @property
+    def ok(self) -> bool:
+        return all(r.result == "proved" for r in self.results) and not self.vacuous
+
+
+@attrs.frozen
+class ProofReport:
+    green: tuple[GreenProof, ...]
+    bugs: tuple[Result, ...]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return all(g.ok for g in self.green) and all(r.result == "CTI" for r in self.bugs)
+
+
+def prove_all(green: list[tuple[str, Config, str]], bugs: list[tuple[str, Config, str]],
+              on_done: Callable[[str], None] = lambda name: None) -> ProofReport:
+    """Every green configuration's invariants proved inductive, a reachable CTI for every bug."""
+    start = time.perf_counter()
+    proofs = []
+    for name, cfg, _ in green:
+        proofs.append(GreenProof(name, tuple(prove(name, cfg)), frozenset(properties(Abstract(cfg))),
+                                 tuple(vacuous_actions(cfg))))
+        on_done(name)
+    ctis = []
+    for name, cfg, expected in bugs:
+        ctis.append(bug_cti(name, cfg, expected))
+        on_done(name)
+    return ProofReport(tuple(proofs), tuple(ctis), round(time.perf_counter() - start, 2))

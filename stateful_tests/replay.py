@@ -1,28 +1,18 @@
-"""`ackorder replay`: run a failure again.
-
-* ``--program FILE``: the step program Hypothesis printed for a failing
-  state-machine case (``state = RefinementMachine()``, ``state.put(size=3)``,
-  ...).  It is parsed, not executed: only calls on ``state`` with literal
-  arguments, earlier results and the configuration classes are accepted, and
-  anything else is an error naming the line.
-* ``--seed S [--config k=v] [--bug NAME] [--steps N]``: one simulation seed,
-  optionally checking that it reproduces an expected trace hash.
-"""
+"""Replaying the step program Hypothesis printed for a failing state-machine case
+(``state = RefinementMachine()``, ``state.put(size=3)``, ...).  It is parsed, not
+executed: only calls on ``state`` with literal arguments, earlier results and the
+configuration classes are accepted, and anything else is an error naming the line.
+`ackorder replay --program FILE` and `ackorder stateful` use it."""
 
 from __future__ import annotations
 
-import argparse
 import ast
 import inspect
 import re
-from pathlib import Path
-
 from hypothesis.stateful import INITIALIZE_RULE_MARKER, RULE_MARKER
 
 from reference.config import StoreConfig
-from reference.refinement import PropertyViolation, RefinementError
 from spec.config import BUG_NAMES, Config, ConfigError
-from spec.ui import console as make_console
 
 CONSTRUCTORS = {"StoreConfig": StoreConfig, "Config": Config, "frozenset": frozenset, "set": set}
 
@@ -32,8 +22,8 @@ class ProgramError(ValueError):
 
 
 def machine_classes() -> dict:
+    from stateful_tests.bug_machines import machine_for
     from stateful_tests.machines import RealStoreMachine, RefinementMachine, SpecMachine
-    from stateful_tests.test_bugs_caught import machine_for
 
     classes = {"SpecMachine": SpecMachine, "RefinementMachine": RefinementMachine,
                "RealStoreMachine": RealStoreMachine}
@@ -123,42 +113,3 @@ def replay_program(text: str):
         if target is not None:
             env[target] = result
     return state
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("replay", help="replay a failing Hypothesis program or a simulation seed")
-    what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--program", type=Path, metavar="FILE", help="a step program Hypothesis printed")
-    what.add_argument("--seed", type=int, help="a simulation seed")
-    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--bug", choices=BUG_NAMES, metavar="NAME")
-    p.add_argument("--steps", type=int, default=10_000)
-    p.add_argument("--expect-hash", metavar="HASH", help="fail unless the run reproduces this trace hash")
-    p.set_defaults(func=main)
-
-
-def main(args: argparse.Namespace) -> int:
-    console = make_console()
-    if args.seed is not None:
-        from reference.sim.cli import main as sim_main
-
-        sim_args = argparse.Namespace(seed=args.seed, steps=args.steps, config=args.config, bug=args.bug,
-                                      trace=None, json=None, no_check=False, no_liveness=False,
-                                      expect_hash=args.expect_hash)
-        return sim_main(sim_args)
-    try:
-        text = args.program.read_text()
-    except OSError as err:
-        console.print(f"[bold red]error:[/] {args.program}: {err.strerror}")
-        return 2
-    try:
-        replay_program(text)
-    except ProgramError as err:
-        console.print(f"[bold red]error:[/] {args.program}: {err}")
-        return 2
-    except (PropertyViolation, RefinementError) as err:
-        name = getattr(err, "prop", "refinement")
-        console.print(f"[bold red]reproduced: {name}[/]\n{err}")
-        return 1
-    console.print("[green]the program ran to the end without a violation[/]")
-    return 0

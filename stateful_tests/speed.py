@@ -16,7 +16,7 @@ from hypothesis.stateful import RULE_MARKER, run_state_machine_as_test
 
 from stateful_tests import profiles  # noqa: F401  (loads HYPOTHESIS_PROFILE)
 from stateful_tests.machines import RealStoreMachine, RefinementMachine, SpecMachine
-from spec.ui import console as make_console
+from rich.console import Console
 
 
 def counting(machine: type) -> tuple[type, list[int]]:
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=60, help="test cases per machine (default 60)")
     args = parser.parse_args(argv)
-    console = make_console()
+    console = Console()
     for machine in (SpecMachine, RefinementMachine, RealStoreMachine):
         steps, seconds = measure(machine, args.examples)
         console.print(f"{machine.__name__:18} {steps:7,} steps in {seconds:6.1f} s = "

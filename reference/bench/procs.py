@@ -17,7 +17,7 @@ class Broker:
     def __init__(self, argv: list[str], log_path: Path) -> None:
         self.log_path = log_path
         self._log = open(log_path, "w")
-        self.popen = subprocess.Popen([sys.executable, "-m", "spec.cli", *argv], stdout=self._log,
+        self.popen = subprocess.Popen([sys.executable, "-m", "cli", *argv], stdout=self._log,
                                       stderr=subprocess.STDOUT, text=True)
         self.port = self.ha_port = 0
 

@@ -173,9 +173,9 @@ def groupcommit(work: Path, producers: list[int], count: int, size: int = 256,
     return {"scenario": "groupcommit", "disk": disk, "size_bytes": size, "rows": rows, "ratios": ratios}
 
 
-def sim(seeds: int = 20, steps: int = 2_000, campaign_seeds: int = 2_000, progress: Progress = print) -> dict:
-    """Simulated events/s on this one core, with and without the refinement check; then
-    seeds/s of a fuzz campaign (100 steps per seed) on local[1] and local[2]."""
+def sim(seeds: int = 20, steps: int = 2_000, progress: Progress = print) -> dict:
+    """Simulated events/s on this one core, with and without the refinement check (the
+    campaign part of `ackorder bench sim` is spark_fuzz/bench.py's)."""
     from reference.sim.params import draw
     from reference.sim.world import World
 
@@ -189,15 +189,6 @@ def sim(seeds: int = 20, steps: int = 2_000, campaign_seeds: int = 2_000, progre
         out["checked" if checked else "unchecked"] = {"steps": total, "seconds": round(seconds, 2),
                                                       "steps_per_s": round(total / seconds)}
     out["check_cost"] = round(out["unchecked"]["steps_per_s"] / out["checked"]["steps_per_s"], 2)
-    if campaign_seeds:
-        from spark_fuzz.bench import on_spark
-
-        for master in ("local[1]", "local[2]"):
-            progress(f"sim: fuzz campaign of {campaign_seeds} seeds on {master}")
-            seconds, total, _ = on_spark(master, campaign_seeds, 100, max(campaign_seeds // 2, 1))
-            out[master] = {"seeds": campaign_seeds, "seconds": round(seconds, 2),
-                           "seeds_per_s": round(campaign_seeds / seconds, 1), "steps_per_s": round(total / seconds)}
-        out["local2_over_local1"] = round(out["local[2]"]["seeds_per_s"] / out["local[1]"]["seeds_per_s"], 2)
     return {"scenario": "sim", "seeds": seeds, "steps_per_seed": steps, **out}
 
 

@@ -172,16 +172,26 @@ class Cluster:
             self.master.check_invariants()
         before = self.checker.shadow
         try:
-            taken = self.checker.step(labels, lambda: self.abstraction.observe(labels), f"t={self.now}ms {what}",
-                                      page_cache_records=self.page_cache_records)
-        except AssertionError:
+            self.checker.step(labels, lambda: self.abstraction.observe(labels), f"t={self.now}ms {what}",
+                              page_cache_records=self.page_cache_records)
+        except AssertionError as err:
             self.failed = True       # the shadow state is no longer in step: stop checking
+            self._write_trace(before, err)
             raise
-        if self.trace is not None:
-            for name, state in taken:
-                self.trace.write(json.dumps({"t_ms": self.now, "action": name,
-                                             "changed": changed_fields(before, state)}) + "\n")
-                before = state
+        self._write_trace(before)
+
+    def _write_trace(self, before, error: AssertionError | None = None) -> None:
+        """The spec steps this event took, and (on a violation) the verdict, as NDJSON lines;
+        the violating step itself is written, since the checker applies a step before judging it."""
+        if self.trace is None:
+            return
+        for name, state in self.checker.taken:
+            self.trace.write(json.dumps({"t_ms": self.now, "action": name,
+                                         "changed": changed_fields(before, state)}) + "\n")
+            before = state
+        if error is not None:
+            self.trace.write(json.dumps({"t_ms": self.now, "violation": getattr(error, "prop", "refinement"),
+                                         "message": str(error)}) + "\n")
 
     def page_cache_records(self) -> int:
         """Whole records really in the master's page cache, in order (what a failed write

@@ -9,7 +9,7 @@ import random
 import attrs
 
 from reference.config import StoreConfig
-from spec.config import ACK_POLICIES, BUG_NAMES, ConfigError
+from spec.config import ACK_POLICIES, ConfigError, resolve_bug
 
 
 @attrs.frozen
@@ -159,7 +159,7 @@ def draw(seed: int, overrides: dict[str, str] | None = None) -> SimParams:
         if key == "replicas":
             n = _int(key, text)
         elif key == "bug":
-            bugs.append(text)
+            bugs.append(resolve_bug(text))
         elif key in store:
             store[key] = _convert(key, text, store[key])
         elif key in faults:
@@ -169,9 +169,6 @@ def draw(seed: int, overrides: dict[str, str] | None = None) -> SimParams:
     if n < 1:
         raise ConfigError("--config replicas must be at least 1")
     store["in_sync_replicas"] = min(store["in_sync_replicas"], n + 1)
-    unknown = [b for b in bugs if b not in BUG_NAMES]
-    if unknown:
-        raise ConfigError(f"unknown bug {', '.join(unknown)}; known: {', '.join(BUG_NAMES)}")
     return SimParams(seed, StoreConfig(**store, bugs=frozenset(bugs)),
                      tuple(f"r{i + 1}" for i in range(n)), Faults(**faults))
 

@@ -41,7 +41,7 @@ def _wait_for(proc: subprocess.Popen, pattern: str, timeout_s: float = 30) -> tu
 
 
 def start_master(directory: Path, *flags: str) -> Proc:
-    cmd = [sys.executable, "-m", "spec.cli", "broker", "master", "--dir", str(directory),
+    cmd = [sys.executable, "-m", "cli", "broker", "master", "--dir", str(directory),
            "--port", "0", "--ha-port", "0", *flags]
     popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     m, lines = _wait_for(popen, r"listening host=\S+ port=(\d+) ha_port=(\d+)")
@@ -49,7 +49,7 @@ def start_master(directory: Path, *flags: str) -> Proc:
 
 
 def start_replica(directory: Path, master: Proc, name: str, *flags: str) -> Proc:
-    cmd = [sys.executable, "-m", "spec.cli", "broker", "replica", "--dir", str(directory),
+    cmd = [sys.executable, "-m", "cli", "broker", "replica", "--dir", str(directory),
            "--master", f"127.0.0.1:{master.ha_port}", "--name", name, *flags]
     popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     _, lines = _wait_for(popen, r"recovered")

@@ -3,7 +3,7 @@ processes (no timing assertions: speed is measured by `ackorder bench`)."""
 
 import json
 
-from spec.cli import build_parser
+from cli.main import build_parser
 
 
 def test_bench_all_tiny_writes_docs(tmp_path):

@@ -4,12 +4,14 @@ violates the same property."""
 
 import shutil
 
+import attrs
+
 import pytest
 
 from spec.cfgfile import load_cfg, model_from_cfg
 from spec.properties import ACTION_PROPERTIES, INVARIANTS
 from tla.manifest import load_manifest
-from tla.tlc import run_model
+from tla.tlc import TlcOptions, run_model
 from tla.trace import replay_in_twin
 
 pytestmark = pytest.mark.tlc
@@ -18,7 +20,7 @@ SMALL = [m for m in load_manifest() if m.size == "small"]
 
 @pytest.mark.parametrize("model", SMALL, ids=lambda m: m.model)
 def test_small_model(model):
-    run = run_model(model, workers=1)
+    run = run_model(model, TlcOptions(workers=1))
     assert run.outcome == model.expected, (run.errors, run.log_path)
     if model.counts_are_stable:
         assert (run.distinct_states, run.depth) == (model.distinct_states, model.depth)
@@ -54,7 +56,7 @@ def test_a_broken_spec_is_an_error_naming_file_and_line(tmp_path):
     text = spec.read_text().replace("Commit ==\n", "Commit ==\n    /\\ (\n", 1)
     spec.write_text(text)
     line = text.splitlines().index("    /\\ (") + 1
-    run = run_model(model, workers=1, directory=tmp_path)
+    run = run_model(attrs.evolve(model, cfg=str(tmp_path / model.cfg)), TlcOptions(workers=1))
     assert run.outcome == "error"
-    assert any(f"AckOrder.tla:" in e for e in run.errors), run.errors
+    assert any("AckOrder.tla:" in e for e in run.errors), run.errors
     assert any(f":{line}:" in e or f":{line + 1}:" in e for e in run.errors), run.errors

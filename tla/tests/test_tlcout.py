@@ -1,8 +1,6 @@
 """The -tool output parser: verdicts, traces, and errors with their place."""
 
-import shutil
 
-import pytest
 
 from tla.tlcout import ToolOutput, action_name
 

@@ -11,7 +11,8 @@ from spec.actions import initial_state, replica_connect, successors
 from spec.config import Bounds
 from spec.functions import is_prefix
 from spec.properties import INVARIANTS
-from spec.proofs import SAFETY_HALF, cti_path, manifest_configs
+from spec.proofs import SAFETY_HALF, cti_path
+from tla.manifest import spec_configs as manifest_configs
 from spec.state import WAITING
 
 BOUNDS = Bounds(max_puts=4, max_master_process_crashes=2, max_master_machine_crashes=2, max_replica_crashes=2,
@@ -20,7 +21,7 @@ CRASHES = {"MasterProcessCrash", "MasterMachineCrash"}
 
 
 def test_prove_proves_green_and_finds_a_reachable_cti_for_every_bug(tmp_path):
-    from spec.cli import build_parser
+    from cli.main import build_parser
 
     args = build_parser().parse_args(["prove", "--json", str(tmp_path / "prove.json")])
     assert args.func(args) == 0

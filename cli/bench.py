@@ -9,10 +9,11 @@ from pathlib import Path
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from spec.ui import console as make_console
+from cli import errors
+from cli.ui import console as make_console
 
 SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "all")
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -37,9 +38,9 @@ def _producers(text: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise SystemExit(f"--producers {text!r}: expected comma-separated integers") from None
+        raise errors.UsageError(f"--producers {text!r}: expected comma-separated integers") from None
     if not values or min(values) < 1:
-        raise SystemExit(f"--producers {text!r}: expected positive integers")
+        raise errors.UsageError(f"--producers {text!r}: expected positive integers")
     return values
 
 
@@ -61,7 +62,12 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
         if name == "tsp":
             return scenarios.tsp(Path(work), _producers(args.tsp_producers), min(args.count, args.tsp_count),
                                  args.size, 0.0, step)
-        return scenarios.sim(campaign_seeds=args.campaign_seeds, progress=step)
+        result = scenarios.sim(progress=step)
+        if args.campaign_seeds:
+            from spark_fuzz.bench import campaign_rates
+
+            result.update(campaign_rates(args.campaign_seeds, progress=step))
+        return result
 
 
 def table(result: dict) -> Table:
@@ -94,42 +100,6 @@ def table(result: dict) -> Table:
     return t
 
 
-def plot(result: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    name = result["scenario"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    if name == "sim":
-        kinds = ["unchecked", "checked"]
-        axes[0].bar(kinds, [result[k]["steps_per_s"] for k in kinds])
-        axes[0].set_ylabel("simulated steps/s (one core)")
-        axes[1].axis("off")
-    else:
-        for mode in sorted({r["mode"] for r in result["rows"]}):
-            rows = [r for r in result["rows"] if r["mode"] == mode]
-            xs = [r["producers"] for r in rows]
-            axes[0].plot(xs, [r["msgs_per_s"] for r in rows], marker="o", label=mode)
-            axes[1].plot(xs, [r["avg_ms"] for r in rows], marker="o", label=f"{mode} avg")
-            axes[1].plot(xs, [r["p99_ms"] for r in rows], marker="x", linestyle=":", label=f"{mode} p99")
-        if name == "groupcommit":
-            rows = [r for r in result["rows"] if r["mode"] == "group_commit"]
-            axes[0].plot([r["producers"] for r in rows], [r["fsync_bound_msgs_per_s"] for r in rows],
-                         linestyle="--", color="grey", label="fsync bound × batch")
-        for ax, label in ((axes[0], "messages/s"), (axes[1], "latency ms")):
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.set_xlabel("producers")
-            ax.set_ylabel(label)
-            ax.legend(fontsize=7)
-    fig.suptitle(f"ackorder bench {name}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def main(args: argparse.Namespace) -> int:
     console = make_console()
     names = ["ack", "groupcommit", "tsp", "sim"] if args.scenario == "all" else [args.scenario]
@@ -142,9 +112,11 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps(results if args.scenario == "all" else results[names[0]], indent=2) + "\n")
     if args.plot and args.scenario != "all":
+        from reference.bench.report import plot
+
         plot(results[names[0]], args.plot)
     if args.scenario == "all":
         from reference.bench.report import write_docs
 
         console.print(f"wrote {write_docs(results, args.docs)}")
-    return 0
+    return errors.OK

@@ -9,7 +9,8 @@ from pathlib import Path
 from rich.table import Table
 
 from reference.config import add_store_flags
-from spec.ui import console as make_console
+from cli import errors
+from cli.ui import console as make_console
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -43,6 +44,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     load.add_argument("--size", type=int, default=128, help="message body bytes")
     load.add_argument("--first-key", type=int, default=1)
     load.add_argument("--json", type=Path, metavar="FILE")
+    load.add_argument("--allow-errors", action="store_true",
+                      help="exit 0 when every request got an answer, even an error status (default: only "
+                           "when every answer is PUT_OK)")
     load.set_defaults(func=_load)
 
 
@@ -62,8 +66,7 @@ def _load(args) -> int:
     console = make_console()
     host, _, port = args.target.rpartition(":")
     if not port.isdigit() or args.producers < 1 or args.count < 1 or args.size < 1:
-        console.print("[bold red]error:[/] --target HOST:PORT, and positive --producers, --count, --size")
-        return 2
+        raise errors.UsageError("--target HOST:PORT, and positive --producers, --count, --size")
     result = run_load((host or "127.0.0.1", int(port)), args.producers, args.count, args.size, args.first_key)
     table = Table(title=f"load: {args.producers} producers, {args.count} messages of {args.size} bytes",
                   title_justify="left", show_header=False)
@@ -72,4 +75,18 @@ def _load(args) -> int:
     console.print(table)
     if args.json:
         args.json.write_text(json.dumps(result.to_json(), indent=2) + "\n")
-    return 0 if result.sent else 1
+    return load_verdict(console, result, args.count, args.allow_errors)
+
+
+def load_verdict(console, result, count: int, allow_errors: bool) -> int:
+    """Exit 0 only when every request was answered PUT_OK (or, with --allow-errors, answered)."""
+    ok = result.statuses.get("PUT_OK", 0)
+    unanswered = count - result.sent
+    if unanswered:
+        console.print(f"[bold red]{unanswered:,} of {count:,} requests got no answer[/] (connection lost)")
+        return errors.VIOLATION
+    if ok < count and not allow_errors:
+        console.print(f"[bold red]{count - ok:,} of {count:,} requests were answered with an error status[/] "
+                      f"(--allow-errors accepts that)")
+        return errors.VIOLATION
+    return errors.OK

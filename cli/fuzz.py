@@ -1,0 +1,182 @@
+"""`ackorder fuzz` and `ackorder fuzz-report`.
+
+Exit codes: a clean campaign exits 1 on any violation (an internal error of the
+simulator included); a `--bug` campaign exits 0 only if the bug was found as the
+property its model names — that is its expectation.  A Spark master that cannot
+be reached is an environment failure (3), found before Spark starts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import socket
+from pathlib import Path
+
+from rich.table import Table
+
+from cli import errors
+from cli.sim import natural_int, positive_int
+from cli.ui import console as make_console, print_line
+from spec.config import ConfigError, resolve_bug
+
+REACH_TIMEOUT_S = 3.0
+LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fuzz", help="a campaign of seeded simulations on Spark",
+                       description="Run the deterministic simulator over many seeds on Spark, one Parquet "
+                                   "ledger row per seed; deduplicate, shrink and audit the failures. "
+                                   "Exit 1 on any violation (with --bug: unless the bug was found).")
+    p.add_argument("--seeds", type=positive_int, required=True, help="number of seeds (row indices)")
+    p.add_argument("--first-seed", type=natural_int, default=0, help="first row index (default 0)")
+    p.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    p.add_argument("--out", type=Path, default=Path(".ackorder/fuzz"), help="ledger and summary directory")
+    p.add_argument("--config-matrix", type=Path, metavar="FILE",
+                   help="JSON list of objects pinning `ackorder sim --config` knobs; row i uses entry i mod n")
+    p.add_argument("--bug", metavar="NAME", help="switch on a seeded defect (either spelling)")
+    p.add_argument("--steps", type=positive_int, default=400, help="events with faults per seed (default 400)")
+    p.add_argument("--batch-seeds", type=positive_int, default=2_000, help="seeds per Spark job and ledger batch")
+    p.add_argument("--resume", action="store_true", help="run only the seeds the ledger lacks")
+    p.add_argument("--max-failures", type=positive_int, metavar="K", help="stop after the batch that reaches K failures")
+    p.add_argument("--no-audit", action="store_true", help="skip the determinism audit")
+    p.set_defaults(func=main)
+
+    r = sub.add_parser("fuzz-report", help="render a campaign's ledger as Markdown and HTML with plots")
+    r.add_argument("--out", type=Path, default=Path(".ackorder/fuzz"), help="the campaign's directory")
+    r.set_defaults(func=report_main)
+
+
+def parse_conf(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not key.strip().startswith("spark."):
+            raise ConfigError(f"--conf {item!r}: expected spark.KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def preflight(master: str, out: Path) -> None:
+    """What can be known before Spark starts (which takes seconds and fails with pages of traces)."""
+    if out.exists() and not out.is_dir():
+        raise errors.UsageError(f"--out {out}: exists and is not a directory")
+    if LOCAL_MASTER.fullmatch(master):
+        return
+    m = re.fullmatch(r"spark://([^:/]+):(\d+)", master)
+    if m is None:
+        if master.startswith("local"):
+            raise errors.UsageError(f"--master {master!r}: expected local, local[N] or local[*]")
+        if not master.startswith(("yarn", "k8s://", "mesos://")):
+            raise errors.UsageError(f"--master {master!r}: expected local[*] or spark://HOST:PORT")
+        return
+    host, port = m.group(1), int(m.group(2))
+    try:
+        with socket.create_connection((host, port), timeout=REACH_TIMEOUT_S):
+            pass
+    except OSError as err:
+        raise errors.EnvironmentFailure(f"Spark master {master} is not reachable ({err.strerror or err}); "
+                                        f"is it running? (`spark-class org.apache.spark.deploy.master.Master`)") from None
+
+
+def verdict(summary: dict, bug: str | None) -> tuple[int, str]:
+    """The exit code of a finished campaign and why."""
+    outcomes = {k: v for k, v in summary["outcomes"].items() if k != "ok"}
+    if bug is None:
+        if outcomes:
+            return errors.VIOLATION, f"{sum(outcomes.values()):,} seed(s) failed: " + \
+                ", ".join(f"{k} {v:,}" for k, v in outcomes.items())
+        return errors.OK, f"no violation in {summary['seeds']:,} seeds"
+    from tla.manifest import expected_violations
+
+    expected = expected_violations(bug)
+    found = set(outcomes) & expected
+    others = set(outcomes) - expected
+    if others:
+        return errors.VIOLATION, f"{bug}: unexpected outcomes {', '.join(sorted(others))}" + \
+            (f" (besides {', '.join(sorted(found))})" if found else "")
+    if not found:
+        return errors.VIOLATION, f"{bug} was not found in {summary['seeds']:,} seeds"
+    return errors.OK, f"{bug} found as {', '.join(sorted(found))}, as expected"
+
+
+def main(args: argparse.Namespace) -> int:
+    from spark_fuzz.campaign import CampaignSpec, DeterminismError, run_campaign, spark_session
+    from spark_fuzz.seeds import load_matrix
+
+    console = make_console()
+    bug = resolve_bug(args.bug) if args.bug else None
+    conf = parse_conf(args.conf)
+    load_matrix(args.config_matrix)          # a bad matrix is reported before Spark starts
+    preflight(args.master, args.out)
+    spec = CampaignSpec(seeds=args.seeds, first_seed=args.first_seed, out=args.out,
+                        matrix_path=args.config_matrix, bug=bug, steps=args.steps,
+                        batch_seeds=args.batch_seeds, max_failures=args.max_failures, resume=args.resume,
+                        audit=not args.no_audit)
+    try:
+        spark = spark_session(args.master, {"spark.ui.enabled": "true", **conf})
+    except Exception as err:         # noqa: BLE001  (Py4J and JVM start-up errors have many types)
+        raise errors.EnvironmentFailure(f"Spark did not start on {args.master}: "
+                                        f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}")
+    try:
+        if ui := spark.sparkContext.uiWebUrl:
+            console.print(f"Spark UI: {ui}")
+        summary = run_campaign(spark, spec, console=console)
+    except DeterminismError as err:
+        console.print(f"[bold red]determinism audit failed:[/] {err}")
+        return errors.VIOLATION
+    finally:
+        spark.stop()
+    print_summary(console, summary)
+    code, why = verdict(summary, bug)
+    console.print(("[green]" if code == errors.OK else "[bold red]") + why + "[/]")
+    return code
+
+
+def print_summary(console, summary: dict) -> None:
+    table = Table(title=f"fuzz campaign {summary['campaign']}" + (f" (--bug {summary['bug']})" if summary["bug"]
+                                                                  else ""), title_justify="left")
+    outcomes = sorted({o for c in summary["by_config"].values() for o in c})
+    for col in ("configuration", "seeds", *outcomes):
+        table.add_column(col, justify="left" if col == "configuration" else "right")
+    for config, counts in summary["by_config"].items():
+        table.add_row(config, f"{sum(counts.values()):,}", *[f"{counts.get(o, 0):,}" for o in outcomes])
+    console.print(table)
+    console.print(f"{summary['seeds']:,} seeds, {summary['steps']:,} steps; this run: "
+                  f"{summary['seeds_run_now']:,} seeds in {summary['seconds']:.1f} s = "
+                  f"{summary['seeds_per_second']:,.1f} seeds/s, {summary['steps_per_second']:,.0f} steps/s"
+                  + ("; stopped early (--max-failures)" if summary["stopped_early"] else ""))
+    console.print("outcomes: " + ", ".join(f"{k} {v:,}" for k, v in summary["outcomes"].items()))
+    if summary.get("faults"):
+        console.print("faults injected: " + ", ".join(f"{k} {v:,}" for k, v in summary["faults"].items()))
+    if "audit" in summary:
+        console.print(f"determinism audit: {summary['audit']['seeds']} seeds re-run, same trace hashes")
+    for rep in summary["reproducers"]:
+        last = rep["message"].strip().splitlines()[-1] if rep["message"].strip() else ""
+        console.print(f"[bold red]{rep['signature']}[/] ×{rep['count']} (first at seed index {rep['index']}): {last}")
+        if rep.get("reproducer"):
+            print_line(rep["reproducer"])
+        if rep.get("trace"):
+            console.print(f"  trace: {rep['trace']}")
+    if summary.get("reproducers_file"):
+        console.print(f"reproducers: {summary['reproducers_file']}")
+
+
+def report_main(args: argparse.Namespace) -> int:
+    from spark_fuzz.report import write_report
+
+    console = make_console()
+    summary_path = args.out / "summary.json"
+    try:
+        summary = json.loads(summary_path.read_text())
+    except FileNotFoundError:
+        raise errors.UsageError(f"{summary_path}: no campaign there (run `ackorder fuzz --out {args.out}`)") from None
+    except OSError as err:
+        raise errors.UsageError(f"{summary_path}: {err.strerror}") from None
+    except json.JSONDecodeError as err:
+        raise errors.UsageError(f"{summary_path}: line {err.lineno}: {err.msg}") from None
+    paths = write_report(args.out, summary)
+    console.print("wrote " + ", ".join(str(p) for p in paths))
+    return errors.OK

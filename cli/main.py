@@ -1,0 +1,93 @@
+"""The `ackorder` command line: argument parsing, and the one place where errors
+become exit codes (cli/errors.py) — bad input is one line on stderr, never a
+traceback."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import sys
+
+from cli import errors
+
+DESCRIPTION = ("Formal model and reference implementation of a RocketMQ-style broker's write path: "
+               "an acknowledgement never runs ahead of the data it vouches for. "
+               "Exit codes: 0 as expected, 1 a violation, loss or unexpected outcome, "
+               "2 bad usage or input, 3 the environment failed.")
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors in one line (and exit 2), pointing at --help."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        sys.exit(errors.USAGE)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("ackorder")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from cli import bench, broker, fuzz, prove, replay, run, sim, stateful, tlc, twin
+
+    parser = Parser(prog="ackorder", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"ackorder {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in (run, tlc, twin, prove, sim, replay, stateful, fuzz):
+        module.add_parser(sub)
+    broker.add_parsers(sub)
+    bench.add_parser(sub)
+    return parser
+
+
+def split_passthrough(argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """`ackorder tlc MODEL -- -fp 3`: what follows the first `--` goes to the tool verbatim."""
+    if "--" in argv:
+        at = argv.index("--")
+        return argv[:at], tuple(argv[at + 1:])
+    return argv, ()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv, passthrough = split_passthrough(list(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if passthrough and not hasattr(args, "passthrough"):
+        parser.error(f"`ackorder {args.command}` takes no arguments after `--`")
+    if passthrough:
+        args.passthrough = passthrough
+    return run_command(args)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from spec.config import ConfigError
+    from tla.manifest import ManifestError
+    from tla.tlc import TlcUnavailable
+
+    where = f"ackorder {args.command}"
+    try:
+        code = args.func(args)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{where}: interrupted\n")
+        return errors.INTERRUPTED
+    except (errors.UsageError, ConfigError, ManifestError) as err:
+        sys.stderr.write(f"{where}: error: {err}\n")
+        return errors.USAGE
+    except (errors.EnvironmentFailure, TlcUnavailable) as err:
+        sys.stderr.write(f"{where}: environment: {err}\n")
+        return errors.ENVIRONMENT
+    except OSError as err:
+        place = f"{err.filename}: " if err.filename else ""
+        sys.stderr.write(f"{where}: error: {place}{err.strerror or err}\n")
+        return errors.USAGE
+    assert code in (errors.OK, errors.VIOLATION, errors.USAGE, errors.ENVIRONMENT, errors.INTERRUPTED), \
+        f"{where} returned exit code {code!r}"
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""`ackorder prove [--json FILE]`: the z3 proofs of spec/proofs.py, for the manifest's
+configurations, as a table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import attrs
+from rich.console import Console
+from rich.table import Table
+
+from cli import errors
+from cli.ui import console as make_console
+from spec.proofs import ProofReport, changed, prove_all
+from tla.manifest import spec_configs
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("prove", help="z3: the safety invariants are inductive (any number of messages)",
+                       description="Prove every safety property inductive for each green configuration "
+                                   "and find a reachable counterexample to induction for each bug variant.")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write every result as JSON")
+    p.add_argument("--verbose", action="store_true", help="one row per strengthening conjunct too")
+    p.set_defaults(func=main)
+
+
+def prove_manifest(on_done=lambda name: None) -> ProofReport:
+    """The library call behind the command: every configuration of tla/manifest.json."""
+    return prove_all(spec_configs("green"), spec_configs("bug"), on_done)
+
+
+def report_json(report: ProofReport) -> dict:
+    return {"green": [{"configuration": g.configuration, "results": [attrs.asdict(r) for r in g.results],
+                       "vacuous": list(g.vacuous)} for g in report.green],
+            "bugs": [attrs.asdict(r) for r in report.bugs], "ok": report.ok, "seconds": report.seconds}
+
+
+def print_report(console: Console, report: ProofReport, verbose: bool = False) -> None:
+    table = Table(title="ackorder prove: inductive invariants (z3, unbounded offsets)", title_justify="left")
+    for col in ("configuration", "invariant", "result", "seconds"):
+        table.add_column(col, justify="right" if col == "seconds" else "left")
+    for g in report.green:
+        strong = [r for r in g.results if r.invariant not in g.properties]
+        for r in g.results:
+            if r.invariant in g.properties or verbose or r.result != "proved":
+                style = "green" if r.result == "proved" else "bold red"
+                table.add_row(g.configuration, r.invariant, f"[{style}]{r.result}[/]", f"{r.seconds:.2f}")
+        if not verbose and all(r.result == "proved" for r in strong):
+            table.add_row(g.configuration, f"strengthening ({len(strong)} conjuncts)", "[green]proved[/]",
+                          f"{sum(r.seconds for r in strong):.2f}")
+        if g.vacuous:
+            table.add_row(g.configuration, "vacuity: actions never enabled", f"[bold red]{', '.join(g.vacuous)}[/]", "")
+    for r in report.bugs:
+        style = "green" if r.result == "CTI" else "bold red"
+        table.add_row(r.config, r.invariant, f"[{style}]{r.result}[/]", f"{r.seconds:.2f}")
+    console.print(table)
+    for r in report.bugs:
+        if r.cti:
+            c = r.cti
+            console.print(f"[bold]{r.config}[/]: {c['action']} breaks {', '.join(c['violated'])} "
+                          f"(pre-state reached in {c['reachable_in']} steps from Init; {r.invariant} violated "
+                          f"after {c['property_violated_after']})")
+            console.print("    pre : " + ", ".join(f"{k}={v}" for k, v in c["pre"].items()
+                                                     if k in changed(c["pre"], c["post"])
+                                                     or k in ("W", "C", "F", "D", "off", "status", "recv", "agree")))
+            console.print("    post: " + ", ".join(f"{k}={a}->{b}" for k, (a, b) in changed(c["pre"], c["post"]).items()))
+
+
+def main(args: argparse.Namespace) -> int:
+    console = make_console()
+    with console.status("proving") as status:
+        report = prove_manifest(lambda name: status.update(f"proving: {name} done"))
+    print_report(console, report, args.verbose)
+    console.print(f"{'all proofs hold and every bug has a CTI' if report.ok else '[bold red]NOT all as expected[/]'} "
+                  f"({report.seconds:.1f} s)")
+    if args.json:
+        args.json.write_text(json.dumps(report_json(report), indent=2) + "\n")
+    return errors.OK if report.ok else errors.VIOLATION

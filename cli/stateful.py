@@ -1,0 +1,107 @@
+"""`ackorder stateful`: one Hypothesis state machine from the command line.  A failing
+program is saved to a file that `ackorder replay --program` takes."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import time
+from pathlib import Path
+
+from cli import errors
+from cli.sim import positive_int
+from cli.ui import console as make_console, print_line
+from spec.config import resolve_bug
+
+MACHINES = ("SpecMachine", "RefinementMachine", "RealStoreMachine")
+PROFILES = ("ci", "dev", "thorough")
+SAVE_DIR = Path(".ackorder") / "stateful"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("stateful", help="run one Hypothesis state machine; save a failing program",
+                       description="Run one of the Hypothesis state machines (stateful_tests/machines.py). "
+                                   "Exit 1 when it fails (with --bug: 0 when the bug is caught with the "
+                                   "property its model names, 1 when it is not).")
+    p.add_argument("--machine", default="RefinementMachine", type=machine_name,
+                   help=f"{', '.join(MACHINES)} (or spec, refinement, real); default RefinementMachine")
+    p.add_argument("--bug", metavar="NAME", help="the refinement machine with this bug switch on")
+    p.add_argument("--profile", choices=PROFILES, default="ci", help="Hypothesis profile (default ci)")
+    p.add_argument("--examples", type=positive_int, help="test cases (default: the profile's)")
+    p.add_argument("--steps", type=positive_int, help="steps per test case (default: the profile's)")
+    p.add_argument("--save", type=Path, metavar="FILE", help=f"where a failing program goes (default {SAVE_DIR}/...)")
+    p.set_defaults(func=main)
+
+
+def machine_name(text: str) -> str:
+    for name in MACHINES:
+        if text.lower() in (name.lower(), name.lower().removesuffix("machine")):
+            return name
+    raise argparse.ArgumentTypeError(f"unknown machine {text!r}; known: {', '.join(MACHINES)}")
+
+
+def extract_program(lines: list[str]) -> str | None:
+    """The step program in what Hypothesis reported ("state = ..." to "state.teardown()")."""
+    text = "\n".join(lines)
+    m = re.search(r"^state = \w+\(\)$.*?^state\.teardown\(\)$", text, flags=re.S | re.M)
+    return m.group(0) + "\n" if m else None
+
+
+def main(args: argparse.Namespace) -> int:
+    import os
+
+    os.environ["HYPOTHESIS_PROFILE"] = args.profile
+    from hypothesis import settings
+    from hypothesis.reporting import with_reporter
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from reference.refinement import PropertyViolation, RefinementError
+    from stateful_tests import profiles  # noqa: F401  (registers the profiles)
+    from stateful_tests import machines
+    from stateful_tests.bug_machines import bug_hunt, machine_for
+    from tla.manifest import expected_violations
+
+    console = make_console()
+    settings.load_profile(args.profile)
+    bug = resolve_bug(args.bug) if args.bug else None
+    if bug and args.machine != "RefinementMachine":
+        raise errors.UsageError("--bug runs the refinement machine; leave --machine out or name RefinementMachine")
+    machine = machine_for(bug) if bug else getattr(machines, args.machine)
+    base = bug_hunt() if bug else settings()
+    chosen = settings(base, **{k: v for k, v in (("max_examples", args.examples),
+                                                   ("stateful_step_count", args.steps)) if v is not None})
+    reported: list[str] = []
+    failure: BaseException | None = None
+    start = time.perf_counter()
+    with console.status(f"{machine.__name__}: {chosen.max_examples} test cases ({args.profile} profile)"):
+        with with_reporter(lambda value: reported.extend(str(value).splitlines())):
+            try:
+                run_state_machine_as_test(machine, settings=chosen)
+            except (PropertyViolation, RefinementError, AssertionError) as err:
+                failure = err
+    seconds = time.perf_counter() - start
+    if failure is None:
+        console.print(f"{machine.__name__}: no failure in {chosen.max_examples} test cases ({seconds:.1f} s)")
+        if bug:
+            console.print(f"[bold red]{bug} was not caught[/]")
+            return errors.VIOLATION
+        return errors.OK
+    prop = getattr(failure, "prop", "refinement" if isinstance(failure, RefinementError) else "assertion")
+    console.print(f"[bold red]{machine.__name__} failed: {prop}[/] ({seconds:.1f} s)\n{failure}")
+    # Hypothesis attaches the failing program to the exception as notes (older versions report it).
+    notes = [line for note in getattr(failure, "__notes__", []) for line in str(note).splitlines()]
+    program = extract_program(notes + reported)
+    if program is not None:
+        path = args.save or SAVE_DIR / f"{machine.__name__}-{datetime.datetime.now():%Y%m%d-%H%M%S}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(program)
+        console.print("the failing program, to replay:")
+        print_line(f"ackorder replay --program {path}")
+    if bug:
+        expected = expected_violations(bug)
+        if prop in expected:
+            console.print(f"[green]{bug} caught as {prop}, as expected[/]")
+            return errors.OK
+        console.print(f"[bold red]{bug} caught as {prop}, expected {' or '.join(sorted(expected))}[/]")
+    return errors.VIOLATION

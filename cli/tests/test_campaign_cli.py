@@ -1,0 +1,82 @@
+"""`ackorder fuzz`, `ackorder stateful` and `ackorder load` exit codes on real runs: a
+--bug campaign exits 0 only when the bug is found, 1 when it is not; a clean campaign
+exits 1 on any violation; reproducers print whole, on their own line, and paste."""
+
+from __future__ import annotations
+
+from cli import errors
+from cli.fuzz import verdict
+from cli.tests.test_exit_codes import ackorder
+
+
+def summary(outcomes: dict, seeds: int = 10) -> dict:
+    return {"outcomes": outcomes, "seeds": seeds}
+
+
+def test_campaign_verdicts():
+    assert verdict(summary({"ok": 10}), None)[0] == errors.OK
+    assert verdict(summary({"ok": 9, "NoAckBeforeFlush": 1}), None)[0] == errors.VIOLATION
+    assert verdict(summary({"ok": 9, "internal_error": 1}), None)[0] == errors.VIOLATION
+    assert verdict(summary({"ok": 9, "NoAckBeforeFlush": 1}), "BugAckOnWrote")[0] == errors.OK
+    assert verdict(summary({"ok": 10}), "BugAckOnWrote")[0] == errors.VIOLATION           # not found
+    code, why = verdict(summary({"ok": 8, "NoAckBeforeFlush": 1, "internal_error": 1}), "BugAckOnWrote")
+    assert code == errors.VIOLATION and "internal_error" in why
+    assert verdict(summary({"ok": 9, "LogMatching": 1}), "BugAcceptAckBeyondLog")[0] == errors.OK
+
+
+def test_a_bug_campaign_exits_0_when_found_and_its_reproducer_pastes(tmp_path):
+    p = ackorder("fuzz", "--seeds", "30", "--steps", "150", "--bug", "ack_on_wrote_bug", "--batch-seeds", "30",
+                 "--no-audit", "--out", str(tmp_path / "c"), timeout=600)
+    assert p.returncode == errors.OK, p.stdout + p.stderr
+    assert "Spark UI: http" in p.stdout and "found as NoAckBeforeFlush, as expected" in p.stdout
+    line = next(x for x in p.stdout.splitlines() if x.startswith("ackorder replay --seed"))
+    assert len(line.split("--expect-hash ")[1].strip()) == 64
+    assert line in (tmp_path / "c" / "reproducers.txt").read_text()
+    again = ackorder(*line.split()[1:])
+    assert again.returncode == errors.VIOLATION and "reproduced" not in again.stderr
+    assert "not the expected run" not in again.stdout
+
+
+def test_a_bug_campaign_that_misses_its_bug_exits_1(tmp_path):
+    p = ackorder("fuzz", "--seeds", "2", "--steps", "1", "--bug", "BugFlushIgnoresFsyncError", "--no-audit",
+                 "--config-matrix", str(write_matrix(tmp_path)), "--out", str(tmp_path / "c"), timeout=600)
+    assert p.returncode == errors.VIOLATION, p.stdout + p.stderr
+    assert "was not found in 2 seeds" in p.stdout
+
+
+def write_matrix(tmp_path):
+    path = tmp_path / "matrix.json"
+    path.write_text('[{"fsync_failure_probability": 0}]')      # the bug needs a failed fsync
+    return path
+
+
+def test_stateful_catches_a_bug_and_saves_a_program_that_replays(tmp_path):
+    program = tmp_path / "failing.py"
+    p = ackorder("stateful", "--bug", "ack_on_wrote_bug", "--save", str(program), timeout=600)
+    assert p.returncode == errors.OK, p.stdout + p.stderr
+    assert "caught as NoAckBeforeFlush, as expected" in p.stdout
+    assert f"ackorder replay --program {program}" in p.stdout
+    replay = ackorder("replay", "--program", str(program))
+    assert replay.returncode == errors.VIOLATION and "reproduced: NoAckBeforeFlush" in replay.stdout
+
+
+def test_a_clean_stateful_run_exits_0():
+    p = ackorder("stateful", "--machine", "spec", "--examples", "5", timeout=600)
+    assert p.returncode == errors.OK, p.stdout + p.stderr
+
+
+def test_load_exits_1_when_answers_are_errors(tmp_path):
+    from reference.tests.realproc import start_master
+
+    master = start_master(tmp_path / "m", "--inject-write-fault-after", "0")   # every write fails
+    try:
+        target = f"127.0.0.1:{master.port}"
+        p = ackorder("load", "--target", target, "--count", "20", "--producers", "2")
+        assert p.returncode == errors.VIOLATION and "answered with an error status" in p.stdout, p.stdout
+        p = ackorder("load", "--target", target, "--count", "20", "--producers", "2", "--first-key", "100",
+                     "--allow-errors")
+        assert p.returncode == errors.OK, p.stdout
+    finally:
+        master.stop()
+    gone = ackorder("load", "--target", f"127.0.0.1:{master.port}", "--count", "5")
+    assert gone.returncode == errors.VIOLATION and "got no answer" in gone.stdout

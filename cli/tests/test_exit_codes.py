@@ -1,0 +1,122 @@
+"""Exit codes, one convention for every command: 0 as expected, 1 a violation or an
+unexpected outcome, 2 bad usage or input (one line on stderr, no traceback), 3 the
+environment failed.  Each command is run as a user runs it: a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cli import errors
+from cli.main import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def ackorder(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "200", **(env or {})})
+
+
+def assert_usage_error(p: subprocess.CompletedProcess, *needles: str) -> None:
+    assert p.returncode == errors.USAGE, (p.returncode, p.stdout, p.stderr)
+    assert "Traceback" not in p.stdout + p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_every_command_has_a_help_line_and_there_is_a_version():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    helps = {a.dest: a.help for a in sub._choices_actions}
+    assert set(helps) == set(sub.choices) and all(helps.values()), helps
+    p = ackorder("--version")
+    assert p.returncode == 0 and p.stdout.startswith("ackorder ")
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["tlc", "sync_flsh"], ["unknown model 'sync_flsh'", "did you mean sync_flush"]),
+    (["tlc", "BugAckOnWrot"], ["did you mean BugAckOnWrote"]),
+    (["tlc", "--workers", "0", "sync_flush"], ["--workers must be a positive integer"]),
+    (["tlc", "--spec", "tla/MCAckOrder.tla"], ["--spec needs --config"]),
+    (["tlc", "nowhere/My.cfg"], ["no such cfg file"]),
+    (["tlc", "--heap", "lots", "sync_flush"], ["--heap 'lots'"]),
+    (["tlc", "--update-manifest", "--workers", "2", "sync_flush"], ["--update-manifest needs"]),
+    (["twin", "no_such_model"], ["unknown model"]),
+    (["sim", "--seed", "1", "--steps", "-5"], ["--steps: expected a positive integer"]),
+    (["sim", "--seed", "x"], ["--seed"]),
+    (["sim", "--seed", "1", "--bug", "nope"], ["unknown bug switch 'nope'"]),
+    (["sim", "--seed", "1", "--config", "no_such_knob=1"], ["no_such_knob"]),
+    (["sim", "--seed", "1", "--config", "novalue"], ["expected KEY=VALUE"]),
+    (["replay", "--program", "no/such/file.py"], ["no/such/file.py"]),
+    (["replay", "--program", "tla"], ["tla"]),
+    (["replay", "--seed", "1", "--program", "x"], ["not allowed with"]),
+    (["fuzz", "--seeds", "0"], ["--seeds: expected a positive integer"]),
+    (["fuzz", "--seeds", "5", "--bug", "nope"], ["unknown bug switch"]),
+    (["fuzz", "--seeds", "5", "--conf", "nokey"], ["expected spark.KEY=VALUE"]),
+    (["fuzz", "--seeds", "5", "--out", "README.md"], ["exists and is not a directory"]),
+    (["fuzz", "--seeds", "5", "--master", "local[x]"], ["expected local"]),
+    (["fuzz", "--seeds", "5", "--config-matrix", "no/such.json"], ["no/such.json"]),
+    (["fuzz-report", "--out", "tla"], ["no campaign there"]),
+    (["stateful", "--machine", "nope"], ["unknown machine 'nope'"]),
+    (["stateful", "--machine", "spec", "--bug", "BugAckOnWrote"], ["--bug runs the refinement machine"]),
+    (["stateful", "--examples", "0"], ["--examples"]),
+    (["run", "--models", "nope"], ["unknown model 'nope'"]),
+    (["run", "--fuzz-seeds", "0"], ["--fuzz-seeds must be positive"]),
+    (["load", "--target", "nowhere"], ["--target HOST:PORT"]),
+    (["bench", "ack", "--producers", "x"], ["--producers 'x'"]),
+    (["no-such-command"], ["invalid choice"]),
+])
+def test_bad_input_is_one_line_and_exit_2(args, needles):
+    assert_usage_error(ackorder(*args), *needles)
+
+
+def test_resume_without_a_run_is_a_usage_error(tmp_path):
+    assert_usage_error(ackorder("run", "--resume", str(tmp_path)), "no run to resume")
+
+
+def test_missing_java_is_an_environment_failure(tmp_path):
+    p = ackorder("tlc", "sync_flush", env={"PATH": str(tmp_path)})
+    assert p.returncode == errors.ENVIRONMENT, (p.stdout, p.stderr)
+    assert "java not found" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_an_unreachable_spark_master_fails_fast_before_spark_starts():
+    start = time.monotonic()
+    p = ackorder("fuzz", "--seeds", "5", "--master", "spark://127.0.0.1:1")
+    assert p.returncode == errors.ENVIRONMENT and "not reachable" in p.stderr, (p.stdout, p.stderr)
+    assert len(p.stderr.strip().splitlines()) == 1 and time.monotonic() - start < 20
+
+
+def test_sim_exit_codes_and_a_reproducer_that_pastes(tmp_path):
+    clean = ackorder("sim", "--seed", "3", "--steps", "300")
+    assert clean.returncode == errors.OK, clean.stdout
+    bad = ackorder("sim", "--seed", "0", "--steps", "600", "--bug", "ack_on_wrote_bug", "--trace", str(tmp_path / "t.ndjson"))
+    assert bad.returncode == errors.VIOLATION, bad.stdout
+    line = next(x for x in bad.stdout.splitlines() if x.startswith("ackorder replay --seed"))
+    assert "--bug BugAckOnWrote" in line and line.split("--expect-hash ")[1].strip()  # whole, one line
+    last = json.loads((tmp_path / "t.ndjson").read_text().splitlines()[-1])
+    assert last["violation"] == "NoAckBeforeFlush"                # the trace ends with the verdict...
+    before = json.loads((tmp_path / "t.ndjson").read_text().splitlines()[-2])
+    assert before["action"].startswith("Respond")                 # ...right after the violating step
+    again = ackorder(*line.split()[1:])
+    assert again.returncode == errors.VIOLATION and "not the expected run" not in again.stdout
+    wrong_hash = ackorder(*line.split()[1:-1], "0" * 64)
+    assert wrong_hash.returncode == errors.VIOLATION and "not the expected run" in wrong_hash.stdout
+
+
+def test_replay_program_codes(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("state = RefinementMachine()\nstate.teleport()\nstate.teardown()\n")
+    assert_usage_error(ackorder("replay", "--program", str(bad)), "line 2", "no rule 'teleport'")
+    binary = tmp_path / "bin.py"
+    binary.write_bytes(b"\xff\xfe\x00\x01")
+    assert_usage_error(ackorder("replay", "--program", str(binary)), "not a text file")

@@ -1,0 +1,66 @@
+"""`ackorder run`: a plan first, progress as k of N, results kept as each step finishes,
+one verdict at the end, a clean Ctrl-C that keeps what finished, and --resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cli import errors
+from cli.tests.test_exit_codes import ROOT, ackorder
+
+pytestmark = pytest.mark.tlc
+
+
+def run_dir(stdout: str) -> Path:
+    line = next(x for x in stdout.splitlines() if x.startswith("run directory: "))
+    return ROOT / line.split(": ", 1)[1].strip()
+
+
+def test_a_small_run_plans_reports_and_gives_one_verdict(tmp_path):
+    p = ackorder("run", "--models", "sync_flush,ack_on_wrote_bug,reach_torn_tail", "--fuzz-seeds", "30",
+                 "--skip", "prove", "--json", str(tmp_path / "v.json"), timeout=600)
+    assert p.returncode == errors.OK, p.stdout + p.stderr
+    out = p.stdout
+    assert out.index("the plan") < out.index("tlc 1/3") < out.index("verdict: everything as expected")
+    assert out.count("verdict: ") == 1 and "Traceback" not in out + p.stderr
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["ok"] and verdict["steps"]["prove"] is None and verdict["steps"]["twin"]["models"] == 3
+    where = run_dir(out)
+    assert {"plan.json", "tlc.jsonl", "tlc.json", "twin.json", "fuzz.json", "verdict.json", "run.log"} <= \
+        {f.name for f in where.iterdir()}
+    again = ackorder("run", "--resume", str(where), timeout=300)
+    assert again.returncode == errors.OK and again.stdout.count("done in an earlier try") == 3, again.stdout
+
+
+def test_ctrl_c_keeps_what_finished_and_resume_continues():
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "run", "--models", "BugAckOnWrote,sync_flush,sync_master_any",
+                             "--jobs", "1", "--skip", "fuzz", "--skip", "prove"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"})
+    lines = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        lines.append(line)
+        if "tlc 1/3" in line:
+            break
+    assert "tlc 1/3" in lines[-1], "".join(lines)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    out = "".join(lines) + out
+    assert proc.returncode == errors.INTERRUPTED, out + err
+    assert "interrupted" in out and "Traceback" not in out + err
+    assert not subprocess.run(["pgrep", "-f", "tlc2.TLC.*sync_master_any"], capture_output=True).stdout
+    where = run_dir(out)
+    done = [json.loads(x) for x in (where / "tlc.jsonl").read_text().splitlines()]
+    assert [d["model"] for d in done] == ["BugAckOnWrote"]
+    resumed = ackorder("run", "--resume", str(where), timeout=300)
+    assert resumed.returncode == errors.OK, resumed.stdout + resumed.stderr
+    assert "1 model(s) already checked in this run, 2 to go" in resumed.stdout

@@ -1,0 +1,236 @@
+"""`ackorder tlc`: TLC on the manifest's models, on a cfg path, or on a user's own spec."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from cli import errors
+from cli.ui import console as make_console
+from spec.config import ConfigError
+from tla import counterexample
+from tla.check import Events, Verdict, check_models, new_log_dir, update_manifest, verdict_json
+from tla.manifest import (KINDS, MANIFEST_PATH, SIZES, Model, adhoc_model, load_manifest, resolve,
+                          save_manifest, select)
+from tla.tlc import TlcOptions, TlcUnavailable
+
+MAX_VALUE_CHARS = 320
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tlc", help="model-check the TLA+ spec (or your own) with TLC 2.15",
+        description="Run TLC on models of tla/manifest.json (by name, either spelling of a bug), on a cfg "
+                    "path, or on your own spec with --spec/--config. Each model's outcome, distinct states "
+                    "and depth are compared with the manifest: any difference is an unexpected outcome "
+                    "(exit 1). Arguments after `--` go to TLC verbatim.")
+    p.add_argument("models", nargs="*", metavar="MODEL|CFG", help="model names or .cfg paths (default: all)")
+    p.add_argument("--list", action="store_true", help="list the models with their expectation and exit")
+    p.add_argument("--size", choices=SIZES, help="only small (make test) or large (run --full) models")
+    p.add_argument("--kind", choices=KINDS, help="only green, bug or reach models")
+    p.add_argument("--spec", type=Path, metavar="FILE.tla", help="your own spec module (with --config)")
+    p.add_argument("--config", type=Path, metavar="FILE.cfg", help="your own cfg (with --spec, or next to it)")
+    p.add_argument("--expect", default="pass", metavar="PROPERTY",
+                   help="what your own model must give: pass (default) or the property it must violate")
+    p.add_argument("--workers", type=int, default=1, help="TLC workers per model (default 1: reproducible depths)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="models checked at once (default: CPUs / workers)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write every verdict (and counterexample) as JSON")
+    p.add_argument("--traces", choices=("auto", "all", "none"), default="auto",
+                   help="counterexample tables: auto = unexpected outcomes, or every violation when models are named")
+    p.add_argument("--no-check-counts", action="store_true",
+                   help="do not fail on distinct-state or depth differences (while editing the spec)")
+    p.add_argument("--update-manifest", action="store_true",
+                   help="record the counts of this run in tla/manifest.json (needs --workers 1)")
+    p.add_argument("--manifest", type=Path, default=MANIFEST_PATH, help=argparse.SUPPRESS)
+    tlc = p.add_argument_group("TLC's own options (2.15)")
+    tlc.add_argument("--simulate", type=int, metavar="N", help="-simulate num=N: N random behaviours")
+    tlc.add_argument("--depth", type=int, metavar="N", help="-depth N: behaviour length in simulation")
+    tlc.add_argument("--seed", type=int, metavar="N", help="-seed N (simulation)")
+    tlc.add_argument("--check-deadlock", action="store_true", help="report deadlocks (ackorder passes -deadlock)")
+    tlc.add_argument("--coverage", type=int, metavar="MINUTES", help="-coverage MINUTES")
+    tlc.add_argument("--continue", dest="continue_", action="store_true", help="-continue after a violation")
+    tlc.add_argument("--checkpoint", type=int, metavar="MINUTES", help="-checkpoint MINUTES")
+    tlc.add_argument("--recover", type=Path, metavar="DIR", help="-recover DIR (a checkpoint)")
+    tlc.add_argument("--heap", metavar="SIZE", help="JVM heap, e.g. 4g")
+    tlc.add_argument("--timeout", type=float, metavar="SECONDS", help="stop a model's TLC after this long")
+    p.set_defaults(func=main, passthrough=())
+
+
+def options_from(args: argparse.Namespace) -> TlcOptions:
+    extra = tuple(args.passthrough)      # what followed `--` on the command line (cli/main.py)
+    if args.timeout is not None and args.timeout <= 0:
+        raise ConfigError(f"--timeout must be positive, got {args.timeout}")
+    return TlcOptions(workers=args.workers, simulate=args.simulate, depth=args.depth, check_deadlock=args.check_deadlock,
+                      coverage_minutes=args.coverage, continue_after_violation=args.continue_, seed=args.seed,
+                      checkpoint_minutes=args.checkpoint, recover=args.recover, heap=args.heap, extra=extra,
+                      timeout_s=args.timeout)
+
+
+def choose_models(args: argparse.Namespace) -> list[Model]:
+    """Manifest models by name, cfg paths (a manifest cfg is its model), or --spec/--config."""
+    if args.spec or args.config:
+        if args.models:
+            raise ConfigError("give either model names or --spec/--config, not both")
+        if args.config is None:
+            raise ConfigError("--spec needs --config FILE.cfg (the constants and properties to check)")
+        return [adhoc_model(args.config, args.spec, args.expect)]
+    manifest = load_manifest(args.manifest)
+    chosen: list[Model] = []
+    for name in args.models:
+        path = Path(name)
+        if name.endswith(".cfg") or path.is_file():
+            owner = next((m for m in manifest if path.is_file() and m.cfg_path == path.resolve()), None)
+            chosen.append(owner or adhoc_model(path, None, args.expect))
+        else:
+            chosen.append(resolve(manifest, name))
+    return select(chosen or manifest, [], args.size, args.kind)
+
+
+def main(args: argparse.Namespace) -> int:
+    console = make_console()
+    options = options_from(args)
+    models = choose_models(args)
+    if args.list:
+        list_models(console, models)
+        return errors.OK
+    if not models:
+        raise errors.UsageError("no model matches the selection (`ackorder tlc --list` shows them)")
+    if args.update_manifest and (args.workers != 1 or not options.exhaustive):
+        raise errors.UsageError("--update-manifest needs an exhaustive check with --workers 1")
+    jobs = args.jobs or max(1, (os.cpu_count() or 1) // args.workers)
+    if jobs < 1:
+        raise errors.UsageError(f"--jobs must be at least 1, got {jobs}")
+    log_dir = new_log_dir()
+    try:
+        verdicts = run_with_progress(console, models, options, jobs, log_dir, not args.no_check_counts)
+    except TlcUnavailable as err:
+        raise errors.EnvironmentFailure(str(err)) from None
+    console.print(results_table(verdicts))
+    records = []
+    for v in verdicts:
+        steps, problem = counterexample.steps(v.run) if v.run.trace else ([], None)
+        records.append(verdict_json(v, [s.to_json() for s in steps] if steps else None))
+        if v.kind == "tlc_error":
+            console.print(f"[bold red]{v.model.model}: TLC error[/]: {v.detail}")
+            console.print(f"  full TLC output: {v.run.log_path}")
+        show = args.traces == "all" or (args.traces == "auto" and (not v.ok or args.models or args.spec))
+        if steps and show:
+            console.print(counterexample_table(v, steps, problem))
+    if args.json:
+        args.json.write_text(json.dumps(records, indent=2) + "\n")
+    if args.update_manifest:
+        manifest = load_manifest(args.manifest)
+        save_manifest(update_manifest(verdicts, manifest), args.manifest)
+        console.print(f"{args.manifest} updated with the counts of {len(verdicts)} model(s)")
+        verdicts = [v if v.kind != "count_mismatch" else Verdict(v.run, "as_expected") for v in verdicts]
+    console.print(f"TLC logs: {log_dir}")
+    return final_verdict(console, verdicts)
+
+
+def final_verdict(console: Console, verdicts: list[Verdict]) -> int:
+    bad = [v for v in verdicts if not v.ok]
+    if not bad:
+        console.print(f"[green]all {len(verdicts)} model(s) gave their expected outcome and counts[/]")
+        return errors.OK
+    by_kind: dict[str, list[str]] = {}
+    for v in bad:
+        by_kind.setdefault(v.kind, []).append(v.model.model)
+    for kind, names in by_kind.items():
+        console.print(f"[bold red]{kind.replace('_', ' ')}:[/] {', '.join(names)}")
+    console.print(f"[bold red]{len(bad)} of {len(verdicts)} model(s) not as expected[/]")
+    return errors.VIOLATION
+
+
+def run_with_progress(console: Console, models: list[Model], options: TlcOptions, jobs: int, log_dir: Path,
+                      check_counts: bool) -> list[Verdict]:
+    """Check the models with a progress bar weighted by the manifest's state counts."""
+    weight = {m.model: max(m.distinct_states or 0, 1) for m in models}
+    total = sum(weight.values())
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[running]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("TLC", total=len(models), running="")
+        states = bar.add_task("states (manifest)", total=total, running="", visible=total > len(models))
+        running: dict[str, int] = {}
+
+        def show_running() -> None:
+            text = ", ".join(f"{name} {n:,}" for name, n in sorted(running.items())[:3])
+            bar.update(task, running=text)
+
+        def started(m: Model) -> None:
+            running[m.model] = 0
+            show_running()
+
+        def progress(m: Model, distinct: int, queue: int) -> None:
+            running[m.model] = distinct
+            show_running()
+
+        def finished(v: Verdict) -> None:
+            running.pop(v.model.model, None)
+            bar.update(task, advance=1)
+            bar.update(states, advance=weight[v.model.model])
+            show_running()
+            mark = "ok" if v.ok else f"[bold red]{v.kind}[/]"
+            console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {v.model.model}: {v.run.outcome} ({mark}), {v.run.distinct_states or 0:,} states, "
+                        f"{v.run.seconds:.1f} s")
+
+        return check_models(models, options, jobs, log_dir, check_counts, Events(started, progress, finished))
+
+
+def list_models(console: Console, models: list[Model]) -> None:
+    table = Table(title="Models (tla/manifest.json)", title_justify="left")
+    for col in ("model", "kind", "size", "expected", "distinct states", "depth", "what it checks"):
+        table.add_column(col)
+    for m in models:
+        table.add_row(m.model, m.kind, m.size, m.expected,
+                      "-" if m.distinct_states is None else f"{m.distinct_states:,}",
+                      "-" if m.depth is None else str(m.depth), m.title)
+    console.print(table)
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def results_table(verdicts: list[Verdict], title: str = "TLC model checks") -> Table:
+    table = Table(title=title, title_justify="left")
+    for col, justify in [("model", "left"), ("expected", "left"), ("outcome", "left"), ("verdict", "left"),
+                         ("distinct states", "right"), ("manifest", "right"), ("depth", "right"),
+                         ("seconds", "right"), ("states/s", "right")]:
+        table.add_column(col, justify=justify, overflow="fold")     # a name is never cut short
+    for v in verdicts:
+        run, m = v.run, v.model
+        style = "green" if v.ok else "bold red"
+        rate = run.states_per_second
+        table.add_row(
+            m.model, m.expected, Text(run.outcome, style=style), Text(v.kind.replace("_", " "), style=style),
+            _num(run.distinct_states), _num(m.distinct_states),
+            f"{_num(run.depth)}" + (f" ({m.depth})" if m.depth is not None and m.depth != run.depth else ""),
+            f"{run.seconds:.1f}", "-" if rate is None else f"{rate:,.0f}",
+        )
+    return table
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+def counterexample_table(v: Verdict, steps: list[counterexample.Step], problem: str | None) -> Table:
+    """One row per step: the action (with parameters, from the twin) and what changed."""
+    table = Table(title=f"Counterexample: {v.model.model} violates {v.run.outcome}", title_justify="left",
+                  show_lines=True, caption=f"twin: {problem}" if problem else None)
+    table.add_column("step", justify="right")
+    table.add_column("action")
+    table.add_column("variables that changed")
+    for s in steps:
+        table.add_row(str(s.number or ""), s.label, Text("\n".join(_shorten(line) for line in s.changed)))
+    return table

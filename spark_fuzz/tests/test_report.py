@@ -1,0 +1,95 @@
+"""`ackorder fuzz-report`: the HTML is rendered Markdown (real tables, no raw `|---|`),
+every failure links its reproducer and its trace, coverage is on a log scale, and a real
+headless Chromium (Debian's, installed by `make test`) shows a page that is not blank."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from spark_fuzz.campaign import CampaignSpec, run_campaign
+from spark_fuzz.report import coverage, write_report
+
+
+class Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.links: list[str] = []
+        self.images: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        attrs = dict(attrs)
+        if tag == "a":
+            self.links.append(attrs.get("href", ""))
+        if tag == "img":
+            self.images.append(attrs.get("src", ""))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+@pytest.fixture(scope="module")
+def campaign(spark, tmp_path_factory):
+    """A --bug campaign: failures with reproducers and traces to report."""
+    out = tmp_path_factory.mktemp("report")
+    summary = run_campaign(spark, CampaignSpec(seeds=40, out=out, steps=150, bug="BugAckOnWrote", batch_seeds=20,
+                                               audit=False), progress=False)
+    assert summary["reproducers"], summary["outcomes"]
+    return out, summary
+
+
+def test_html_is_rendered_markdown_with_linked_reproducers_and_traces(campaign):
+    out, summary = campaign
+    paths = write_report(out, summary)
+    html = (out / "report.html").read_text()
+    page = Page()
+    page.feed(html)
+    assert "|---|" not in html and "| outcome |" not in html and "\n# " not in html
+    assert page.tags.count("table") >= 3 and "h1" in page.tags and "h2" in page.tags
+    traces = [link for link in page.links if link.endswith(".ndjson")]
+    assert traces and all((out / link).is_file() for link in traces)
+    assert any("ackorder replay --seed" in t for t in page.text)
+    assert "reproducers.txt" in page.links
+    assert {Path(p).name for p in page.images} == {"violations.png", "coverage.png", "throughput.png"}
+    assert all(p.exists() for p in paths)
+    first = (out / "reproducers.txt").read_text().splitlines()
+    assert first[0].startswith("# ") and first[1].startswith("ackorder replay --seed")
+
+
+def test_coverage_counts_are_kept_whole(campaign):
+    """The plot's data are counts (log scale in the plot), so a rare fault is not rounded to 0."""
+    out, summary = campaign
+    from spark_fuzz import ledger
+
+    rows = ledger.read_ledger(out, summary["campaign"]).to_pylist()
+    configs, actions, matrix = coverage(rows)
+    assert configs and actions and all(isinstance(n, int) for row in matrix for n in row)
+    assert any(0 < n < max(max(r) for r in matrix) / 100 for row in matrix for n in row)
+
+
+def test_a_real_browser_shows_the_page(campaign, tmp_path):
+    out, summary = campaign
+    write_report(out, summary)
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+    shot = tmp_path / "report.png"
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars", "--window-size=1200,1600",
+                    f"--screenshot={shot}", (out / "report.html").as_uri()],
+                   check=True, capture_output=True, timeout=120)
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)
+    assert pixels.shape[0] >= 1000 and pixels.shape[1] >= 1000
+    gray = pixels[..., :3].mean(axis=2)
+    dark = (gray < 0.5).mean()           # text, table borders and plots
+    assert 0.005 < dark < 0.6, f"the page looks blank or broken ({dark:.3%} dark pixels)"
+    assert gray.std() > 0.05

@@ -1,0 +1,85 @@
+"""The Python twin against TLC: explore spec/ on a model's cfg and compare outcome,
+distinct states and depth with a TLC run made just now, or with the manifest's record.
+
+For a passing model everything is compared.  For a violation, the counterexample's
+length is (TLC with one worker finds a shortest one, as the twin's BFS does); the
+distinct states at the moment of detection depend on the order states are expanded
+within a level, so they are shown but not compared.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from spec.cfgfile import load_cfg
+from spec.explore import explore_cfg
+from tla.manifest import Model
+from tla.tlc import TlcRun
+
+
+@attrs.frozen
+class TwinCheck:
+    model: Model
+    outcome: str
+    distinct_states: int
+    depth: int
+    seconds: float
+    against: str                     # "TLC run" or "manifest"
+    tlc_outcome: str
+    tlc_distinct_states: int | None
+    tlc_depth: int | None
+    problems: tuple[str, ...] = ()
+
+    @property
+    def agrees(self) -> bool:
+        return not self.problems
+
+    @property
+    def compares_distinct(self) -> bool:
+        return self.outcome == "pass"
+
+
+def _problems(model: Model, outcome: str, distinct: int, depth: int, tlc_outcome: str,
+              tlc_distinct: int | None, tlc_depth: int | None, against: str) -> list[str]:
+    out = []
+    if outcome != model.expected:
+        out.append(f"twin outcome {outcome}, expected {model.expected}")
+    if outcome != tlc_outcome:
+        out.append(f"twin outcome {outcome}, the {against} says {tlc_outcome}")
+        return out
+    if outcome == "pass":
+        if distinct != tlc_distinct:
+            out.append(f"{distinct:,} distinct states, the {against} {tlc_distinct if tlc_distinct is None else f'{tlc_distinct:,}'}")
+        if depth != tlc_depth:
+            out.append(f"depth {depth}, the {against} {tlc_depth}")
+    elif model.counts_are_stable and depth != tlc_depth:
+        out.append(f"counterexample of {depth} states, the {against} {tlc_depth}")
+    return out
+
+
+@attrs.frozen
+class TlcCounts:
+    """What a one-worker TLC run of a model found (from a TlcRun, or read back from JSON)."""
+    outcome: str
+    distinct_states: int | None
+    depth: int | None
+
+    @classmethod
+    def of(cls, run: TlcRun) -> TlcCounts:
+        assert run.options.workers == 1 and run.options.exhaustive, "compare with a one-worker exhaustive run"
+        return cls(run.outcome, run.distinct_states, run.depth)
+
+
+def twin_check(model: Model, tlc: TlcCounts | None = None) -> TwinCheck:
+    """Explore the twin on ``model``; compare with a TLC run (one worker) or the manifest."""
+    assert model.in_manifest_spec, f"{model.model}: the twin only knows this project's spec"
+    result = explore_cfg(load_cfg(model.cfg_path))
+    depth = len([s for lab, s in result.violation.trace if lab != "Stuttering" and not lab.startswith("Cycle")]) \
+        if result.violation else result.depth
+    if tlc is not None:
+        against, ref = "TLC run", (tlc.outcome, tlc.distinct_states, tlc.depth)
+    else:
+        against, ref = "manifest", (model.expected, model.distinct_states, model.depth)
+    problems = _problems(model, result.outcome, result.distinct_states, depth, *ref, against)
+    return TwinCheck(model, result.outcome, result.distinct_states, depth, result.seconds, against, *ref,
+                     problems=tuple(problems))
