@@ -53,6 +53,8 @@ def split_passthrough(argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)    # progress reaches a pipe (make run | tee) as it happens
     argv, passthrough = split_passthrough(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(argv)

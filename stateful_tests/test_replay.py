@@ -93,4 +93,4 @@ def test_cli_exit_codes(tmp_path):
     clean = run_cli(tmp_path, program("RefinementMachine", FSYNC_HOLE))
     assert clean.returncode == 0 and "without a violation" in clean.stdout
     bad = run_cli(tmp_path, "nothing to see\n")
-    assert bad.returncode == 2 and "line found" in bad.stdout
+    assert bad.returncode == 2 and "line found" in bad.stderr and "Traceback" not in bad.stderr
