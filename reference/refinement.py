@@ -180,7 +180,10 @@ class RefinementChecker:
                 raise RefinementError(f"{event}: {err}\nshadow state: {self.shadow}") from None
             if t is not None:
                 before, self.shadow = self.shadow, t
-                taken.append((label_name(label, self.requests), t))
+                name = label_name(label, self.requests)
+                if t.aux_ctrs.forgedReport > before.aux_ctrs.forgedReport:   # the spec's ForgedAck took it
+                    name = name.replace("ReplicaAck", "ForgedAck")
+                taken.append((name, t))
                 self.steps_checked += 1
                 bad = self.incremental.check(before, t, label[0])
                 if bad is None and self.steps_checked % self.full_check_every == 0:

@@ -21,7 +21,6 @@ reordered and corrupted at any byte.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter, deque
 from collections.abc import Callable
 
@@ -36,7 +35,7 @@ from reference.record import HEADER_SIZE
 from reference.refinement import PropertyViolation, RefinementChecker, spec_config
 from reference.replica import ReplicaCore
 from reference.sim.abstraction import Abstraction
-from reference.sim.trace import changed_fields
+from reference.sim.trace import TraceWriter
 from reference.status import PutStatus
 
 UP, PROC_DOWN, MACHINE_DOWN = "UP", "PROC_DOWN", "MACHINE_DOWN"
@@ -121,8 +120,10 @@ class Cluster:
         self.action_counts: Counter = Counter()
         self.steps = 0
         self._hash = hashlib.sha256()
-        self.trace = trace
         self.checker = RefinementChecker(spec_config(cfg, replicas)) if check else None
+        # The spec-level trace (spec/traceformat.py) needs the checker's states.
+        assert trace is None or check, "a trace needs the refinement check"
+        self.trace = TraceWriter(trace, self.checker.cfg, cfg.bugs) if trace is not None else None
         self.abstraction = Abstraction(self)
         self.failed = False
 
@@ -165,8 +166,6 @@ class Cluster:
             if kind in _COUNTED:
                 self.counters[_COUNTED[kind]] += 1
         if self.checker is None:
-            if self.trace is not None and labels:
-                self.trace.write(json.dumps({"t_ms": self.now, "event": what, "labels": labels}) + "\n")
             return
         if self.mstate == UP:
             self.master.check_invariants()
@@ -176,22 +175,12 @@ class Cluster:
                               page_cache_records=self.page_cache_records)
         except AssertionError as err:
             self.failed = True       # the shadow state is no longer in step: stop checking
-            self._write_trace(before, err)
+            if self.trace is not None:     # the violating step itself is written: the checker applies a step first
+                self.trace.steps(before, self.checker.taken, self.now, what)
+                self.trace.end(False, (getattr(err, "prop", "refinement"), str(err)))
             raise
-        self._write_trace(before)
-
-    def _write_trace(self, before, error: AssertionError | None = None) -> None:
-        """The spec steps this event took, and (on a violation) the verdict, as NDJSON lines;
-        the violating step itself is written, since the checker applies a step before judging it."""
-        if self.trace is None:
-            return
-        for name, state in self.checker.taken:
-            self.trace.write(json.dumps({"t_ms": self.now, "action": name,
-                                         "changed": changed_fields(before, state)}) + "\n")
-            before = state
-        if error is not None:
-            self.trace.write(json.dumps({"t_ms": self.now, "violation": getattr(error, "prop", "refinement"),
-                                         "message": str(error)}) + "\n")
+        if self.trace is not None:
+            self.trace.steps(before, self.checker.taken, self.now, what)
 
     def page_cache_records(self) -> int:
         """Whole records really in the master's page cache, in order (what a failed write
@@ -464,6 +453,8 @@ class Cluster:
         if opened:
             node.conn = self._open_conn(name, name)
             node.core.connect()
+            if self.trace is not None:     # a causal anchor for merging per-process traces
+                self.trace.note(name, "HANDSHAKE", self.now, records=len(node.core.index.ends))
         self._finish(f"{name} connects" if opened else f"{name}: no connection")
         return opened
 

@@ -59,6 +59,7 @@ class World:
         self._tick_at: int | None = None
         self._operator_restart = False
         self.calm = False
+        self.healed = False         # the liveness phase ran to its end (or a request outlived its deadlines)
         # Every request has its answer within both deadlines (BLOCKING registers the replica leg
         # after the flush) plus a tick: a broker that loses a request must not hide behind a restart.
         self._answer_bound_ms = self.cfg.sync_flush_timeout_ms + self.cfg.slave_timeout_ms + 50
@@ -142,6 +143,8 @@ class World:
         except RefinementError as err:
             violation, message = "refinement", str(err)
         c = self.cluster
+        if c.trace is not None:
+            c.trace.end(self.healed, (violation, message or "") if violation else None, c.now)
         return Outcome(
             seed=self.p.seed, steps=c.steps, spec_steps=c.checker.steps_checked if c.checker else 0,
             sim_ms=c.now, violation=violation, message=message, trace_hash=c.trace_hash,
@@ -153,7 +156,11 @@ class World:
         at, _, kind, payload = heapq.heappop(self._queue)
         self.cluster.now = max(self.cluster.now, at)
         getattr(self, "_on_" + kind)(*payload)
-        self.cluster.check_answered_in_time(self._answer_bound_ms)
+        try:
+            self.cluster.check_answered_in_time(self._answer_bound_ms)
+        except PropertyViolation:
+            self.healed = True      # the system had both deadlines to answer: nothing more will
+            raise
         self._plan()
 
     def _liveness_phase(self) -> None:
@@ -164,6 +171,7 @@ class World:
         c = self.cluster
         while self._queue and self.now <= until and not self._settled():
             self._process_next()
+        self.healed = True
         c.check_liveness(budget)
 
     def _settled(self) -> bool:

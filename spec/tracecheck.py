@@ -1,0 +1,195 @@
+"""Trace validation with the Python twin: is a trace (spec/traceformat.py) a behaviour of the spec?
+
+The checker keeps the set of spec states consistent with the steps so far (one state when the trace
+observes everything, several when it leaves variables unobserved) and, for each step, the successors
+by the named action whose new values agree with the step's observations.  When none is left, that
+step is the first one no spec step can explain, and the states before it are the report.  The spec is
+the bound-free one (tla/AckOrder.tla, not the MC module's bounds), with every bug switch off.  The
+same question, asked of TLC, is tla/tracecheck.py; both must give the same verdict.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+import attrs
+
+from spec import actions as sa
+from spec.config import Config
+from spec.properties import caught_up, diverged
+from spec.state import UP, WAITING, Counters, Request, State
+from spec.traceformat import PER_REPLICA, SETS, Name, Step, Trace
+
+MAX_FRONTIER = 100_000        # states consistent with a trace prefix (unobserved variables searched)
+
+
+@attrs.frozen
+class TraceVerdict:
+    valid: bool
+    steps: int                        # steps in the trace
+    explained: int                    # steps some spec behaviour explains, in order
+    failed: Step | None               # the first step no spec step explains (None: all were)
+    states: tuple[State, ...]         # the states before that step (or at the end), ghosts blank
+    reason: str
+    seconds: float
+    checker: str = "twin"
+
+    @property
+    def first_unexplained(self) -> int | None:
+        """1-based index of the failing step in the trace (None when all steps were explained)."""
+        return None if self.failed is None else self.explained + 1
+
+
+def _no_ghosts(s: State) -> State:
+    """The ghost history and the counters are derived, never observed, and no guard of the
+    bound-free spec reads them: blanking them merges states that differ only there."""
+    if not s.inv_responses and s.aux_ctrs == _ZERO:
+        return s
+    return attrs.evolve(s, inv_responses=frozenset(), aux_ctrs=_ZERO)
+
+
+_ZERO = Counters()
+
+
+def spec_steps(cfg: Config, s: State, action: str, param) -> list[State]:
+    """The successors of ``s`` by one action of the bound-free spec (AckOrder!Next's disjuncts)."""
+    index = {r: k for k, r in enumerate(cfg.replicas)}
+    if action in ("Respond", "Timeout"):
+        if not 1 <= param <= len(s.reqs):
+            return []
+        return (sa.respond if action == "Respond" else sa.timeout)(cfg, s, param)
+    if param is not None:
+        fn = _REPLICA[action]
+        return fn(cfg, s, index[param])
+    return _MASTER[action](cfg, s)
+
+
+_MASTER: dict[str, Callable] = {
+    "Put": sa.put, "Commit": sa.commit, "Flush": sa.flush, "FlushFail": sa.flush_fail, "WriteFail": sa.write_fail,
+    "MasterProcessCrash": sa.master_process_crash, "MasterMachineCrash": sa.master_machine_crash,
+    "Recover": sa.recover,
+}
+_REPLICA: dict[str, Callable] = {
+    "ReplicaConnect": sa.replica_connect, "Transfer": sa.transfer, "ReplicaAck": sa.replica_ack,
+    "ForgedAck": sa.forged_ack, "ReplicaDisconnect": sa.replica_disconnect, "ReplicaCrash": sa.replica_crash,
+    "ReplicaRestart": sa.replica_restart,
+}
+
+
+# ------------------------------------------------------------------ observations
+
+def _seq_ok(obs, before: tuple, after: tuple) -> bool:
+    if isinstance(obs, list):
+        return after == tuple(obs)
+    take = obs.get("take", len(before))
+    if take > len(before):
+        return False
+    app = obs.get("append", ())
+    return len(after) == take + len(app) and after[:take] == before[:take] and list(after[take:]) == list(app)
+
+
+def _request_ok(fields: dict, r: Request) -> bool:
+    return all((r.off if k == "off" else r.flush_done if k == "flushDone" else r.status) == v
+               for k, v in fields.items())
+
+
+def _reqs_ok(obs, before: tuple, after: tuple) -> bool:
+    if isinstance(obs, list):
+        return len(after) == len(obs) and all(_request_ok(f, r) for f, r in zip(obs, after))
+    app = obs.get("append", ())
+    if len(after) != len(before) + len(app):
+        return False
+    if not all(_request_ok(f, r) for f, r in zip(app, after[len(before):])):
+        return False
+    for key, fields in obs.get("set", {}).items():
+        i = int(key)
+        if not (1 <= i <= len(after) and _request_ok(fields, after[i - 1])):
+            return False
+    return True
+
+
+def observation_holds(cfg: Config, step: Step, s: State, t: State, unchanged: Iterable[Name]) -> bool:
+    """The step's observations hold of the spec step s -> t; ``unchanged``: observed names it does
+    not mention, which must keep their values."""
+    index = {r: k for k, r in enumerate(cfg.replicas)}
+    for var, v in step.obs.items():
+        a, b = getattr(s, var), getattr(t, var)
+        if var in PER_REPLICA:
+            for r, x in v.items():
+                k = index[r]
+                if not (_seq_ok(x, a[k], b[k]) if var == "rlog" else b[k] == x):
+                    return False
+        elif var == "log":
+            if not _seq_ok(v, a, b):
+                return False
+        elif var == "reqs":
+            if not _reqs_ok(v, a, b):
+                return False
+        elif var in SETS:
+            if b != frozenset(v):
+                return False
+        elif b != v:
+            return False
+    for var, r in unchanged:
+        a, b = getattr(s, var), getattr(t, var)
+        if r is None:
+            if a is not b and a != b:
+                return False
+        elif a[index[r]] != b[index[r]]:
+            return False
+    return True
+
+
+def end_problems(cfg: Config, s: State) -> list[str]:
+    """Why a state cannot be where a complete trace stops: the finite reading of
+    EveryRequestAnswered and ReplicasCatchUp (the trace claims nothing more would happen)."""
+    out = []
+    if s.mstate != UP:
+        out.append(f"EveryRequestAnswered: the master is {s.mstate} at the end")
+    waiting = [i for i, r in enumerate(s.reqs, 1) if r.status == WAITING]
+    if waiting:
+        out.append(f"EveryRequestAnswered: request(s) {', '.join(map(str, waiting[:8]))} still waiting at the end")
+    behind = [r for k, r in enumerate(cfg.replicas) if not (diverged(cfg, s, k) or caught_up(cfg, s, k))]
+    if behind:
+        out.append(f"ReplicasCatchUp: {', '.join(behind)} neither caught up nor diverged at the end")
+    return out
+
+
+# ------------------------------------------------------------------ the check
+
+def check_steps(cfg: Config, steps: list[Step] | tuple[Step, ...], complete: bool = False,
+                max_frontier: int = MAX_FRONTIER) -> TraceVerdict:
+    start = time.perf_counter()
+    frontier: dict[State, None] = {_no_ghosts(sa.initial_state(cfg)): None}
+    for n, step in enumerate(steps):
+        unchanged = tuple(step.observes - step.mentioned())
+        nxt: dict[State, None] = {}
+        for s in frontier:
+            for action, param in step.actions:
+                for t in spec_steps(cfg, s, action, param):
+                    if observation_holds(cfg, step, s, t, unchanged):
+                        nxt[_no_ghosts(t)] = None
+        if not nxt:
+            reason = f"no spec step {step.label} from the state before it agrees with what the step observed"
+            if not any(spec_steps(cfg, s, a, p) for s in frontier for a, p in step.actions):
+                reason = f"{step.label} is not enabled in the state before it"
+            return TraceVerdict(False, len(steps), n, step, tuple(frontier), reason, time.perf_counter() - start)
+        if len(nxt) > max_frontier:
+            raise RuntimeError(f"{step.where()}: more than {max_frontier:,} spec states agree with the trace so far: "
+                               "it observes too little to be checked")
+        frontier = nxt
+    if complete:
+        problems = {s: end_problems(cfg, s) for s in frontier}
+        if all(problems.values()):
+            first = next(iter(problems.values()))
+            return TraceVerdict(False, len(steps), len(steps), None, tuple(frontier),
+                                "the trace ends complete, but " + "; ".join(first), time.perf_counter() - start)
+    return TraceVerdict(True, len(steps), len(steps), None, tuple(frontier), "valid", time.perf_counter() - start)
+
+
+def check_trace(trace: Trace) -> TraceVerdict:
+    """One trace file (in spec ids, or keys translated by its own order)."""
+    from spec.tracemerge import spec_ids
+
+    return check_steps(trace.config, spec_ids([trace]), trace.complete)
