@@ -26,7 +26,7 @@ def _names(value) -> frozenset[str]:
 
 
 def _per_replica(cfg: Config, fn, convert=lambda v: v) -> tuple:
-    if not isinstance(fn, FunctionValue):
+    if not isinstance(fn, (FunctionValue, Record)):   # a function over strings prints as a record
         raise TraceMismatch(f"expected a function over Replicas, got {fn!r}")
     by_name = {str(k): v for k, v in fn.items()}
     return tuple(convert(by_name[r]) for r in cfg.replicas)

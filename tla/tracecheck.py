@@ -1,0 +1,203 @@
+"""Trace validation by TLC: a trace (spec/traceformat.py) becomes the literal sequence of a generated
+module, checked by tla/AckOrderTrace.tla against the bound-free spec with every bug switch off.
+
+TLC 2.15 reads no JSON, so each step is written as a TLA+ record whose observations are linear in
+what the step changed (appends, truncations, changed fields), never whole values.  The first run
+asks whether a behaviour explains the whole trace (TraceMatched is violated then); when none does,
+its search depth is the number of steps explained, and a second run stops at the first state after
+them (Unexplained), which is the state the report shows.  tla.tracecheck and spec.tracecheck (the
+twin, ``--twin``) must reach the same verdict on every trace.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from spec.config import BUG_NAMES, Config
+from spec.traceformat import PER_REPLICA, SETS, Step
+from spec.tracecheck import TraceVerdict, end_problems
+from tla.manifest import TLA_DIR, Model
+from tla.tlc import TlcOptions, TlcRun, run_model
+from tla.trace import state_from_tlc
+
+SPEC_MODULES = ("AckOrderTypes.tla", "AckOrderFunctions.tla", "AckOrder.tla", "AckOrderProperties.tla",
+                "AckOrderTrace.tla")
+
+
+class TraceCheckError(RuntimeError):
+    """TLC gave no verdict on a generated trace module (a bug of ackorder, or of the environment)."""
+
+
+# ------------------------------------------------------------------ TLA+ text
+
+def tla_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def tla(v) -> str:
+    """A JSON value as TLA+: lists are sequences, dicts records (sets are built by the caller)."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return tla_string(v)
+    if isinstance(v, (list, tuple)):
+        return "<<" + ", ".join(tla(x) for x in v) + ">>"
+    if isinstance(v, dict):
+        return "[" + ", ".join(f"{k} |-> {tla(x)}" for k, x in v.items()) + "]"
+    raise TypeError(f"no TLA+ form for {v!r}")
+
+
+def tla_set(items) -> str:
+    return "{" + ", ".join(items) + "}"
+
+
+def _pair(var: str, k: str | None) -> str:
+    return f"<<{tla_string(var)}, {tla_string(k or '')}>>"
+
+
+def _seq_obs(var: str, k: str | None, obs) -> str:
+    head = f'v |-> {tla_string(var)}, k |-> {tla_string(k or "")}'
+    if isinstance(obs, list):
+        return f'[f |-> "eq", {head}, x |-> {tla(obs)}]'
+    app = tla(obs.get("append", []))
+    if "take" in obs:
+        return f'[f |-> "take", {head}, n |-> {obs["take"]}, x |-> {app}]'
+    return f'[f |-> "app", {head}, x |-> {app}]'
+
+
+def _request(fields: dict) -> str:
+    return tla(fields)
+
+
+def observations(obs: dict) -> list[str]:
+    """One step's observations as TLA+ records (see tla/AckOrderTrace.tla)."""
+    out = []
+    for var, value in obs.items():
+        if var in PER_REPLICA:
+            for r, x in value.items():
+                if var == "rlog":
+                    out.append(_seq_obs(var, r, x))
+                else:
+                    out.append(f'[f |-> "eq", v |-> "{var}", k |-> {tla_string(r)}, x |-> {tla(x)}]')
+        elif var == "log":
+            out.append(_seq_obs(var, None, value))
+        elif var == "reqs":
+            if isinstance(value, list):
+                out.append(f'[f |-> "eq", v |-> "reqs", k |-> "", x |-> {tla(value)}]')
+                continue
+            if value.get("append"):
+                out.append(f'[f |-> "grow", v |-> "reqs", k |-> "", x |-> {tla(value["append"])}]')
+            for i, fields in value.get("set", {}).items():
+                for name, x in fields.items():
+                    out.append(f'[f |-> "fld", v |-> "reqs", k |-> "", i |-> {int(i)}, n |-> {tla_string(name)}, '
+                               f'x |-> {tla(x)}]')
+        elif var in SETS:
+            out.append(f'[f |-> "eq", v |-> "{var}", k |-> "", x |-> {tla_set(tla(x) for x in value)}]')
+        else:
+            out.append(f'[f |-> "eq", v |-> "{var}", k |-> "", x |-> {tla(value)}]')
+    return out
+
+
+def data_module(steps: list[Step], complete: bool) -> str:
+    """The generated module: the trace as a literal sequence, one record per step."""
+    observes: dict[frozenset, str] = {}
+    lines = []
+    for n, step in enumerate(steps, 1):
+        if step.observes not in observes:
+            observes[step.observes] = f"Observes{len(observes) + 1}"
+        actions = tla_set(f"<<{tla_string(a)}, {tla(p) if p is not None else tla_string('')}>>"
+                          for a, p in step.actions)
+        mentioned = tla_set(_pair(v, k) for v, k in sorted(step.mentioned(), key=lambda p: (p[0], p[1] or "")))
+        comma = "," if n < len(steps) else ""
+        lines.append(f"  [a |-> {actions}, o |-> <<{', '.join(observations(step.obs))}>>, m |-> {mentioned}, "
+                     f"ob |-> {observes[step.observes]}]{comma}   \\* {n}: {step.where()}")
+    defs = [f"{name} == {tla_set(_pair(v, k) for v, k in sorted(names, key=lambda p: (p[0], p[1] or '')))}"
+            for names, name in observes.items()]
+    body = "\n".join(lines)
+    return ("---------------------------- MODULE AckOrderTraceData ----------------------------\n"
+            "\\* Generated by `ackorder trace-check`: the trace as a literal sequence (see AckOrderTrace.tla).\n"
+            "EXTENDS Sequences\n"
+            "CONSTANT ReportAt\n"
+            f"TraceComplete == {tla(complete)}\n"
+            + "\n".join(defs) + "\n"
+            f"Trace == <<\n{body}\n>>\n"
+            "=============================================================================\n")
+
+
+def trace_cfg(cfg: Config, invariant: str, report_at: int) -> str:
+    consts = {"Replicas": tla_set(tla_string(r) for r in cfg.replicas), "FlushMode": tla_string(cfg.flush_mode),
+              "ReplMode": tla_string(cfg.repl_mode), "TransientStorePool": tla(cfg.transient_store_pool),
+              "AckPolicy": tla_string(cfg.ack_policy), "InSyncReplicas": str(cfg.in_sync_replicas),
+              "FileSize": str(cfg.file_size), "CommitOnReplicaWait": tla(cfg.commit_on_replica_wait),
+              **{bug: "FALSE" for bug in BUG_NAMES}, "ReportAt": str(report_at)}
+    return ("\\* Generated by `ackorder trace-check`.\nCONSTANTS\n"
+            + "".join(f"    {k} = {v}\n" for k, v in consts.items())
+            + f"\nINIT TraceInit\nNEXT TraceNext\nVIEW TraceView\nINVARIANT {invariant}\n")
+
+
+# ------------------------------------------------------------------ running TLC
+
+def _run(workdir: Path, cfg: Config, invariant: str, report_at: int, options: TlcOptions,
+         log_dir: Path | None) -> TlcRun:
+    cfg_path = workdir / f"AckOrderTrace_{invariant}.cfg"
+    cfg_path.write_text(trace_cfg(cfg, invariant, report_at))
+    model = Model(model=f"trace-{invariant}", cfg=str(cfg_path), kind="adhoc", size="small",
+                  expected="TraceMatched", title="trace validation", spec=str(workdir / "AckOrderTrace.tla"))
+    run = run_model(model, options, log_dir)
+    if run.outcome not in ("pass", invariant):
+        detail = "; ".join(run.errors) or f"outcome {run.outcome}"
+        raise TraceCheckError(f"TLC gave no verdict on the trace module: {detail} (log: {run.log_path})")
+    return run
+
+
+def check_steps_tlc(cfg: Config, steps: list[Step], complete: bool, options: TlcOptions | None = None,
+                    log_dir: Path | None = None, keep: Path | None = None) -> tuple[TraceVerdict, dict]:
+    """TLC's verdict on the steps, and timings (seconds of each TLC run, checking time only)."""
+    options = options or TlcOptions(workers=1)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ackorder-trace-") as tmp:
+        workdir = Path(tmp)
+        for name in SPEC_MODULES:
+            shutil.copy(TLA_DIR / name, workdir / name)
+        (workdir / "AckOrderTraceData.tla").write_text(data_module(steps, complete))
+        first = _run(workdir, cfg, "TraceMatched", 0, options, log_dir)
+        timings = {"generate_and_check_s": None, "check_s": first.check_seconds, "tlc_s": first.seconds}
+        if first.outcome == "TraceMatched":
+            verdict = TraceVerdict(True, len(steps), len(steps), None, (), "valid", time.perf_counter() - start, "tlc")
+        else:
+            depth = first.depth or 1
+            explained = depth - 1
+            second = _run(workdir, cfg, "Unexplained", depth, options, log_dir)
+            last = [s for s in second.trace if s.assignments][-1] if second.trace else None
+            states = (state_from_tlc(cfg, last.as_dict()),) if last is not None else ()
+            if explained >= len(steps):
+                problems = end_problems(cfg, states[0]) if states else []
+                reason = "the trace ends complete, but " + "; ".join(problems or ["its end is not a resting state"])
+                failed = None
+            else:
+                failed = steps[explained]
+                reason = _reason(cfg, failed, states)
+            verdict = TraceVerdict(False, len(steps), explained, failed, states, reason,
+                                   time.perf_counter() - start, "tlc")
+            timings["report_s"] = second.seconds
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            for f in workdir.iterdir():
+                if f.suffix in (".tla", ".cfg"):
+                    shutil.copy(f, keep / f.name)
+    timings["generate_and_check_s"] = time.perf_counter() - start
+    return verdict, timings
+
+
+def _reason(cfg: Config, step: Step, states) -> str:
+    """The same wording as the twin's (tests compare verdicts, and users read both)."""
+    from spec.tracecheck import spec_steps
+
+    if states and not any(spec_steps(cfg, s, a, p) for s in states for a, p in step.actions):
+        return f"{step.label} is not enabled in the state before it"
+    return f"no spec step {step.label} from the state before it agrees with what the step observed"
