@@ -32,12 +32,12 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cli import bench, broker, fuzz, prove, replay, run, sim, stateful, tlc, twin
+    from cli import bench, broker, fuzz, prove, replay, run, sim, stateful, tlc, tracecheck, twin
 
     parser = Parser(prog="ackorder", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"ackorder {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (run, tlc, twin, prove, sim, replay, stateful, fuzz):
+    for module in (run, tlc, twin, prove, sim, replay, stateful, fuzz, tracecheck):
         module.add_parser(sub)
     broker.add_parsers(sub)
     bench.add_parser(sub)

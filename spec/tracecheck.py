@@ -193,3 +193,113 @@ def check_trace(trace: Trace) -> TraceVerdict:
     from spec.tracemerge import spec_ids
 
     return check_steps(trace.config, spec_ids([trace]), trace.complete)
+
+
+# ------------------------------------------------------------------ reports
+
+def tla_text(v) -> str:
+    """A twin value in TLA+ notation (for the report's table of variables)."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, Request):
+        return f'[off |-> {v.off}, flushDone |-> {tla_text(v.flush_done)}, status |-> "{v.status}"]'
+    if isinstance(v, tuple):
+        return "<<" + ", ".join(tla_text(x) for x in v) + ">>"
+    if isinstance(v, frozenset):
+        return "{" + ", ".join(sorted(tla_text(x) for x in v)) + "}"
+    return repr(v)
+
+
+def state_table(cfg: Config, s: State) -> list[tuple[str, str]]:
+    """(variable, value) rows of a state, per-replica functions by replica, ghosts left out."""
+    from spec.traceformat import VARIABLES
+
+    rows = []
+    for var in VARIABLES:
+        v = getattr(s, var)
+        if var in PER_REPLICA:
+            v = "(" + " @@ ".join(f'"{r}" :> {tla_text(x)}' for r, x in zip(cfg.replicas, v)) + ")"
+            rows.append((var, v))
+        else:
+            rows.append((var, tla_text(v)))
+    return rows
+
+
+def _observed_value(var: str, r, obs, before):
+    """What an observation says the new value is (for showing it beside the spec's)."""
+    if var in ("log", "rlog") and isinstance(obs, dict):
+        take = obs.get("take", len(before))
+        return tuple(before[:take]) + tuple(obs.get("append", ()))
+    if var in SETS:
+        return frozenset(obs)
+    if isinstance(obs, list):
+        return tuple(obs)
+    return obs
+
+
+def mismatches(cfg: Config, step: Step, s: State) -> list[str]:
+    """How the spec's successors by the step's actions differ from what the step observed (the
+    closest successor), or why none exists."""
+    options = [(a, p, t) for a, p in step.actions for t in spec_steps(cfg, s, a, p)]
+    if not options:
+        return [f"{step.label} is not enabled"]
+    index = {r: k for k, r in enumerate(cfg.replicas)}
+    unchanged = step.observes - step.mentioned()
+    best: list[str] | None = None
+    for a, p, t in options:
+        diffs = []
+        for var, v in step.obs.items():
+            if var in PER_REPLICA:
+                for r, x in v.items():
+                    single = Step(step.file, step.line, step.proc, step.seq, step.actions, {var: {r: x}},
+                                  frozenset())
+                    if not observation_holds(cfg, single, s, t, ()):
+                        diffs.append(f"{var}[{r}]: the spec has {tla_text(getattr(t, var)[index[r]])}, the trace "
+                                     f"{tla_text(_observed_value(var, r, x, getattr(s, var)[index[r]]))}")
+            elif var == "reqs":
+                diffs += _reqs_diffs(v, s.reqs, t.reqs)
+            else:
+                single = Step(step.file, step.line, step.proc, step.seq, step.actions, {var: v}, frozenset())
+                if not observation_holds(cfg, single, s, t, ()):
+                    diffs.append(f"{var}: the spec has {tla_text(getattr(t, var))}, "
+                                 f"the trace {tla_text(_observed_value(var, None, v, getattr(s, var)))}")
+        for var, r in sorted(unchanged, key=lambda n: (n[0], n[1] or "")):
+            a_, b_ = getattr(s, var), getattr(t, var)
+            if (a_ != b_) if r is None else (a_[index[r]] != b_[index[r]]):
+                shown = tla_text(b_ if r is None else b_[index[r]])
+                diffs.append(f"{var}{f'[{r}]' if r else ''}: the spec changes it to {shown}, the trace says unchanged")
+        label = a if p is None else f"{a}({p})"
+        diffs = [f"{label}: {d}" for d in diffs]
+        if best is None or len(diffs) < len(best):
+            best = diffs
+    return best or []
+
+
+def _reqs_diffs(obs, before: tuple, after: tuple) -> list[str]:
+    """The requests (and fields) where the spec's new reqs differs from the observation."""
+    if isinstance(obs, list):
+        wanted = dict(enumerate(obs, 1))
+        if len(obs) != len(after):
+            return [f"reqs: the spec has {len(after)} requests, the trace {len(obs)}"]
+    else:
+        app = obs.get("append", ())
+        if len(after) != len(before) + len(app):
+            return [f"reqs: the spec has {len(after)} requests, the trace {len(before) + len(app)}"]
+        wanted = {len(before) + j: f for j, f in enumerate(app, 1)}
+        for key, fields in obs.get("set", {}).items():
+            wanted[int(key)] = {**wanted.get(int(key), {}), **fields}
+    out = []
+    for i, fields in sorted(wanted.items()):
+        if not 1 <= i <= len(after):
+            out.append(f"reqs[{i}]: the spec has no request {i}")
+            continue
+        r = after[i - 1]
+        got = {"off": r.off, "flushDone": r.flush_done, "status": r.status}
+        for name, x in fields.items():
+            if got[name] != x:
+                out.append(f"reqs[{i}].{name}: the spec has {tla_text(got[name])}, the trace {tla_text(x)}")
+    return out

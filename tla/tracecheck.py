@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import attrs
+
 from spec.config import BUG_NAMES, Config
 from spec.traceformat import PER_REPLICA, SETS, Step
 from spec.tracecheck import TraceVerdict, end_problems
@@ -201,3 +203,50 @@ def _reason(cfg: Config, step: Step, states) -> str:
     if states and not any(spec_steps(cfg, s, a, p) for s in states for a, p in step.actions):
         return f"{step.label} is not enabled in the state before it"
     return f"no spec step {step.label} from the state before it agrees with what the step observed"
+
+
+# ------------------------------------------------------------------ files in, verdict out
+
+@attrs.frozen
+class TraceCheck:
+    """A verdict on one or more trace files (merged by causality), by TLC or the twin."""
+    verdict: TraceVerdict
+    config: Config
+    steps: tuple[Step, ...]
+    paths: tuple[str, ...]
+    complete: bool
+    writer_verdicts: tuple[tuple[str, str, str], ...]    # (file, property, message) the writers reported
+    read_seconds: float
+    check_seconds: float                                 # the checker's own time (TLC: both runs, JVM included)
+    timings: dict = attrs.Factory(dict)
+
+    @property
+    def per_thousand_steps_s(self) -> float | None:
+        return self.check_seconds / len(self.steps) * 1000 if self.steps else None
+
+
+def read_and_merge(paths: list[Path]) -> tuple[Config, list[Step], bool, list]:
+    """Read, validate and merge the files (TraceError / MergeError on bad input)."""
+    from spec.traceformat import read_trace
+    from spec.tracemerge import merge, spec_ids
+
+    traces = [read_trace(p) for p in paths]
+    steps, complete = merge(traces)
+    return traces[0].config, spec_ids(traces, steps), complete, traces
+
+
+def check_files(paths: list[Path], twin: bool = False, options: TlcOptions | None = None,
+                keep: Path | None = None, log_dir: Path | None = None) -> TraceCheck:
+    from spec.tracecheck import check_steps
+
+    start = time.perf_counter()
+    cfg, steps, complete, traces = read_and_merge(paths)
+    read_s = time.perf_counter() - start
+    timings: dict = {}
+    if twin:
+        verdict = check_steps(cfg, steps, complete)
+    else:
+        verdict, timings = check_steps_tlc(cfg, steps, complete, options, log_dir, keep)
+    said = tuple((t.path, *t.writer_verdict) for t in traces if t.writer_verdict)
+    return TraceCheck(verdict, cfg, tuple(steps), tuple(str(p) for p in paths), complete, said, read_s,
+                      verdict.seconds, timings)

@@ -1,0 +1,117 @@
+"""`ackorder trace-check`: is a trace (or the per-process traces of one run, merged by causality) a
+behaviour of the spec?  TLC decides by default; `--twin` asks the Python twin (faster on long traces).
+
+Exit codes: 0 valid, 1 a step no spec step explains (or a complete trace ending with work left), 2 a
+malformed trace (one line naming the file and line), 3 no Java/TLC."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from cli import errors
+from cli.sim import positive_int
+from cli.ui import console as make_console
+from spec.tracecheck import mismatches, state_table
+from tla.tlc import TlcOptions
+
+MAX_VALUE_CHARS = 400
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("trace-check", help="validate implementation traces against the spec (TLC, or --twin)",
+                       description="Check one trace, or the files of one run's processes (merged by causality), "
+                                   "against the bound-free spec with every bug switch off. Exit 0 valid, 1 a step "
+                                   "no spec step explains, 2 a malformed trace.")
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="NDJSON trace files (docs/traces.md)")
+    p.add_argument("--twin", action="store_true", help="check with the Python twin instead of TLC")
+    p.add_argument("--workers", type=positive_int, default=1, help="TLC workers (default 1)")
+    p.add_argument("--keep", type=Path, metavar="DIR", help="keep the generated TLA+ module and cfg there")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the verdict as JSON")
+    p.add_argument("--merged", type=Path, metavar="FILE", help="write the merged steps as one trace file")
+    p.set_defaults(func=main)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+def main(args: argparse.Namespace) -> int:
+    from tla.tlc import TlcUnavailable
+    from tla.tracecheck import TraceCheckError, check_files
+
+    console = make_console()
+    try:
+        result = check_files(args.files, twin=args.twin, options=TlcOptions(workers=args.workers), keep=args.keep)
+    except TlcUnavailable as err:
+        raise errors.EnvironmentFailure(str(err)) from None
+    except TraceCheckError as err:
+        raise errors.EnvironmentFailure(str(err)) from None
+    v = result.verdict
+    checker = "the twin" if args.twin else "TLC"
+    per_k = result.per_thousand_steps_s
+    rate = f" ({per_k:.2f} s per 1,000 steps)" if per_k is not None else ""
+    console.print(f"{len(result.steps):,} step(s) from {len(result.paths)} file(s), checked by {checker} in "
+                  f"{result.check_seconds:.2f} s{rate}")
+    for path, prop, message in result.writer_verdicts:
+        console.print(f"[dim]{path}: the writer reported {prop}: {message.splitlines()[0] if message else ''}[/]")
+    if args.merged:
+        write_merged(args.merged, result)
+    if args.json:
+        args.json.write_text(json.dumps(verdict_json(result, checker), indent=2) + "\n")
+    if v.valid:
+        console.print(f"[green]valid[/]: a behaviour of the spec explains every step"
+                      + (" and ends with nothing left waiting" if result.complete else ""))
+        return errors.OK
+    if v.failed is not None:
+        console.print(f"[bold red]invalid[/]: step {v.first_unexplained} of {v.steps} ({v.failed.where()}, "
+                      f"{v.failed.label}): {v.reason}")
+        for line in (mismatches(result.config, v.failed, v.states[0]) if v.states else []):
+            console.print(f"  {_short(line)}")
+        console.print(f"  observed: {_short(json.dumps(v.failed.obs, separators=(',', ':')))}")
+    else:
+        console.print(f"[bold red]invalid[/]: {v.reason}")
+    if v.states:
+        title = ("the state before it" if v.failed is not None else "the state at the end")
+        if len(v.states) > 1:
+            title += f" (one of {len(v.states)} the trace leaves possible)"
+        table = Table(title=title, title_justify="left", show_lines=False)
+        table.add_column("variable")
+        table.add_column("value", overflow="fold")
+        for name, value in state_table(result.config, v.states[0]):
+            table.add_row(name, Text(_short(value)))
+        console.print(table)
+    return errors.VIOLATION
+
+
+def verdict_json(result, checker: str) -> dict:
+    v = result.verdict
+    out = {"valid": v.valid, "checker": checker, "files": list(result.paths), "steps": v.steps,
+           "explained": v.explained, "first_unexplained": v.first_unexplained, "reason": v.reason,
+           "failed": None, "seconds": round(result.check_seconds, 3),
+           "seconds_per_1000_steps": None if result.per_thousand_steps_s is None
+           else round(result.per_thousand_steps_s, 3), "complete": result.complete}
+    if v.failed is not None:
+        out["failed"] = {"file": v.failed.file, "line": v.failed.line, "action": v.failed.label, "obs": v.failed.obs}
+    if v.states:
+        out["state"] = dict(state_table(result.config, v.states[0]))
+    return out
+
+
+def write_merged(path: Path, result) -> None:
+    from spec import traceformat as tf
+
+    lines = [json.dumps(tf.header("merged", result.config, [], source=" + ".join(result.paths)))]
+    for n, step in enumerate(result.steps, 1):
+        observes = [f"{var}[{r}]" if r else var for var, r in sorted(step.observes, key=lambda p: (p[0], p[1] or ""))]
+        labels = [tf.label_text(a, p) for a, p in step.actions]
+        lines.append(json.dumps({"seq": n, "proc": step.proc, "action": labels[0] if len(labels) == 1 else labels,
+                                 "obs": step.obs, "observes": observes, "t_ms": step.t_ms,
+                                 "what": f"{step.where()}"}, separators=(",", ":")))
+    if result.complete:
+        lines.append(json.dumps({"end": "complete"}))
+    path.write_text("\n".join(lines) + "\n")
