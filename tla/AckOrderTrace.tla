@@ -19,14 +19,15 @@
 (*        does not mention are unchanged, the others TLC searches          *)
 (* Entry k is "" for a whole variable, or a replica of a per-replica one. *)
 (*                                                                         *)
-(* TraceMatched is violated exactly when some behaviour explains every    *)
-(* step (and, for a trace that claims to be complete, ends where nothing  *)
-(* is left waiting): TLC's counterexample is then the witness.  When it   *)
-(* holds, the search depth says how many steps were explained, and a      *)
-(* second run with Unexplained shows a state before the first step no    *)
-(* spec step explains.                                                    *)
+(* A trace that claims to be complete must end where nothing is left      *)
+(* waiting (EndOK, one more level: TraceEnd).  No invariant is checked:   *)
+(* the search depth says how many steps some behaviour explains (all of   *)
+(* them, and the end: the trace is valid), and a second run prints the    *)
+(* states before the first step none explains (ReportState; a             *)
+(* counterexample would print the whole behaviour, quadratic in the       *)
+(* trace's length).                                                        *)
 (***************************************************************************)
-EXTENDS AckOrderProperties, AckOrderTraceData
+EXTENDS AckOrderProperties, AckOrderTraceData, TLC
 
 VARIABLE l      \* the position in Trace of the next step to explain
 
@@ -80,18 +81,6 @@ ObsOK(o) ==
       [] o.f = "fld"  -> /\ o.i \in DOMAIN reqs'
                          /\ reqs'[o.i][o.n] = o.x
 
-TraceInit == Init /\ l = 1
-
-TraceNext ==
-    /\ l <= Len(Trace)
-    /\ LET e == Trace[l] IN
-         /\ \E a \in e.a : Act(a)
-         /\ \A j \in 1..Len(e.o) : ObsOK(e.o[j])
-         /\ \A p \in e.ob \ e.m : Nxt(p[1], p[2]) = Cur(p[1], p[2])
-    /\ l' = l + 1
-
-TraceSpec == TraceInit /\ [][TraceNext]_traceVars
-
 \* Where a complete trace may stop: the finite reading of EveryRequestAnswered
 \* and ReplicasCatchUp (nothing left waiting, every slave caught up or diverged).
 EndOK ==
@@ -99,11 +88,38 @@ EndOK ==
     /\ \A i \in DOMAIN reqs : reqs[i].status # Waiting
     /\ \A r \in Replicas : Diverged(r) \/ CaughtUp(r)
 
-\* Violated exactly when a behaviour of the spec explains the whole trace.
-TraceMatched == ~(l = Len(Trace) + 1 /\ (TraceComplete => EndOK))
+TraceInit == Init /\ l = 1
 
-\* Violated at the first state after ReportAt - 1 explained steps (the report's state).
-Unexplained == l < ReportAt
+TraceStep ==
+    /\ l <= Len(Trace)
+    /\ LET e == Trace[l] IN
+         /\ \E a \in e.a : Act(a)
+         /\ \A j \in 1..Len(e.o) : ObsOK(e.o[j])
+         /\ \A p \in e.ob \ e.m : Nxt(p[1], p[2]) = Cur(p[1], p[2])
+    /\ l' = l + 1
+
+\* One more level for a complete trace whose last state may be where it rests.
+TraceEnd ==
+    /\ TraceComplete
+    /\ l = Len(Trace) + 1
+    /\ EndOK
+    /\ l' = l + 1
+    /\ UNCHANGED vars
+
+TraceNext == TraceStep \/ TraceEnd
+
+TraceSpec == TraceInit /\ [][TraceNext]_traceVars
+
+\* An invariant that always holds and prints every state after ReportAt - 1
+\* explained steps: the states the report shows.
+ReportState ==
+    l = ReportAt =>
+        PrintT(<<"ackorder-trace-state",
+                 [mstate |-> mstate, log |-> log, committed |-> committed, flushed |-> flushed,
+                  durable |-> durable, writable |-> writable, unwritten |-> unwritten, landed |-> landed,
+                  reqs |-> reqs, connected |-> connected, ack |-> ack,
+                  push2SlaveMaxOffset |-> push2SlaveMaxOffset, syncStateSet |-> syncStateSet,
+                  rlog |-> rlog, rUp |-> rUp, inv_responses |-> {}, aux_ctrs |-> aux_ctrs]>>)
 
 \* The ghost history and the counters are derived and read by no guard of
 \* the bound-free spec: states that differ only there have the same futures.

@@ -127,6 +127,7 @@ class TlcRun:
     log_path: Path | None = None
     check_seconds: float | None = None   # from "Computing initial states" to the end
     options: TlcOptions = TlcOptions()
+    printed: tuple[str, ...] = ()        # what the spec printed (PrintT / Print), one value per entry
 
     @property
     def as_expected(self) -> bool:
@@ -246,4 +247,4 @@ def run_model(
     if outcome == "error" and not errors:
         errors = (f"TLC exited with code {proc.returncode} without a verdict; see {log_path}",)
     return TlcRun(model, outcome, distinct, generated, depth, end - start, trace, errors, log_path,
-                  None if check_start is None else end - check_start, options)
+                  None if check_start is None else end - check_start, options, tuple(out.printed()))

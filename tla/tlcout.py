@@ -200,6 +200,17 @@ class ToolOutput:
             out.insert(0, self.sany_error())
         return [e for e in out if e]
 
+    def printed(self) -> list[str]:
+        """Values the spec printed (PrintT), one entry each; TLC breaks a long value over
+        indented lines, which are joined back."""
+        out: list[str] = []
+        for line in self.untagged:
+            if line[:1].isspace() and out:
+                out[-1] += " " + line.strip()
+            else:
+                out.append(line.strip())
+        return out
+
     def sany_error(self) -> str:
         """SANY's complaint with the .tla file and line it points at."""
         files: dict[str, str] = {}
