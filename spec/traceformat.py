@@ -38,8 +38,12 @@ Every other line is a spec step, a note, or a trailer:
   step (``Put``, or ``WriteFail`` without the transient store pool) carries ``"key": k`` in a
   ``keys`` file.  ``after``: ``[["r1", 5], ...]``, steps (process, seq) this one causally follows,
   for merging files; HA data gives most of that order without them (see spec/tracemerge.py).
-* note: ``{"seq": 3, "note": "HANDSHAKE", "records": 2}``: not a spec step, a causal anchor (a
-  replica's HA handshake, matched with the master's ``ReplicaConnect``).
+  ``conn``: the HA connection a step is about (ReplicaConnect, ReplicaAck, ForgedAck,
+  ReplicaDisconnect, ReplicaCrash, Transfer), an id both ends know (the slave's
+  "host:port"): the merge pairs the two ends' steps by it.
+* note: ``{"seq": 3, "note": "HANDSHAKE", "records": 2, "conn": "10.0.0.2:40312"}``: not a spec
+  step, a causal anchor (a replica's HA handshake on that connection, which the master's
+  ``ReplicaConnect`` with the same ``conn`` follows when it accepts it).
 * trailer: ``{"end": "complete"}``: the writer let the system heal and stopped where nothing more
   would happen (or a request outlived both deadlines): the last state must then have every request
   answered and every replica caught up or diverged (the goals of EveryRequestAnswered and
@@ -119,6 +123,7 @@ class Step:
     after: tuple[tuple[str, int], ...] = ()
     t_ms: int | None = None
     what: str | None = None
+    conn: str | int | None = None                # the HA connection the step is about
 
     @property
     def label(self) -> str:
@@ -460,7 +465,7 @@ def read_trace(path: Path | str, text: str | None = None) -> Trace:
             continue
         if "action" not in obj:
             raise TraceError(f"{where}: expected a step (\"action\"), a note (\"note\") or a trailer (\"end\")")
-        unknown = set(obj) - {"seq", "proc", "action", "obs", "observes", "key", "after", "t_ms", "what"}
+        unknown = set(obj) - {"seq", "proc", "action", "obs", "observes", "key", "after", "t_ms", "what", "conn"}
         if unknown:
             raise TraceError(f"{where}: unknown fields {', '.join(sorted(unknown))}")
         check = _Line(where, cfg)
@@ -485,8 +490,11 @@ def read_trace(path: Path | str, text: str | None = None) -> Trace:
         t_ms = obj.get("t_ms")
         if t_ms is not None and not isinstance(t_ms, (int, float)):
             check.fail("t_ms: expected a number")
+        conn = obj.get("conn")
+        if conn is not None and (not isinstance(conn, (str, int)) or isinstance(conn, bool)):
+            check.fail("conn: expected a connection id (a string such as \"10.0.0.2:40312\", or a number)")
         steps.append(Step(name, lineno, proc, seq, actions, obs, step_observes, key,
-                          tuple((a, s) for a, s in after), t_ms, obj.get("what")))
+                          tuple((a, s) for a, s in after), t_ms, obj.get("what"), conn))
     # a trailer may only end the file
     trailer_lines = [ln for ln, o in objects[1:] if "end" in o or "violation" in o]
     if trailer_lines and any(ln > trailer_lines[0] for ln, o in objects[1:] if "end" not in o and "violation" not in o):

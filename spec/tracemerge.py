@@ -140,49 +140,55 @@ def _ha_edges(cfg_trace: Trace, master: list, by_proc: dict[str, list], edge) ->
     # The master's own log and committed watermark after each of its steps.
     log: list = []
     committed = 0
-    master_states = []             # (step, log copy-on-write, committed)
+    master_states = []             # (step, log, committed) after each master item
     connects: dict[str, list[tuple[int, Step, int]]] = defaultdict(list)   # r -> (position, step, records)
+    closes: dict[tuple[str, object], Step] = {}                              # (r, conn) -> the step that closed it
     acks: list[tuple[Step, str, int]] = []
+    ack = {r: 0 for r in replicas}
     for pos, x in enumerate(master):
         if isinstance(x, Step):
             obs = x.obs
+            names = {a for a, _ in x.actions}
             if "log" in obs:
                 log = _apply_seq(obs["log"], log)
             if "committed" in obs:
                 committed = obs["committed"]
-            names = {a for a, _ in x.actions}
-            for r, n in obs.get("ack", {}).items():
-                closes = obs.get("connected", {}).get(r) is False
-                if "ReplicaConnect" in names and obs.get("connected", {}).get(r) is True:
-                    connects[r].append((pos, x, n))
-                elif names & {"ReplicaAck", "ForgedAck"} and not closes and 0 < n <= committed:
-                    acks.append((x, r, n))
+            elif "Recover" in names:           # the spec's Recover: every watermark at the recovered end
+                committed = len(log)
+            elif ("committed", None) not in x.observes:
+                committed = min(committed, len(log))     # an unobserved crash keeps at most the log
+            if "Recover" in names and "log" not in obs:
+                log = log[:committed]           # (after a crash the files did not observe)
+            ack.update(obs.get("ack", {}))
+            for r, up in obs.get("connected", {}).items():
+                if up and "ReplicaConnect" in names:
+                    connects[r].append((pos, x, ack[r]))
+                elif not up and x.conn is not None:
+                    closes.setdefault((r, x.conn), x)
+            if names & {"ReplicaAck", "ForgedAck"}:
+                for r, n in obs.get("ack", {}).items():
+                    if obs.get("connected", {}).get(r) is not False and 0 < n <= committed:
+                        acks.append((x, r, n))
         master_states.append((x, log, committed))
 
     for r in replicas:
         mine = by_proc.get(r)
         if mine is None:
             continue
-        # Handshake notes matched in order with the master's connects that report the same count.
-        notes = [x for x in mine if isinstance(x, Note) and x.note == "HANDSHAKE"]
-        matched: dict[int, tuple[int, Step]] = {}        # id(note) -> (master position, connect)
-        k = 0
-        for pos, connect, n in connects.get(r, []):
-            while k < len(notes) and notes[k].data.get("records") != n:
-                k += 1
-            if k == len(notes):
-                break
-            edge(notes[k], connect)
-            matched[id(notes[k])] = (pos, connect)
-            k += 1
-        # Transfers: after the connection's connect, and after the master held the record.
+        by_conn = {c.conn: (pos, c) for pos, c, _ in connects.get(r, []) if c.conn is not None}
+        matched = _match_handshakes(r, mine, connects.get(r, []), by_conn, edge)
         rlog: list = []
         reached: dict[int, Step] = {}
-        conn_pos, conn_step = None, None
+        conn_pos, conn_step, current = None, None, None
         for x in mine:
             if isinstance(x, Note):
                 if id(x) in matched:
                     conn_pos, conn_step = matched[id(x)]
+                current = x.data.get("conn")
+                continue
+            if {a for a, _ in x.actions} == {"ReplicaCrash"}:
+                # after the master saw the connection it was on close (if it did)
+                edge(closes.get((r, x.conn if x.conn is not None else current)), x)
                 continue
             mine_obs = x.obs.get("rlog", {}).get(r)
             if mine_obs is None:
@@ -193,6 +199,8 @@ def _ha_edges(cfg_trace: Trace, master: list, by_proc: dict[str, list], edge) ->
                 reached.setdefault(length, x)
             if {a for a, _ in x.actions} != {"Transfer"} or not rlog:
                 continue
+            if x.conn is not None and x.conn in by_conn:
+                conn_pos, conn_step = by_conn[x.conn]
             length, value = len(rlog), rlog[-1]
             edge(conn_step, x)
             start = conn_pos if conn_pos is not None else 0
@@ -207,6 +215,30 @@ def _ha_edges(cfg_trace: Trace, master: list, by_proc: dict[str, list], edge) ->
         for step, who, n in acks:
             if who == r and n in reached:
                 edge(reached[n], step)
+
+
+def _match_handshakes(r: str, mine: list, connects: list, by_conn: dict, edge) -> dict:
+    """HANDSHAKE notes paired with the master's ReplicaConnect steps: by connection id when the
+    files give one, else in order by the record count reported (a refused handshake has none)."""
+    notes = [x for x in mine if isinstance(x, Note) and x.note == "HANDSHAKE"]
+    matched: dict[int, tuple[int, Step]] = {}
+    if by_conn:
+        for note in notes:
+            if note.data.get("conn") in by_conn:
+                pos, connect = by_conn[note.data["conn"]]
+                edge(note, connect)
+                matched[id(note)] = (pos, connect)
+        return matched
+    k = 0
+    for pos, connect, n in connects:
+        while k < len(notes) and notes[k].data.get("records") != n:
+            k += 1
+        if k == len(notes):
+            break
+        edge(notes[k], connect)
+        matched[id(notes[k])] = (pos, connect)
+        k += 1
+    return matched
 
 
 # ------------------------------------------------------------------ keys -> spec ids

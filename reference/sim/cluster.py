@@ -123,7 +123,8 @@ class Cluster:
         self.checker = RefinementChecker(spec_config(cfg, replicas)) if check else None
         # The spec-level trace (spec/traceformat.py) needs the checker's states.
         assert trace is None or check, "a trace needs the refinement check"
-        self.trace = TraceWriter(trace, self.checker.cfg, cfg.bugs) if trace is not None else None
+        self.trace = TraceWriter(trace, self.checker.cfg, cfg.bugs, accepted_conn=self.accepted_conn) \
+            if trace is not None else None
         self.abstraction = Abstraction(self)
         self.failed = False
 
@@ -454,7 +455,7 @@ class Cluster:
             node.conn = self._open_conn(name, name)
             node.core.connect()
             if self.trace is not None:     # a causal anchor for merging per-process traces
-                self.trace.note(name, "HANDSHAKE", self.now, records=len(node.core.index.ends))
+                self.trace.note(name, "HANDSHAKE", self.now, records=len(node.core.index.ends), conn=node.conn)
         self._finish(f"{name} connects" if opened else f"{name}: no connection")
         return opened
 

@@ -36,11 +36,13 @@ def step_process(label: str) -> str:
 class TraceWriter:
     """Writes one run's trace to a text stream, line by line as the run goes."""
 
-    def __init__(self, out, cfg: Config, bugs=(), source: str = "") -> None:
+    def __init__(self, out, cfg: Config, bugs=(), source: str = "", accepted_conn=lambda name: None) -> None:
         self.out = out
         self.cfg = trace_config(cfg)
         self.seq = 0
         self.closed = False
+        self.accepted_conn = accepted_conn    # the connection the master accepted for a slave, if any
+        self.conns: dict[str, int] = {}       # slave -> the connection its steps are about
         self._line(tf.header("sim", self.cfg, tf.SIM_OBSERVES, bugs=bugs, source=source))
 
     def _line(self, obj: dict) -> None:
@@ -49,8 +51,16 @@ class TraceWriter:
     def steps(self, before: State, taken: list[tuple[str, State]], now_ms: int, what: str) -> None:
         for label, state in taken:
             self.seq += 1
-            self._line({"seq": self.seq, "proc": step_process(label), "action": label,
-                        "obs": tf.step_obs(self.cfg, before, state), "t_ms": now_ms, "what": what})
+            name, _, param = label.partition("(")
+            line = {"seq": self.seq, "proc": step_process(label), "action": label,
+                    "obs": tf.step_obs(self.cfg, before, state), "t_ms": now_ms, "what": what}
+            if param and name not in ("Respond", "Timeout", "ReplicaRestart"):
+                slave = param.rstrip(")")
+                if name == "ReplicaConnect":
+                    self.conns[slave] = self.accepted_conn(slave)
+                if self.conns.get(slave) is not None:
+                    line["conn"] = self.conns[slave]
+            self._line(line)
             before = state
 
     def note(self, proc: str, note: str, now_ms: int, **data) -> None:
@@ -67,3 +77,106 @@ class TraceWriter:
             self._line({"end": "complete", "t_ms": now_ms})
         if violation is not None:
             self._line({"violation": violation[0], "message": violation[1]})
+
+
+# ------------------------------------------------------------------ per-process files
+
+KEY_BASE = 1000     # producer keys of a split run: request id + KEY_BASE, so that the merge must translate
+
+
+def split(text: str, path: str = "sim.ndjson") -> dict[str, str]:
+    """The files a master and each replica would have written for this simulator run: each sees
+    only its own variables, names requests by producer key, and writes the steps it performed or
+    saw.  A replica's crash while connected is two steps (the master sees the connection drop, the
+    restarted replica knows it crashed); a master's crash is written by the restarted master, which
+    cannot tell a process crash from a power loss and observes neither; the master cannot tell a
+    forged ack from a true one."""
+    trace = tf.read_trace(path, text)
+    cfg = trace.config
+    pool = cfg.transient_store_pool
+    files: dict[str, list[str]] = {"master": [json.dumps(tf.header("master", cfg, tf.MASTER_OBSERVES, "keys",
+                                                                     trace.bugs, f"split from {path}"))]}
+    for r in cfg.replicas:
+        files[r] = [json.dumps(tf.header(r, cfg, tf.replica_observes(r), "keys", trace.bugs, f"split from {path}"))]
+    seq = {p: 0 for p in files}
+    master_vars = set(tf.MASTER_OBSERVES)
+
+    def key(v):
+        return v if v == tf.TORN else v + KEY_BASE
+
+    def keyed(obs: dict) -> dict:
+        out = dict(obs)
+        if "log" in out:
+            out["log"] = _keyed_seq(out["log"], key)
+        if "rlog" in out:
+            out["rlog"] = {r: _keyed_seq(v, key) for r, v in out["rlog"].items()}
+        if isinstance(out.get("reqs"), dict) and "set" in out["reqs"]:
+            out["reqs"] = {**out["reqs"], "set": {str(key(int(i))): f for i, f in out["reqs"]["set"].items()}}
+        return out
+
+    def emit(proc: str, obj: dict) -> None:
+        seq[proc] += 1
+        files[proc].append(json.dumps({"seq": seq[proc], **obj}, separators=(",", ":")))
+
+    requests = committed = 0
+    log: list = []
+    crashed, before_crash = False, []
+    items = sorted([*trace.steps, *trace.notes], key=lambda x: x.seq)
+    for x in items:
+        if isinstance(x, tf.Note):
+            emit(x.proc, {"note": x.note, **{k: v for k, v in x.data.items() if k not in ("seq", "proc", "note")}})
+            continue
+        (action, param), = x.actions
+        committed = x.obs.get("committed", committed)     # the sim observes every variable
+        if action in ("MasterProcessCrash", "MasterMachineCrash") and not crashed:
+            crashed, before_crash = True, list(log)
+        if "log" in x.obs:
+            log = _apply(x.obs["log"], log)
+        obs = keyed(x.obs)
+        extra = {"t_ms": x.t_ms, "what": x.what, **({"conn": x.conn} if x.conn is not None else {})}
+        if action == "Put" or (action == "WriteFail" and not pool):
+            requests += 1
+            extra["key"] = key(requests)
+        label = tf.label_text(action, key(param) if action in ("Respond", "Timeout") else param)
+        master_obs = {k: v for k, v in obs.items() if k in master_vars}
+        if action in ("Transfer", "ReplicaRestart"):
+            emit(param, {"action": label, "obs": _replica_obs(obs, param), **extra})
+        elif action == "ReplicaCrash":
+            if master_obs.get("connected", {}).get(param) is False:    # the master sees the connection drop
+                emit("master", {"action": f"ReplicaDisconnect({param})", "obs": master_obs, **extra})
+            emit(param, {"action": label, "obs": _replica_obs(obs, param), **extra})
+        elif action in ("MasterProcessCrash", "MasterMachineCrash"):
+            emit("master", {"action": ["MasterProcessCrash", "MasterMachineCrash"], "observes": [], "obs": {},
+                            **extra})
+        elif action in ("ReplicaAck", "ForgedAck"):
+            emit("master", {"action": [f"ReplicaAck({param})", f"ForgedAck({param})"], "obs": master_obs, **extra})
+        else:
+            if action == "Recover":         # a restarted master knows where it stands
+                # A restarted master knows where it stands: its watermark, and the log it recovered
+                # (relative to the one it had before the crash it did not see).
+                master_obs.setdefault("committed", committed)
+                common = next((i for i, (a, b) in enumerate(zip(before_crash, log)) if a != b),
+                              min(len(before_crash), len(log)))
+                master_obs["log"] = {"take": common, "append": [key(v) for v in log[common:]]}
+                crashed = False
+            emit("master", {"action": label, "obs": master_obs, **{k: v for k, v in extra.items() if v is not None}})
+    for proc, lines in files.items():
+        if trace.complete:
+            lines.append(json.dumps({"end": "complete"}))
+    return {proc: "\n".join(lines) + "\n" for proc, lines in files.items()}
+
+
+def _apply(obs, current: list) -> list:
+    if isinstance(obs, list):
+        return list(obs)
+    return current[: obs.get("take", len(current))] + list(obs.get("append", ()))
+
+
+def _keyed_seq(obs, key):
+    if isinstance(obs, list):
+        return [key(v) for v in obs]
+    return {**obs, **({"append": [key(v) for v in obs["append"]]} if "append" in obs else {})}
+
+
+def _replica_obs(obs: dict, r: str) -> dict:
+    return {var: {r: obs[var][r]} for var in ("rlog", "rUp") if r in obs.get(var, {})}
