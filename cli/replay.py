@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def replay_file(path: Path) -> tuple[str | None, str]:
+def replay_file(path: Path, trace: Path | None = None) -> tuple[str | None, str]:
     """(the property violated or None, what to say); ProgramError on a malformed program."""
     try:
         text = path.read_text()
@@ -35,7 +35,7 @@ def replay_file(path: Path) -> tuple[str | None, str]:
     except UnicodeDecodeError:
         raise errors.UsageError(f"{path}: not a text file") from None
     try:
-        replay_program(text)
+        replay_program(text, trace)
     except (PropertyViolation, RefinementError) as err:
         return getattr(err, "prop", "refinement"), str(err)
     return None, "the program ran to the end without a violation"
@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
         return report(run, args.json, args.expect_hash)
     console = make_console()
     try:
-        prop, message = replay_file(args.program)
+        prop, message = replay_file(args.program, args.trace)
     except ProgramError as err:
         raise errors.UsageError(f"{args.program}: {err}") from None
     if prop is None:

@@ -31,6 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--examples", type=positive_int, help="test cases (default: the profile's)")
     p.add_argument("--steps", type=positive_int, help="steps per test case (default: the profile's)")
     p.add_argument("--save", type=Path, metavar="FILE", help=f"where a failing program goes (default {SAVE_DIR}/...)")
+    p.add_argument("--trace", type=Path, metavar="FILE",
+                   help="write each test case's spec-level trace there (the last one stays); a failing case's "
+                        f"trace is always kept in {SAVE_DIR}/<machine>-failure.ndjson")
     p.set_defaults(func=main)
 
 
@@ -68,12 +71,17 @@ def main(args: argparse.Namespace) -> int:
     if bug and args.machine != "RefinementMachine":
         raise errors.UsageError("--bug runs the refinement machine; leave --machine out or name RefinementMachine")
     machine = machine_for(bug) if bug else getattr(machines, args.machine)
+    if args.trace:
+        if not hasattr(machine, "trace_to"):
+            raise errors.UsageError(f"--trace: {machine.__name__} drives the twin alone; its steps are the spec's")
+        machine = type(machine.__name__, (machine,), {"trace_to": args.trace})
     base = bug_hunt() if bug else settings()
     chosen = settings(base, **{k: v for k, v in (("max_examples", args.examples),
                                                    ("stateful_step_count", args.steps)) if v is not None})
     reported: list[str] = []
     failure: BaseException | None = None
     start = time.perf_counter()
+    start_wall = time.time()
     with console.status(f"{machine.__name__}: {chosen.max_examples} test cases ({args.profile} profile)"):
         with with_reporter(lambda value: reported.extend(str(value).splitlines())):
             try:
@@ -98,6 +106,10 @@ def main(args: argparse.Namespace) -> int:
         path.write_text(program)
         console.print("the failing program, to replay:")
         print_line(f"ackorder replay --program {path}")
+    trace = machines.TRACE_DIR / f"{machine.__name__}-failure.ndjson"
+    if hasattr(machine, "trace_to") and trace.exists() and trace.stat().st_mtime >= start_wall:
+        console.print(f"the failing case's spec-level trace (`ackorder trace-check {trace}`):")
+        print_line(str(trace))
     if bug:
         expected = expected_violations(bug)
         if prop in expected:

@@ -20,7 +20,9 @@ and caught up (ReplicasCatchUp), not only the ones connected at the end.
 
 from __future__ import annotations
 
+import io
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -40,6 +42,9 @@ from spec.properties import INVARIANTS, SAFETY, caught_up, diverged
 from spec.state import WAITING
 
 LIVENESS_STEPS = 400
+# Where a failing test case's spec-level trace goes (spec/traceformat.py; `ackorder trace-check`): the
+# file is rewritten by each failing case, so after shrinking it holds the minimal one's.
+TRACE_DIR = Path(__file__).resolve().parent.parent / ".ackorder" / "stateful"
 
 
 class Targets:
@@ -183,6 +188,7 @@ class RefinementMachine(RuleBasedStateMachine):
     requests = Bundle("requests")
     allow_machine_crash = True
     fsync_failures_in_ten = 1
+    trace_to: Path | None = None      # on demand: every test case's trace there (the last case's stays)
 
     def disk_factory(self):
         return sim_disk_factory
@@ -191,8 +197,9 @@ class RefinementMachine(RuleBasedStateMachine):
     def setup(self, cfg: StoreConfig, n: int, connected: bool, wire_bytes: bool = False) -> None:
         cfg = attrs.evolve(cfg, **self.pins.store)
         n = self.pins.replicas or n
+        self._trace = io.StringIO()      # kept in memory; written out on failure or on demand
         self.cluster = Cluster(cfg, tuple(f"r{i + 1}" for i in range(n)), self.disk_factory(),
-                               wire_bytes=wire_bytes)
+                               wire_bytes=wire_bytes, trace=self._trace)
         self.write_faults: list = []       # how the next page-cache writes fail (None: they work)
         self.cluster.write_fault = self._next_write_fault
         self.targets = Targets()
@@ -381,11 +388,31 @@ class RefinementMachine(RuleBasedStateMachine):
         if not hasattr(self, "cluster"):
             return
         self.targets.report()
+        c = self.cluster
+        failing = sys.exc_info()[0] is not None       # a rule raised: teardown runs in Hypothesis's finally
+        healed = False
         try:
-            heal(self.cluster)
+            heal(c)
+            healed = not c.failed
+        except PropertyViolation as err:          # the liveness phase ran and found a property broken
+            failing = healed = True
+            c.trace.end(True, (err.prop, str(err)), c.now)
+            raise
+        except BaseException:
+            failing = True
+            raise
         finally:
-            for disk in [self.cluster.master_disk, *(n.disk for n in self.cluster.replicas.values())]:
+            c.trace.end(healed, None, c.now)
+            self.save_trace(failing)
+            for disk in [c.master_disk, *(n.disk for n in c.replicas.values())]:
                 disk.close()
+
+    def save_trace(self, failing: bool) -> None:
+        targets = ([self.trace_to] if self.trace_to else []) + \
+            ([TRACE_DIR / f"{type(self).__name__}-failure.ndjson"] if failing else [])
+        for path in targets:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self._trace.getvalue())
 
 
 def heal(c: Cluster) -> None:

@@ -72,8 +72,9 @@ def _is_step(method, name: str) -> bool:
         hasattr(method, marker) for marker in (RULE_MARKER, INITIALIZE_RULE_MARKER)))
 
 
-def replay_program(text: str):
-    """Replay a printed step program; returns the machine, raises what it raised."""
+def replay_program(text: str, trace_to=None):
+    """Replay a printed step program; returns the machine, raises what it raised.  With
+    ``trace_to``, a refinement machine writes its spec-level trace there."""
     try:
         tree = ast.parse(_clean(text))
     except SyntaxError as err:
@@ -96,6 +97,8 @@ def replay_program(text: str):
                 raise ProgramError(f"line {stmt.lineno}: unknown machine {call.func.id!r}; "
                                    f"known: {', '.join(sorted(classes))}")
             state = classes[call.func.id]()
+            if trace_to is not None and hasattr(state, "trace_to"):
+                state.trace_to = trace_to
             env["state"] = state
             continue
         if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
@@ -109,7 +112,15 @@ def replay_program(text: str):
             inspect.signature(method).bind(**kwargs)
         except TypeError as err:
             raise ProgramError(f"line {stmt.lineno}: state.{call.func.attr}: {err}") from None
-        result = method(**kwargs)
+        try:
+            result = method(**kwargs)
+        except BaseException:
+            if call.func.attr != "teardown":    # as Hypothesis does: teardown runs after a failing step
+                try:
+                    state.teardown()
+                except BaseException:           # noqa: BLE001  (the step's failure is the report)
+                    pass
+            raise
         if target is not None:
             env[target] = result
     return state
