@@ -12,7 +12,10 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from reference.refinement import PropertyViolation
 from spec.config import BUG_NAMES
+from spec.traceformat import read_trace
+from spec.tracecheck import check_trace
 from stateful_tests.bug_machines import bug_hunt, machine_for
+from stateful_tests.machines import TRACE_DIR
 from stateful_tests.profiles import STATE_DIR
 from tla.manifest import expected_violations, load_manifest
 
@@ -22,12 +25,18 @@ TIMES = STATE_DIR.parent / "hypothesis-bug-times.json"
 
 @pytest.mark.parametrize("bug", BUG_NAMES)
 def test_bug_is_caught(bug):
+    machine = machine_for(bug)
+    trace = TRACE_DIR / f"{machine.__name__}-failure.ndjson"
+    trace.unlink(missing_ok=True)
     start = time.perf_counter()
     with pytest.raises(PropertyViolation) as caught:
-        run_state_machine_as_test(machine_for(bug), settings=bug_hunt())
+        run_state_machine_as_test(machine, settings=bug_hunt())
     seconds = time.perf_counter() - start
     expected = expected_violations(bug, MODELS)
     assert caught.value.prop in expected, f"{bug}: caught {caught.value.prop}, expected {sorted(expected)}"
+    # The (shrunk) failing case's trace: the correct spec explains no such run.
+    verdict = check_trace(read_trace(trace))
+    assert not verdict.valid, f"{bug}: the twin accepts the failing case's trace {trace}"
     times = json.loads(TIMES.read_text()) if TIMES.exists() else {}
     times[bug] = {"property": caught.value.prop, "seconds": round(seconds, 2)}
     TIMES.parent.mkdir(parents=True, exist_ok=True)

@@ -120,3 +120,35 @@ def test_replay_program_codes(tmp_path):
     binary = tmp_path / "bin.py"
     binary.write_bytes(b"\xff\xfe\x00\x01")
     assert_usage_error(ackorder("replay", "--program", str(binary)), "not a text file")
+
+
+TRACES = ROOT / "tla" / "tests" / "traces"
+
+
+def test_trace_check_codes(tmp_path):
+    ok = ackorder("trace-check", str(TRACES / "legal_keys.ndjson"), "--twin")
+    assert ok.returncode == errors.OK and "valid" in ok.stdout, ok.stdout
+    bad = ackorder("trace-check", str(TRACES / "illegal_ack_before_flush.ndjson"), "--twin", "--json",
+                   str(tmp_path / "v.json"))
+    assert bad.returncode == errors.VIOLATION, bad.stdout
+    assert "step 2 of 2" in bad.stdout and "the state before it" in bad.stdout and "flushed" in bad.stdout
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["first_unexplained"] == 2 and verdict["failed"]["action"] == "Respond(1)"
+    assert verdict["state"]["flushed"] == "0"
+    broken = tmp_path / "broken.ndjson"
+    broken.write_text((TRACES / "legal_keys.ndjson").read_text().replace('"Flush"', '"Flsuh"'))
+    assert_usage_error(ackorder("trace-check", str(broken), "--twin"), f"{broken}:4:", "unknown action 'Flsuh'")
+    assert_usage_error(ackorder("trace-check", str(tmp_path / "none.ndjson")), "cannot read")
+    two = [str(TRACES / "legal_two_processes.master.ndjson"), str(TRACES / "two_processes.r1.ndjson")]
+    merged = ackorder("trace-check", *two, "--twin", "--merged", str(tmp_path / "m.ndjson"))
+    assert merged.returncode == errors.OK, merged.stdout
+    again = ackorder("trace-check", str(tmp_path / "m.ndjson"), "--twin")   # the merged file is a trace too
+    assert again.returncode == errors.OK, again.stdout + again.stderr
+
+
+@pytest.mark.tlc
+def test_trace_check_by_tlc_keeps_the_module(tmp_path):
+    p = ackorder("trace-check", str(TRACES / "illegal_torn_kept_after_recovery.ndjson"), "--keep", str(tmp_path))
+    assert p.returncode == errors.VIOLATION and "step 6 of 6" in p.stdout, p.stdout + p.stderr
+    data = (tmp_path / "AckOrderTraceData.tla").read_text()
+    assert "Trace == <<" in data and '"take"' in data and (tmp_path / "AckOrderTrace.cfg").exists()
