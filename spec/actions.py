@@ -265,12 +265,13 @@ def master_process_crash(cfg: Config, s: State) -> list[State]:
     )]
 
 
-def master_machine_crash_to(cfg: Config, s: State, keep: int, torn: bool) -> State | None:
-    """The machine crash that keeps ``keep`` records (and a torn one after them)."""
+def master_machine_crash_to(cfg: Config, s: State, keep: int, torn: bool, aborted=None) -> State | None:
+    """The machine crash that keeps ``keep`` records (and a torn one after them); ``aborted``:
+    ``_abort_waiting``'s result when the caller has it (it is the same for every cut)."""
     end = page_cache_end(s)
     if s.mstate not in (UP, PROC_DOWN) or not min(s.durable, end) <= keep <= end or torn and keep >= end:
         return None
-    reqs, responses = _abort_waiting(cfg, s)
+    reqs, responses = aborted or _abort_waiting(cfg, s)
     return evolve(s, log=s.log[:keep] + ((TORN,) if torn else ()), committed=keep, flushed=keep,
                   durable=keep, mstate=MACHINE_DOWN, writable=True, unwritten=frozenset(), landed=0, reqs=reqs,
                   inv_responses=responses, aux_ctrs=_bump(s, "masterMachineCrash"), **_master_gone(cfg))
@@ -278,9 +279,12 @@ def master_machine_crash_to(cfg: Config, s: State, keep: int, torn: bool) -> Sta
 
 def master_machine_crash(cfg: Config, s: State) -> list[State]:
     """The master's machine loses power: a prefix of the page cache survives."""
+    if s.mstate not in (UP, PROC_DOWN):
+        return []
     end = page_cache_end(s)
+    aborted = _abort_waiting(cfg, s)
     return [t for keep in range(min(s.durable, end), end + 1) for torn in (False, True)
-            if (t := master_machine_crash_to(cfg, s, keep, torn))]
+            if (t := master_machine_crash_to(cfg, s, keep, torn, aborted))]
 
 
 def recover(cfg: Config, s: State) -> list[State]:
