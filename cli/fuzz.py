@@ -177,6 +177,12 @@ def report_main(args: argparse.Namespace) -> int:
         raise errors.UsageError(f"{summary_path}: {err.strerror}") from None
     except json.JSONDecodeError as err:
         raise errors.UsageError(f"{summary_path}: line {err.lineno}: {err.msg}") from None
+    from cli.coverage import print_coverage
+    from spark_fuzz import ledger
+    from spark_fuzz.report import spec_coverage
+
     paths = write_report(args.out, summary)
+    rows = ledger.read_ledger(args.out, summary["campaign"]).to_pylist()
+    print_coverage(console, *spec_coverage(rows, summary.get("bug")), "seeds")
     console.print("wrote " + ", ".join(str(p) for p in paths))
     return errors.OK

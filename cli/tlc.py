@@ -56,7 +56,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tlc.add_argument("--depth", type=int, metavar="N", help="-depth N: behaviour length in simulation")
     tlc.add_argument("--seed", type=int, metavar="N", help="-seed N (simulation)")
     tlc.add_argument("--check-deadlock", action="store_true", help="report deadlocks (ackorder passes -deadlock)")
-    tlc.add_argument("--coverage", type=int, metavar="MINUTES", help="-coverage MINUTES")
+    tlc.add_argument("--coverage", type=int, metavar="MINUTES",
+                     help="-coverage MINUTES; then a table of the spec's branches: how often TLC took each, beside "
+                          "how often the fuzz campaign in --fuzz-out reached it")
+    p.add_argument("--fuzz-out", type=Path, default=Path(".ackorder/fuzz"), metavar="DIR",
+                   help="the campaign whose coverage --coverage shows beside TLC's (default .ackorder/fuzz)")
     tlc.add_argument("--continue", dest="continue_", action="store_true", help="-continue after a violation")
     tlc.add_argument("--checkpoint", type=int, metavar="MINUTES", help="-checkpoint MINUTES")
     tlc.add_argument("--recover", type=Path, metavar="DIR", help="-recover DIR (a checkpoint)")
@@ -127,6 +131,8 @@ def main(args: argparse.Namespace) -> int:
             console.print(counterexample_table(v, steps, problem))
     if args.json:
         args.json.write_text(json.dumps(records, indent=2) + "\n")
+    if args.coverage:
+        show_coverage(console, verdicts, args.fuzz_out)
     if args.update_manifest:
         manifest = load_manifest(args.manifest)
         save_manifest(update_manifest(verdicts, manifest), args.manifest)
@@ -134,6 +140,35 @@ def main(args: argparse.Namespace) -> int:
         verdicts = [v if v.kind != "count_mismatch" else Verdict(v.run, "as_expected") for v in verdicts]
     console.print(f"TLC logs: {log_dir}")
     return final_verdict(console, verdicts)
+
+
+def show_coverage(console: Console, verdicts: list[Verdict], fuzz_out: Path) -> None:
+    """TLC's own coverage of every branch of the spec, beside a fuzz campaign's (if one is there)."""
+    from cli.coverage import branch_table
+    from spec.coverage import branch_table as rows_for
+    from tla.coverage import branch_counts
+
+    rows, runs_word = rows_for([]), None
+    summary = fuzz_out / "summary.json"
+    if summary.is_file():
+        from spark_fuzz import ledger
+        from spark_fuzz.report import spec_coverage
+
+        campaign = json.loads(summary.read_text())
+        seeds = ledger.read_ledger(fuzz_out, campaign["campaign"]).to_pylist()
+        rows = spec_coverage(seeds, campaign.get("bug"))[0]
+        runs_word = f"seeds of {campaign['campaign']}"
+    else:
+        console.print(f"[dim]no fuzz campaign in {fuzz_out} to compare with (`ackorder fuzz --out {fuzz_out}`)[/]")
+    for v in verdicts:
+        if v.run.log_path is None or not v.model.in_manifest_spec:
+            continue
+        tlc = branch_counts(v.run.log_path.read_text())
+        if not tlc:
+            console.print(f"[dim]{v.model.model}: TLC printed no coverage (it stopped before its first report)[/]")
+            continue
+        console.print(branch_table(rows, runs_word, tlc, title=f"Spec branches: TLC on {v.model.model} (times "
+                                                              f"taken while generating states) and real runs"))
 
 
 def final_verdict(console: Console, verdicts: list[Verdict]) -> int:

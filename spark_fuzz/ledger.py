@@ -20,6 +20,8 @@ SCHEMA_FIELDS = (
     ("message", "string"), ("steps", "long"), ("spec_steps", "long"), ("sim_ms", "long"),
     ("wall_s", "double"), ("trace_hash", "string"), ("actions", "string"), ("worker", "string"),
     ("faults", "string"),       # injected faults by kind (JSON), the spec actions are in "actions"
+    ("branches", "string"),     # spec branches taken (tla/AckOrder.tla labels, JSON counts; spec/coverage.py)
+    ("antecedents", "string"),  # property antecedents reached (JSON counts)
 )
 
 

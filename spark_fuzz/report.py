@@ -112,6 +112,43 @@ def never_taken(rows: list[dict]) -> dict[str, list[str]]:
             if any(n == 0 for n in counts)}
 
 
+def run_config(config_json: str):
+    """A seed's spec configuration (for which spec branches it could reach), or None."""
+    from spec.config import Config, ConfigError
+
+    c = json.loads(config_json or "{}")
+    try:
+        return Config(replicas=tuple(f"r{i + 1}" for i in range(c["replicas"])), flush_mode=c["flush_disk_type"],
+                      repl_mode=c["broker_role"], transient_store_pool=c["transient_store_pool_enable"],
+                      ack_policy=c["ack_policy"], in_sync_replicas=min(c["in_sync_replicas"], c["replicas"] + 1),
+                      bugs=frozenset(c.get("bugs", ())))
+    except (KeyError, TypeError, ConfigError):
+        return None
+
+
+def spec_coverage(rows: list[dict], bug: str | None = None):
+    """(branch rows, antecedent rows) of spec/coverage.py for a campaign's seeds."""
+    from spec.coverage import antecedent_table, branch_table
+
+    branches = [(run_config(r["config"]), json.loads(r.get("branches") or "{}")) for r in rows]
+    antecedents = [json.loads(r.get("antecedents") or "{}") for r in rows]
+    return branch_table(branches, bug), antecedent_table(antecedents)
+
+
+def coverage_markdown(branch_rows, antecedent_rows, runs_word: str = "seeds") -> list[str]:
+    """The coverage tables: every branch of every action, every property antecedent; unreached
+    ones flagged in bold with the reason."""
+    lines = [f"| action | branch | {runs_word} | times | |", "|---|---|---:|---:|---|"]
+    for r in branch_rows:
+        flag = "" if r.reached else f"**unreached**: {r.note}"
+        lines.append(f"| {r.group} | {r.name or '(one branch)'} | {r.runs:,} | {r.times:,} | {flag} |")
+    lines += ["", f"| property | antecedent | {runs_word} | times | |", "|---|---|---:|---:|---|"]
+    for r in antecedent_rows:
+        flag = "" if r.reached else f"**unreached**: {r.note}"
+        lines.append(f"| {r.group} | {r.name} | {r.runs:,} | {r.times:,} | {flag} |")
+    return lines
+
+
 def markdown(summary: dict, rows: list[dict], plots: dict[str, Path], out: Path) -> str:
     lines = [f"# Fuzz campaign {summary['campaign']}", "",
              f"{summary['seeds']:,} seeds, {summary['steps']:,} simulated steps"
@@ -132,6 +169,13 @@ def markdown(summary: dict, rows: list[dict], plots: dict[str, Path], out: Path)
             lines += ["", f"Every reproducer, one per line: [reproducers.txt]({Path(summary['reproducers_file']).name})."]
     else:
         lines.append("None.")
+    branch_rows, antecedent_rows = spec_coverage(rows, summary.get("bug"))
+    unreached = [r for r in branch_rows if not r.reached]
+    lines += ["", "## Spec coverage: branches and property antecedents", "",
+              f"Every labelled branch of tla/AckOrder.tla and every property antecedent of spec/coverage.py, "
+              f"with the seeds that reached it and how often; {len(unreached)} of {len(branch_rows)} branches "
+              "unreached.", ""]
+    lines += coverage_markdown(branch_rows, antecedent_rows)
     gaps = never_taken(rows)
     lines += ["", "## Spec actions never taken", ""]
     if gaps:

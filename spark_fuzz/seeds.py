@@ -73,14 +73,17 @@ def run_job(job: Job) -> dict:
     row = {"campaign": job.campaign, "index": job.index, "seed": seed, "bug": job.bug or "",
            "overrides": json.dumps(dict(job.overrides), sort_keys=True), "config": "{}", "outcome": "ok",
            "signature": "", "message": "", "steps": 0, "spec_steps": 0, "sim_ms": 0, "wall_s": 0.0,
-           "trace_hash": "", "actions": "{}", "worker": f"{socket.gethostname()}:{os.getpid()}", "faults": "{}"}
+           "trace_hash": "", "actions": "{}", "worker": f"{socket.gethostname()}:{os.getpid()}", "faults": "{}",
+           "branches": "{}", "antecedents": "{}"}
     try:
         params = draw(seed, job.override_dict())
         row["config"] = json.dumps({k: v for k, v in params.describe().items() if k != "seed"}, sort_keys=True)
         outcome = World(params).run(job.steps)
         row.update(steps=outcome.steps, spec_steps=outcome.spec_steps, sim_ms=outcome.sim_ms,
                    trace_hash=outcome.trace_hash, actions=json.dumps(outcome.actions, sort_keys=True),
-                   faults=json.dumps(outcome.faults, sort_keys=True))
+                   faults=json.dumps(outcome.faults, sort_keys=True),
+                   branches=json.dumps(outcome.branches, sort_keys=True),
+                   antecedents=json.dumps(outcome.antecedents, sort_keys=True))
         if outcome.violation:
             row.update(outcome=outcome.violation, signature=signature(outcome.violation, outcome.tail),
                        message=(outcome.message or "")[:MESSAGE_CHARS])

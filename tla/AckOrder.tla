@@ -9,6 +9,13 @@
 (* ../shared/research/rocketmq.md).  The Python twin in spec/actions.py    *)
 (* has one function per action, with the same name.                       *)
 (*                                                                         *)
+(* The branches of an action are named with TLA+ labels (PutAppend::,   *)
+(* TimeoutFlushSlave(status)::, ReportRefused::...): spec/coverage.py     *)
+(* gives the twin's step the same names, so that coverage of the spec by  *)
+(* real runs (fuzz campaigns, Hypothesis runs, traces) and TLC's own      *)
+(* coverage (-coverage) are reported branch by branch.  Labels name       *)
+(* expressions only: no state is added or lost (tla/manifest.json).       *)
+(*                                                                         *)
 (* Controller-driven failover (SyncStateSet changes, epochs, election,     *)
 (* truncation) is not here yet: syncStateSet is a variable that no action  *)
 (* changes, and a slave that the handshake refuses stays refused.          *)
@@ -54,7 +61,8 @@ CommitsOnPut == CommitOnReplicaWait /\ ReplMode = "SYNC_MASTER"
 Put ==
     /\ mstate = "UP"
     /\ IF writable
-       THEN LET id == Len(reqs) + 1
+       THEN PutAppend::
+            LET id == Len(reqs) + 1
                 off == Len(log) + 1
             IN /\ log' = Append(log, id)
                /\ committed' = IF TransientStorePool /\ ~CommitsOnPut THEN committed ELSE off
@@ -62,7 +70,8 @@ Put ==
                                         flushDone |-> FlushMode = "ASYNC_FLUSH",
                                         status |-> Waiting])
                /\ UNCHANGED inv_responses
-       ELSE LET id == Len(reqs) + 1
+       ELSE PutReject::
+            LET id == Len(reqs) + 1
                 rejected == [off |-> 0, flushDone |-> FALSE, status |-> ServiceNotAvailable]
             IN /\ reqs' = Append(reqs, rejected)
                /\ inv_responses' = inv_responses \cup {EarlyEvent(id, 0, ServiceNotAvailable, "Reject")}
@@ -88,7 +97,9 @@ Commit ==
     /\ committed < Wrote
     /\ \E target \in (committed + 1)..Min(Wrote, FileEnd(committed)) :
          /\ committed' = target
-         /\ landed' = Max(0, landed - (target - committed))
+         /\ IF landed = 0
+            THEN CommitCopy(target):: landed' = 0
+            ELSE CommitRetry(target):: landed' = Max(0, landed - (target - committed))
     /\ UNCHANGED <<mstate, log, flushed, durable, writable, unwritten, reqs, haVars, replicaVars,
                    inv_responses, aux_ctrs>>
 
@@ -133,7 +144,9 @@ Flush ==
     /\ flushed < committed
     /\ \E target \in (flushed + 1)..FlushTarget :
          /\ flushed' = target
-         /\ durable' = IF durable = flushed THEN Min(target, PageCacheEnd) ELSE durable
+         /\ IF durable = flushed
+            THEN FlushDurable(target):: durable' = Min(target, PageCacheEnd)
+            ELSE FlushBehindHole(target):: durable' = durable
          /\ reqs' = Release(reqs, ReleaseBound(target))
     /\ UNCHANGED <<mstate, log, committed, writable, unwritten, landed, haVars, replicaVars,
                    inv_responses, aux_ctrs>>
@@ -152,11 +165,13 @@ FlushFail ==
     /\ FlushAllowed
     /\ flushed < committed
     /\ IF BugFlushIgnoresFsyncError
-       THEN /\ \E target \in (flushed + 1)..FlushTarget :
+       THEN FlushFailIgnored::
+            /\ \E target \in (flushed + 1)..FlushTarget :
                  /\ flushed' = target
                  /\ reqs' = Release(reqs, ReleaseBound(target))
             /\ UNCHANGED writable
-       ELSE /\ writable' = FALSE
+       ELSE FlushFailReadOnly::
+            /\ writable' = FALSE
             /\ UNCHANGED <<flushed, reqs>>
     /\ aux_ctrs' = [aux_ctrs EXCEPT !["fsyncFailure"] = @ + 1]
     /\ UNCHANGED <<mstate, log, committed, durable, unwritten, landed, haVars, replicaVars,
@@ -188,7 +203,8 @@ WriteFail ==
        THEN LET reach == Min(Wrote, FileEnd(committed)) IN
             /\ committed < Wrote
             /\ IF BugFsyncCoversFailedWrite
-               THEN \* m records of the failed range landed; n records beyond it landed
+               THEN WriteFailCommitCounted::
+                    \* m records of the failed range landed; n records beyond it landed
                     \* too (a write issued behind it), only where nothing before them is missing.
                     \E target \in committed..reach, m, n \in 0..(reach - committed) :
                          /\ Min(landed, target - committed) <= m /\ m <= target - committed
@@ -197,7 +213,8 @@ WriteFail ==
                          /\ committed' = target
                          /\ unwritten' = unwritten \cup (committed + m + 1)..target
                          /\ landed' = n
-               ELSE /\ \E n \in landed..(reach - committed) : landed' = n
+               ELSE WriteFailCommit::
+                    /\ \E n \in landed..(reach - committed) : landed' = n
                     /\ UNCHANGED <<committed, unwritten>>
             /\ UNCHANGED <<log, reqs, inv_responses>>
        ELSE LET id == Len(reqs) + 1
@@ -205,13 +222,15 @@ WriteFail ==
             IN /\ writable
                /\ log' = Append(log, id)
                /\ IF BugFsyncCoversFailedWrite
-                  THEN /\ committed' = off
+                  THEN WriteFailPutCounted::
+                       /\ committed' = off
                        /\ \E m \in 0..1 : unwritten' = unwritten \cup (IF m = 1 THEN {} ELSE {off})
                        /\ reqs' = Append(reqs, [off |-> off,
                                                 flushDone |-> FlushMode = "ASYNC_FLUSH",
                                                 status |-> Waiting])
                        /\ UNCHANGED <<landed, inv_responses>>
-                  ELSE /\ reqs' = Append(reqs, [off |-> off, flushDone |-> FALSE,
+                  ELSE WriteFailPut::
+                       /\ reqs' = Append(reqs, [off |-> off, flushDone |-> FALSE,
                                                 status |-> UnknownError])
                        /\ inv_responses' = inv_responses \cup
                             {EarlyEvent(id, off, UnknownError, "WriteFail")}
@@ -237,7 +256,7 @@ Respond(i) ==
     /\ ReplicaCovered(reqs[i].off)
     /\ reqs' = [reqs EXCEPT ![i].status = PutOK]
     /\ inv_responses' = inv_responses \cup {Event(i, PutOK, "Respond")}
-    /\ UNCHANGED <<mstate, log, committed, flushed, durable, writable, unwritten, landed, haVars,
+    /\ RespondTaken:: UNCHANGED <<mstate, log, committed, flushed, durable, writable, unwritten, landed, haVars,
                    replicaVars, aux_ctrs>>
 
 \* The request still lacks a leg, so a deadline can complete it.
@@ -245,6 +264,10 @@ LegPending(i) ==
     IF BugNoFlushDiskWatcher
     THEN ~ReplicaCovered(reqs[i].off)   \* only GroupTransferService has a deadline
     ELSE ~FlushLegDone(i) \/ ~ReplicaCovered(reqs[i].off)
+
+TimeoutAnswer(i, status) ==
+    /\ reqs' = [reqs EXCEPT ![i].status = status]
+    /\ inv_responses' = inv_responses \cup {Event(i, status, "Timeout")}
 
 TimeoutApplies(i) ==
     \/ reqs[i].status = Waiting /\ LegPending(i)
@@ -266,8 +289,10 @@ Timeout(i) ==
     /\ mstate = "UP"
     /\ TimeoutApplies(i)
     /\ \E status \in TimeoutStatuses(i) :
-         /\ reqs' = [reqs EXCEPT ![i].status = status]
-         /\ inv_responses' = inv_responses \cup {Event(i, status, "Timeout")}
+         CASE status = FlushDiskTimeout  -> TimeoutFlushDisk(status):: TimeoutAnswer(i, status)
+           [] status = FlushSlaveTimeout -> TimeoutFlushSlave(status):: TimeoutAnswer(i, status)
+           [] status = SlaveNotAvailable -> TimeoutSlaveNotAvailable(status):: TimeoutAnswer(i, status)
+           [] status = PutOK             -> TimeoutAsOK(status):: TimeoutAnswer(i, status)
     /\ UNCHANGED <<mstate, log, committed, flushed, durable, writable, unwritten, landed, haVars,
                    replicaVars, aux_ctrs>>
 
@@ -289,7 +314,7 @@ ReplicaConnect(r) ==
     /\ connected' = [connected EXCEPT ![r] = TRUE]
     /\ ack' = [ack EXCEPT ![r] = Len(rlog[r])]
     /\ push2SlaveMaxOffset' = Max(push2SlaveMaxOffset, Len(rlog[r]))
-    /\ UNCHANGED <<masterVars, syncStateSet, replicaVars, inv_responses, aux_ctrs>>
+    /\ ReplicaConnectTaken:: UNCHANGED <<masterVars, syncStateSet, replicaVars, inv_responses, aux_ctrs>>
 
 \* How far HA may read: committed data only (readPosition), unless buggy.
 TransferLimit == IF BugTransferBeyondCommitted THEN Wrote ELSE committed
@@ -311,7 +336,7 @@ Transfer(r) ==
     /\ connected[r]
     /\ Len(rlog[r]) < TransferLimit
     /\ rlog' = [rlog EXCEPT ![r] = Append(@, log[Len(@) + 1])]
-    /\ UNCHANGED <<masterVars, haVars, rUp, inv_responses, aux_ctrs>>
+    /\ TransferTaken:: UNCHANGED <<masterVars, haVars, rUp, inv_responses, aux_ctrs>>
 
 (***************************************************************************)
 (* ACTION: ReplicaAck(r)                                                   *)
@@ -330,10 +355,12 @@ Transfer(r) ==
 \* The master's answer to a report: record it, or close the connection.
 TakeReport(r, reported) ==
     IF AckAccepted(reported)
-    THEN /\ ack' = [ack EXCEPT ![r] = reported]
+    THEN ReportTaken::
+         /\ ack' = [ack EXCEPT ![r] = reported]
          /\ push2SlaveMaxOffset' = Max(push2SlaveMaxOffset, reported)
          /\ UNCHANGED connected
-    ELSE /\ connected' = [connected EXCEPT ![r] = FALSE]
+    ELSE ReportRefused::
+         /\ connected' = [connected EXCEPT ![r] = FALSE]
          /\ ack' = [ack EXCEPT ![r] = 0]
          /\ UNCHANGED push2SlaveMaxOffset
 
@@ -377,7 +404,7 @@ ReplicaCrash(r) ==
     /\ connected' = [connected EXCEPT ![r] = FALSE]
     /\ ack' = [ack EXCEPT ![r] = 0]
     /\ aux_ctrs' = [aux_ctrs EXCEPT !["replicaCrash"] = @ + 1]
-    /\ UNCHANGED <<masterVars, push2SlaveMaxOffset, syncStateSet, rlog, inv_responses>>
+    /\ ReplicaCrashTaken:: UNCHANGED <<masterVars, push2SlaveMaxOffset, syncStateSet, rlog, inv_responses>>
 
 (***************************************************************************)
 (* ACTION: ReplicaDisconnect(r)                                            *)
@@ -392,7 +419,7 @@ ReplicaDisconnect(r) ==
     /\ connected' = [connected EXCEPT ![r] = FALSE]
     /\ ack' = [ack EXCEPT ![r] = 0]
     /\ aux_ctrs' = [aux_ctrs EXCEPT !["replicaDisconnect"] = @ + 1]
-    /\ UNCHANGED <<masterVars, push2SlaveMaxOffset, syncStateSet, replicaVars, inv_responses>>
+    /\ ReplicaDisconnectTaken:: UNCHANGED <<masterVars, push2SlaveMaxOffset, syncStateSet, replicaVars, inv_responses>>
 
 (***************************************************************************)
 (* ACTION: ReplicaRestart(r)                                               *)
@@ -402,7 +429,7 @@ ReplicaDisconnect(r) ==
 ReplicaRestart(r) ==
     /\ ~rUp[r]
     /\ rUp' = [rUp EXCEPT ![r] = TRUE]
-    /\ UNCHANGED <<masterVars, haVars, rlog, inv_responses, aux_ctrs>>
+    /\ ReplicaRestartTaken:: UNCHANGED <<masterVars, haVars, rlog, inv_responses, aux_ctrs>>
 
 \* What a dead master leaves behind: no connections, no acks in memory,
 \* waiting producers time out on their side.
@@ -433,7 +460,7 @@ MasterProcessCrash ==
     /\ inv_responses' = inv_responses \cup AbortEvents
     /\ MasterGone
     /\ aux_ctrs' = [aux_ctrs EXCEPT !["masterProcessCrash"] = @ + 1]
-    /\ UNCHANGED replicaVars
+    /\ MasterProcessCrashTaken:: UNCHANGED replicaVars
 
 (***************************************************************************)
 (* ACTION: MasterMachineCrash                                              *)
@@ -448,7 +475,9 @@ MasterMachineCrash ==
     /\ mstate \in {"UP", "PROC_DOWN"}
     /\ \E keep \in Min(durable, PageCacheEnd)..PageCacheEnd, torn \in BOOLEAN :
          /\ torn => keep < PageCacheEnd
-         /\ log' = SubSeq(log, 1, keep) \o (IF torn THEN <<Torn>> ELSE <<>>)
+         /\ IF torn
+            THEN MachineCrashTorn(keep, torn):: log' = SubSeq(log, 1, keep) \o <<Torn>>
+            ELSE MachineCrashWhole(keep, torn):: log' = SubSeq(log, 1, keep)
          /\ committed' = keep /\ flushed' = keep /\ durable' = keep
     /\ mstate' = "MACHINE_DOWN"
     /\ writable' = TRUE
@@ -472,7 +501,9 @@ MasterMachineCrash ==
 Recover ==
     /\ mstate # "UP"
     /\ LET kept == RecoveredLog(log)
-       IN /\ log' = kept
+       IN /\ IF kept = log
+             THEN RecoverAsIs:: log' = log
+             ELSE RecoverTruncate:: log' = kept
           /\ committed' = Len(kept) /\ flushed' = Len(kept) /\ durable' = Len(kept)
     /\ mstate' = "UP"
     /\ writable' = TRUE

@@ -76,14 +76,28 @@ MCReplicaCrash(r)    == aux_ctrs["replicaCrash"] < MaxReplicaCrashes /\ AO!Repli
 MCReplicaDisconnect(r) == aux_ctrs["replicaDisconnect"] < MaxReplicaDisconnects /\ AO!ReplicaDisconnect(r)
 MCForgedAck(r)       == aux_ctrs["forgedReport"] < MaxForgedReports /\ AO!ForgedAck(r)
 
+\* The healing actions, unbounded, each under a name of its own: TLC 2.15's coverage
+\* report keys an action by where it is defined, and every AO!X is "defined" at the
+\* INSTANCE line, so it reports one of them and drops the others.  (A definition that
+\* is only an alias is inlined by TLC: the TRUE conjunct keeps each one an action.)
+MCCommit            == TRUE /\ AO!Commit
+MCFlush             == TRUE /\ AO!Flush
+MCRecover           == TRUE /\ AO!Recover
+MCRespond(i)        == TRUE /\ AO!Respond(i)
+MCTimeout(i)        == TRUE /\ AO!Timeout(i)
+MCReplicaConnect(r) == TRUE /\ AO!ReplicaConnect(r)
+MCTransfer(r)       == TRUE /\ AO!Transfer(r)
+MCReplicaAck(r)     == TRUE /\ AO!ReplicaAck(r)
+MCReplicaRestart(r) == TRUE /\ AO!ReplicaRestart(r)
+
 \* AckOrder!Next with the perturbations bounded (same disjuncts, same order).
 MCNext ==
-    \/ MCPut \/ AO!Commit \/ AO!Flush \/ MCFlushFail \/ MCWriteFail
-    \/ \E i \in DOMAIN reqs : AO!Respond(i) \/ AO!Timeout(i)
-    \/ MCMasterProcessCrash \/ MCMasterMachineCrash \/ AO!Recover
+    \/ MCPut \/ MCCommit \/ MCFlush \/ MCFlushFail \/ MCWriteFail
+    \/ \E i \in DOMAIN reqs : MCRespond(i) \/ MCTimeout(i)
+    \/ MCMasterProcessCrash \/ MCMasterMachineCrash \/ MCRecover
     \/ \E r \in Replicas :
-         \/ AO!ReplicaConnect(r) \/ AO!Transfer(r) \/ AO!ReplicaAck(r) \/ MCForgedAck(r)
-         \/ MCReplicaDisconnect(r) \/ MCReplicaCrash(r) \/ AO!ReplicaRestart(r)
+         \/ MCReplicaConnect(r) \/ MCTransfer(r) \/ MCReplicaAck(r) \/ MCForgedAck(r)
+         \/ MCReplicaDisconnect(r) \/ MCReplicaCrash(r) \/ MCReplicaRestart(r)
 
 MCSpec == Init /\ [][MCNext]_vars /\ AO!FairnessOver(RequestIds)
 

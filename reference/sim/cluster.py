@@ -36,6 +36,7 @@ from reference.refinement import PropertyViolation, RefinementChecker, spec_conf
 from reference.replica import ReplicaCore
 from reference.sim.abstraction import Abstraction
 from reference.sim.trace import TraceWriter
+from spec.coverage import Coverage
 from reference.status import PutStatus
 
 UP, PROC_DOWN, MACHINE_DOWN = "UP", "PROC_DOWN", "MACHINE_DOWN"
@@ -127,6 +128,7 @@ class Cluster:
             if trace is not None else None
         self.abstraction = Abstraction(self)
         self.failed = False
+        self.coverage = Coverage()        # branches and property antecedents of the spec steps taken
 
     # ------------------------------------------------------------ queries
 
@@ -176,12 +178,19 @@ class Cluster:
                               page_cache_records=self.page_cache_records)
         except AssertionError as err:
             self.failed = True       # the shadow state is no longer in step: stop checking
+            self._cover(before)
             if self.trace is not None:     # the violating step itself is written: the checker applies a step first
                 self.trace.steps(before, self.checker.taken, self.now, what)
                 self.trace.end(False, (getattr(err, "prop", "refinement"), str(err)))
             raise
+        self._cover(before)
         if self.trace is not None:
             self.trace.steps(before, self.checker.taken, self.now, what)
+
+    def _cover(self, before) -> None:
+        for label, state in self.checker.taken:
+            self.coverage.step(self.checker.cfg, label, before, state)
+            before = state
 
     def page_cache_records(self) -> int:
         """Whole records really in the master's page cache, in order (what a failed write

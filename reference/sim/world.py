@@ -36,6 +36,8 @@ class Outcome:
     actions: dict[str, int]     # spec action -> count (coverage)
     tail: list[str] = attrs.Factory(list)   # the last spec actions before a violation
     faults: dict[str, int] = attrs.Factory(dict)   # injected faults by kind
+    branches: dict[str, int] = attrs.Factory(dict)     # spec branches (tla/AckOrder.tla labels) taken
+    antecedents: dict[str, int] = attrs.Factory(dict)  # property antecedents reached (spec/coverage.py)
 
     @property
     def ok(self) -> bool:
@@ -150,6 +152,8 @@ class World:
             sim_ms=c.now, violation=violation, message=message, trace_hash=c.trace_hash,
             statuses=c.statuses(), actions=dict(sorted(c.action_counts.items())),
             tail=list(c.recent_actions) if violation else [], faults=dict(sorted(c.faults.items())),
+            branches=dict(sorted(c.coverage.branches.items())),
+            antecedents=dict(sorted(c.coverage.antecedents.items())),
         )
 
     def _process_next(self) -> None:
