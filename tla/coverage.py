@@ -50,18 +50,22 @@ def label_spans(path: Path = TLA_DIR / "AckOrder.tla") -> dict[str, tuple[tuple[
 
 def branch_counts(log_text: str, module: str = "AckOrder") -> dict[str, str]:
     """branch key -> how often TLC took it, from a -tool log of a run with -coverage (its last
-    report): the evaluations of the first expression TLC reports inside the labelled one (TLC
-    reports the conjuncts of a list, not the list).  Expression counts are keyed by place in the
+    report): the evaluations of the last conjunct TLC reports inside the labelled expression
+    (TLC reports the conjuncts of a list, not the list; the last one is evaluated once for each
+    state the branch generates).  Expression counts are keyed by place in the
     module, so a branch is counted wherever TLC listed it (2.15 lists the actions of an INSTANCE
     under one heading).  A
     one-branch action is counted by its last conjunct, labelled ``<Action>Taken``; the branches of
     TakeReport are shared by ReplicaAck and ForgedAck, and counted for both together."""
     spans = label_spans(TLA_DIR / f"{module}.tla")
     counts: dict[tuple[int, int], int] = {}
+    nested: set[tuple[int, int]] = set()          # sub-expressions TLC lists under another ("|line ...")
     for line in _coverage_lines(log_text):
         if (m := _EXPR.match(line)) and m.group(3) == module:
             where = (int(m.group(1)), int(m.group(2)))
             counts[where] = max(counts.get(where, 0), int(m.group(4)))
+            if line.lstrip(" ").startswith("|"):
+                nested.add(where)
     out: dict[str, str] = {}
     for action, labels in BRANCHES.items():
         shared = " (with ForgedAck)" if action == "ReplicaAck" and labels else \
@@ -71,8 +75,9 @@ def branch_counts(log_text: str, module: str = "AckOrder") -> dict[str, str]:
                 continue
             (start, last) = spans[label]
             inside = [w for w in counts if start <= w and w[0] <= last]
+            top = [w for w in inside if w not in nested] or inside
             key = f"{action}/{label}" if labels else action
-            out[key] = f"{counts[min(inside)] if inside else 0:,}{shared}"
+            out[key] = f"{counts[max(top)] if top else 0:,}{shared}"
     return out
 
 

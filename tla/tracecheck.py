@@ -159,18 +159,23 @@ def _run(workdir: Path, cfg: Config, invariant: str | None, report_at: int, opti
     return run
 
 
-STATE_MARK = '<<"ackorder-trace-state", '
+STATE_MARK = "ackorder-trace-state"
 
 
 def printed_states(cfg: Config, run: TlcRun) -> tuple:
     """The states ReportState printed (TLC's PrintT output), as twin states."""
-    from tla.values import parse_value
+    from tla.values import ValueParseError, parse_value
 
     out = []
     for text in run.printed:
-        if text.startswith(STATE_MARK):
-            record = parse_value(text)[1]
-            out.append(state_from_tlc(cfg, {k: _tla_text(v) for k, v in record.items()}))
+        if STATE_MARK not in text:
+            continue
+        try:
+            value = parse_value(text)
+        except ValueParseError:
+            continue
+        if isinstance(value, tuple) and value[:1] == (STATE_MARK,):
+            out.append(state_from_tlc(cfg, {k: _tla_text(v) for k, v in value[1].items()}))
     return tuple(dict.fromkeys(out))
 
 
