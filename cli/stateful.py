@@ -31,6 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--examples", type=positive_int, help="test cases (default: the profile's)")
     p.add_argument("--steps", type=positive_int, help="steps per test case (default: the profile's)")
     p.add_argument("--save", type=Path, metavar="FILE", help=f"where a failing program goes (default {SAVE_DIR}/...)")
+    p.add_argument("--coverage", action="store_true",
+                   help="show which branches of the spec and which property antecedents the test cases reached")
     p.add_argument("--trace", type=Path, metavar="FILE",
                    help="write each test case's spec-level trace there (the last one stays); a failing case's "
                         f"trace is always kept in {SAVE_DIR}/<machine>-failure.ndjson")
@@ -71,10 +73,13 @@ def main(args: argparse.Namespace) -> int:
     if bug and args.machine != "RefinementMachine":
         raise errors.UsageError("--bug runs the refinement machine; leave --machine out or name RefinementMachine")
     machine = machine_for(bug) if bug else getattr(machines, args.machine)
-    if args.trace:
+    runs: list = []
+    if args.trace or args.coverage:
         if not hasattr(machine, "trace_to"):
-            raise errors.UsageError(f"--trace: {machine.__name__} drives the twin alone; its steps are the spec's")
-        machine = type(machine.__name__, (machine,), {"trace_to": args.trace})
+            raise errors.UsageError(f"--trace/--coverage: {machine.__name__} drives the twin alone, not the "
+                                    "implementation")
+        machine = type(machine.__name__, (machine,), {"trace_to": args.trace,
+                                                      "coverage_runs": runs if args.coverage else None})
     base = bug_hunt() if bug else settings()
     chosen = settings(base, **{k: v for k, v in (("max_examples", args.examples),
                                                    ("stateful_step_count", args.steps)) if v is not None})
@@ -89,6 +94,12 @@ def main(args: argparse.Namespace) -> int:
             except (PropertyViolation, RefinementError, AssertionError) as err:
                 failure = err
     seconds = time.perf_counter() - start
+    if args.coverage:
+        from cli.coverage import print_coverage
+        from spec.coverage import antecedent_table, branch_table
+
+        print_coverage(console, branch_table([(c, b) for c, b, _ in runs], bug),
+                       antecedent_table([a for _, _, a in runs]), "test cases")
     if failure is None:
         console.print(f"{machine.__name__}: no failure in {chosen.max_examples} test cases ({seconds:.1f} s)")
         if bug:

@@ -33,6 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keep", type=Path, metavar="DIR", help="keep the generated TLA+ module and cfg there")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the verdict as JSON")
     p.add_argument("--merged", type=Path, metavar="FILE", help="write the merged steps as one trace file")
+    p.add_argument("--coverage", action="store_true",
+                   help="show which branches of the spec and which property antecedents the trace reached")
     p.set_defaults(func=main)
 
 
@@ -45,8 +47,12 @@ def main(args: argparse.Namespace) -> int:
     from tla.tracecheck import TraceCheckError, check_files
 
     console = make_console()
+    from spec.coverage import Coverage
+
+    coverage = Coverage() if args.coverage else None
     try:
-        result = check_files(args.files, twin=args.twin, options=TlcOptions(workers=args.workers), keep=args.keep)
+        result = check_files(args.files, twin=args.twin, options=TlcOptions(workers=args.workers), keep=args.keep,
+                             coverage=coverage)
     except TlcUnavailable as err:
         raise errors.EnvironmentFailure(str(err)) from None
     except TraceCheckError as err:
@@ -61,6 +67,12 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"[dim]{path}: the writer reported {prop}: {message.splitlines()[0] if message else ''}[/]")
     if args.merged:
         write_merged(args.merged, result)
+    if coverage is not None:
+        from cli.coverage import print_coverage
+        from spec.coverage import antecedent_table, branch_table
+
+        print_coverage(console, branch_table([(result.config, coverage.branches)]),
+                       antecedent_table([coverage.antecedents]), "traces")
     if args.json:
         args.json.write_text(json.dumps(verdict_json(result, checker), indent=2) + "\n")
     if v.valid:

@@ -158,6 +158,17 @@ def end_problems(cfg: Config, s: State) -> list[str]:
 
 # ------------------------------------------------------------------ the check
 
+def _cover(coverage, cfg: Config, step: Step, frontier: list[State], unchanged) -> None:
+    from spec.traceformat import label_text
+
+    for s in frontier:
+        for action, param in step.actions:
+            for t in spec_steps(cfg, s, action, param):
+                if observation_holds(cfg, step, s, t, unchanged):
+                    coverage.step(cfg, label_text(action, param), s, t)
+                    return
+
+
 def _cheap_key(s: State) -> tuple:
     """A key of a state that costs nothing to hash (hashing a whole state is linear in its size)."""
     return (s.mstate, s.committed, s.flushed, s.durable, s.writable, s.landed, len(s.log), s.log[-1:],
@@ -179,7 +190,9 @@ def _distinct(states: list[State]) -> list[State]:
 
 
 def check_steps(cfg: Config, steps: list[Step] | tuple[Step, ...], complete: bool = False,
-                max_frontier: int = MAX_FRONTIER) -> TraceVerdict:
+                max_frontier: int = MAX_FRONTIER, coverage=None) -> TraceVerdict:
+    """``coverage``: a spec.coverage.Coverage that counts the branch and antecedents of each step
+    (of the first spec step that explains it, when the trace leaves several)."""
     start = time.perf_counter()
     frontier: list[State] = [_no_ghosts(sa.initial_state(cfg))]
     for n, step in enumerate(steps):
@@ -190,6 +203,8 @@ def check_steps(cfg: Config, steps: list[Step] | tuple[Step, ...], complete: boo
                 for t in spec_steps(cfg, s, action, param):
                     if observation_holds(cfg, step, s, t, unchanged):
                         nxt.append(_no_ghosts(t))
+        if coverage is not None and nxt:
+            _cover(coverage, cfg, step, frontier, unchanged)
         if len(nxt) > 1:
             nxt = _distinct(nxt)
         if not nxt:

@@ -189,6 +189,7 @@ class RefinementMachine(RuleBasedStateMachine):
     allow_machine_crash = True
     fsync_failures_in_ten = 1
     trace_to: Path | None = None      # on demand: every test case's trace there (the last case's stays)
+    coverage_runs: list | None = None  # on demand: (spec config, branches, antecedents) of every test case
 
     def disk_factory(self):
         return sim_disk_factory
@@ -404,6 +405,8 @@ class RefinementMachine(RuleBasedStateMachine):
         finally:
             c.trace.end(healed, None, c.now)
             self.save_trace(failing)
+            if self.coverage_runs is not None:
+                self.coverage_runs.append((c.checker.cfg, dict(c.coverage.branches), dict(c.coverage.antecedents)))
             for disk in [c.master_disk, *(n.disk for n in c.replicas.values())]:
                 disk.close()
 

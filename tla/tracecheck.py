@@ -262,7 +262,7 @@ def read_and_merge(paths: list[Path]) -> tuple[Config, list[Step], bool, list]:
 
 
 def check_files(paths: list[Path], twin: bool = False, options: TlcOptions | None = None,
-                keep: Path | None = None, log_dir: Path | None = None) -> TraceCheck:
+                keep: Path | None = None, log_dir: Path | None = None, coverage=None) -> TraceCheck:
     from spec.tracecheck import check_steps
 
     start = time.perf_counter()
@@ -270,9 +270,11 @@ def check_files(paths: list[Path], twin: bool = False, options: TlcOptions | Non
     read_s = time.perf_counter() - start
     timings: dict = {}
     if twin:
-        verdict = check_steps(cfg, steps, complete)
+        verdict = check_steps(cfg, steps, complete, coverage=coverage)
     else:
         verdict, timings = check_steps_tlc(cfg, steps, complete, options, log_dir, keep)
+        if coverage is not None:            # the twin names the branches of the steps TLC explained
+            check_steps(cfg, steps[: verdict.explained], False, coverage=coverage)
     said = tuple((t.path, *t.writer_verdict) for t in traces if t.writer_verdict)
     return TraceCheck(verdict, cfg, tuple(steps), tuple(str(p) for p in paths), complete, said, read_s,
                       verdict.seconds, timings)
