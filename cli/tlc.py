@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli import errors
-from cli.ui import console as make_console
+from cli.ui import console as make_console, print_line
 from spec.config import ConfigError
 from tla import counterexample
 from tla.check import Events, Verdict, check_models, new_log_dir, update_manifest, verdict_json
@@ -44,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=None,
                    help="models checked at once (default: CPUs / workers)")
     p.add_argument("--json", type=Path, metavar="FILE", help="write every verdict (and counterexample) as JSON")
-    p.add_argument("--traces", choices=("auto", "all", "none"), default="auto",
+    p.add_argument("--counterexamples", choices=("auto", "all", "none"), default="auto",
                    help="counterexample tables: auto = unexpected outcomes, or every violation when models are named")
     p.add_argument("--no-check-counts", action="store_true",
                    help="do not fail on distinct-state or depth differences (while editing the spec)")
@@ -52,7 +52,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="record the counts of this run in tla/manifest.json (needs --workers 1)")
     p.add_argument("--manifest", type=Path, default=MANIFEST_PATH, help=argparse.SUPPRESS)
     tlc = p.add_argument_group("TLC's own options (2.15)")
-    tlc.add_argument("--simulate", type=int, metavar="N", help="-simulate num=N: N random behaviours")
+    tlc.add_argument("--simulate", type=int, nargs="?", const=0, metavar="N",
+                     help="-simulate num=N: N random behaviours (with --traces: on Spark, no N)")
     tlc.add_argument("--depth", type=int, metavar="N", help="-depth N: behaviour length in simulation")
     tlc.add_argument("--seed", type=int, metavar="N", help="-seed N (simulation)")
     tlc.add_argument("--check-deadlock", action="store_true", help="report deadlocks (ackorder passes -deadlock)")
@@ -66,6 +67,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tlc.add_argument("--recover", type=Path, metavar="DIR", help="-recover DIR (a checkpoint)")
     tlc.add_argument("--heap", metavar="SIZE", help="JVM heap, e.g. 4g")
     tlc.add_argument("--timeout", type=float, metavar="SECONDS", help="stop a model's TLC after this long")
+    spark = p.add_argument_group("TLC's simulation on Spark (--simulate --traces N)")
+    spark.add_argument("--traces", type=int, metavar="N",
+                       help="simulate N behaviours of one model in all, fanned out over Spark executors")
+    spark.add_argument("--tasks", type=int, default=8, metavar="N",
+                       help="TLC processes (Spark tasks), each with its own seed (default 8)")
+    spark.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    spark.add_argument("--out", type=Path, default=Path(".ackorder/tlc-sim"),
+                       help="the ledger and summary (`ackorder fuzz-report --out` renders it)")
+    spark.add_argument("--max-failures", type=int, metavar="K", help="stop after the batch that reaches K violations")
     p.set_defaults(func=main, passthrough=())
 
 
@@ -100,6 +110,10 @@ def choose_models(args: argparse.Namespace) -> list[Model]:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.traces is not None:
+        return simulate_on_spark(args)
+    if args.simulate == 0:
+        raise errors.UsageError("--simulate needs N, or --traces N to fan the simulation out over Spark")
     console = make_console()
     options = options_from(args)
     models = choose_models(args)
@@ -126,7 +140,7 @@ def main(args: argparse.Namespace) -> int:
         if v.kind == "tlc_error":
             console.print(f"[bold red]{v.model.model}: TLC error[/]: {v.detail}")
             console.print(f"  full TLC output: {v.run.log_path}")
-        show = args.traces == "all" or (args.traces == "auto" and (not v.ok or args.models or args.spec))
+        show = args.counterexamples == "all" or (args.counterexamples == "auto" and (not v.ok or args.models or args.spec))
         if steps and show:
             console.print(counterexample_table(v, steps, problem))
     if args.json:
@@ -269,3 +283,57 @@ def counterexample_table(v: Verdict, steps: list[counterexample.Step], problem: 
     for s in steps:
         table.add_row(str(s.number or ""), s.label, Text("\n".join(_shorten(line) for line in s.changed)))
     return table
+
+
+def simulate_on_spark(args: argparse.Namespace) -> int:
+    """`--simulate --traces N`: one model's random simulation over Spark executors."""
+    from cli.fuzz import preflight
+    from spark_fuzz.campaign import spark_session
+    from spark_fuzz.tlcsim import SimCampaign, run_sim_campaign
+
+    console = make_console()
+    if args.simulate is None:
+        raise errors.UsageError("--traces N is for the simulation: give --simulate too")
+    if args.simulate:
+        raise errors.UsageError("--simulate N and --traces N: give the number of behaviours once, with --traces")
+    if args.spec or args.config or len(args.models) != 1:
+        raise errors.UsageError("--simulate --traces simulates one model of the manifest: name exactly one")
+    for name, value in (("--traces", args.traces), ("--tasks", args.tasks), ("--depth", args.depth or 1),
+                        ("--max-failures", args.max_failures or 1)):
+        if value < 1:
+            raise errors.UsageError(f"{name} must be a positive integer, got {value}")
+    model = resolve(load_manifest(args.manifest), args.models[0])
+    preflight(args.master, args.out)
+    spec = SimCampaign(model=model.model, traces=args.traces, tasks=min(args.tasks, args.traces),
+                       depth=args.depth or 100, out=args.out, max_failures=args.max_failures,
+                       timeout_s=args.timeout)
+    try:
+        spark = spark_session(args.master, {"spark.ui.enabled": "false"})
+    except Exception as err:         # noqa: BLE001  (Py4J and JVM start-up errors have many types)
+        raise errors.EnvironmentFailure(f"Spark did not start on {args.master}: {str(err).strip()[:200]}")
+    try:
+        with console.status(f"{model.model}: {args.traces:,} behaviours in {spec.tasks} TLC tasks on {args.master}"):
+            summary = run_sim_campaign(spark, spec)
+    finally:
+        spark.stop()
+    table = Table(title=f"TLC simulation of {model.model} on Spark ({args.master})", title_justify="left",
+                  show_header=False)
+    for key in ("campaign", "tasks", "traces", "depth", "steps", "seconds", "traces_per_second",
+                "states_per_second", "first_violation_s", "fastest_task_to_violation_s"):
+        value = summary[key]
+        table.add_row(key, "-" if value is None else f"{value:,}" if isinstance(value, (int, float)) else str(value))
+    table.add_row("outcomes", ", ".join(f"{k} {v:,}" for k, v in summary["outcomes"].items()))
+    console.print(table)
+    for rep in summary["reproducers"][:3]:
+        console.print(f"[bold red]{rep['outcome']}[/] (task {rep['index']}): {rep['message'][:200]}")
+        print_line(rep["reproducer"])
+    console.print(f"ledger: {args.out} (`ackorder fuzz-report --out {args.out}`)")
+    found = {o for o in summary["outcomes"] if o != "ok"}
+    if model.expected == "pass":
+        code = errors.OK if not found else errors.VIOLATION
+    else:
+        code = errors.OK if found == {model.expected} else errors.VIOLATION
+    why = (f"{model.model}: expected {model.expected}, simulation found "
+           f"{', '.join(sorted(found)) if found else 'no violation'}")
+    console.print(("[green]" if code == errors.OK else "[bold red]") + why + "[/]")
+    return code

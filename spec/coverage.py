@@ -47,13 +47,14 @@ ALL_BRANCHES: tuple[str, ...] = tuple(
     f"{action}/{label}" if labels else action for action, labels in BRANCHES.items() for label in (labels or ("",)))
 
 # Branches only a bug switch's spec takes: a correct implementation must never reach them.
-BUG_ONLY: dict[str, str] = {
-    "Flush/FlushBehindHole": "BugFlushIgnoresFsyncError",
-    "FlushFail/FlushFailIgnored": "BugFlushIgnoresFsyncError",
-    "WriteFail/WriteFailPutCounted": "BugFsyncCoversFailedWrite",
-    "WriteFail/WriteFailCommitCounted": "BugFsyncCoversFailedWrite",
-    "Timeout/TimeoutAsOK": "BugTimeoutAsOK",
-    "ReplicaAck/ReportRefused": "BugTransferBeyondCommitted",   # an honest slave never holds beyond committed
+BUG_ONLY: dict[str, tuple[str, ...]] = {
+    "Flush/FlushBehindHole": ("BugFlushIgnoresFsyncError",),
+    "FlushFail/FlushFailIgnored": ("BugFlushIgnoresFsyncError",),
+    "WriteFail/WriteFailPutCounted": ("BugFsyncCoversFailedWrite",),
+    "WriteFail/WriteFailCommitCounted": ("BugFsyncCoversFailedWrite",),
+    "Timeout/TimeoutAsOK": ("BugTimeoutAsOK",),
+    "ReplicaAck/ReportRefused": ("BugTransferBeyondCommitted",),     # an honest slave holds committed data only
+    "ForgedAck/ReportTaken": ("BugAcceptAckBeyondLog", "BugAckCheckedAgainstWrote"),  # beyond committed: refused
 }
 
 # What a configuration needs for a branch to be reachable at all (a predicate on the spec Config).
@@ -224,16 +225,20 @@ def branch_table(runs: list[tuple[Config | None, dict]], bug: str | None = None)
         times, n = sum(reached), sum(1 for x in reached if x)
         note = ""
         if not times:
-            if key in BUG_ONLY and BUG_ONLY[key] != bug:
-                note = f"only {BUG_ONLY[key]}'s spec takes it: a correct run never does"
+            if key in BUG_ONLY and bug not in BUG_ONLY[key]:
+                note = f"only the spec of {' or '.join(BUG_ONLY[key])} takes it: a correct run never does"
             elif key in NEEDS and all(c is not None for c, _ in runs):
                 what, needs = NEEDS[key]
                 able = sum(1 for c, _ in runs if needs(c))
-                note = f"needs {what}: no run had it" if not able else f"not reached in the {able:,} runs that could"
+                note = f"needs {what}: no run had it" if not able else f"not reached in the {_runs(able)} that could"
             else:
-                note = f"not reached in {len(runs):,} runs"
+                note = f"not reached in {_runs(len(runs))}"
         rows.append(Row(key, action, label, n, times, note))
     return rows
+
+
+def _runs(n: int) -> str:
+    return f"{n:,} run" + ("" if n == 1 else "s")
 
 
 def antecedent_table(runs: list[dict]) -> list[Row]:
@@ -241,5 +246,5 @@ def antecedent_table(runs: list[dict]) -> list[Row]:
     for a in ANTECEDENTS:
         reached = [counts.get(a.name, 0) for counts in runs]
         times, n = sum(reached), sum(1 for x in reached if x)
-        rows.append(Row(a.name, a.prop, a.name, n, times, "" if times else f"not reached in {len(runs):,} runs"))
+        rows.append(Row(a.name, a.prop, a.name, n, times, "" if times else f"not reached in {_runs(len(runs))}"))
     return rows

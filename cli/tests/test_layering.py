@@ -11,7 +11,7 @@ ALLOWED = {
     "tla": {"spec"},
     "reference": {"spec"},
     "stateful_tests": {"spec", "reference"},
-    "spark_fuzz": {"spec", "reference"},
+    "spark_fuzz": {"spec", "reference", "tla"},     # tla: TLC's simulation fanned out (spark_fuzz/tlcsim.py)
     "cli": {"spec", "tla", "reference", "stateful_tests", "spark_fuzz"},
 }
 
