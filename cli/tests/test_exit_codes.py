@@ -152,3 +152,12 @@ def test_trace_check_by_tlc_keeps_the_module(tmp_path):
     assert p.returncode == errors.VIOLATION and "step 6 of 6" in p.stdout, p.stdout + p.stderr
     data = (tmp_path / "AckOrderTraceData.tla").read_text()
     assert "Trace == <<" in data and '"take"' in data and (tmp_path / "AckOrderTrace.cfg").exists()
+
+
+def test_tlc_simulation_on_spark_usage():
+    assert_usage_error(ackorder("tlc", "sync_flush", "--traces", "10"), "give --simulate too")
+    assert_usage_error(ackorder("tlc", "sync_flush", "async_both", "--simulate", "--traces", "10"), "exactly one")
+    assert_usage_error(ackorder("tlc", "sync_flush", "--simulate", "--traces", "0"), "--traces must be")
+    assert_usage_error(ackorder("tlc", "sync_flush", "--simulate"), "--simulate needs N")
+    p = ackorder("tlc", "sync_flush", "--simulate", "--traces", "10", "--master", "spark://127.0.0.1:1")
+    assert p.returncode == errors.ENVIRONMENT and "not reachable" in p.stderr, p.stderr
