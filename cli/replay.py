@@ -23,6 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     what.add_argument("--seed", type=natural_int, help="a simulation seed")
     add_seed_arguments(p)
     p.add_argument("--expect-hash", metavar="HASH", help="exit 1 unless the run reproduces this trace hash")
+    p.add_argument("--emit-test", type=Path, metavar="FILE",
+                   help="write the failure's spec behaviour as a pytest file driving the reference cores")
     p.set_defaults(func=main)
 
 
@@ -42,16 +44,45 @@ def replay_file(path: Path, trace: Path | None = None) -> tuple[str | None, str]
 
 
 def main(args: argparse.Namespace) -> int:
+    import tempfile
+
+    trace = args.trace
+    if args.emit_test and trace is None:
+        trace = Path(tempfile.mkdtemp(prefix="ackorder-emit-")) / "failure.ndjson"
     if args.seed is not None:
-        run = run_sim(args.seed, args.steps, parse_overrides(args.config), args.bug, trace=args.trace)
-        return report(run, args.json, args.expect_hash)
+        run = run_sim(args.seed, args.steps, parse_overrides(args.config), args.bug, trace=trace)
+        code = report(run, args.json, args.expect_hash)
+        what = f"ackorder replay --seed {args.seed} --steps {args.steps}" + (f" --bug {run.bug}" if run.bug else "")
+    else:
+        console = make_console()
+        try:
+            prop, message = replay_file(args.program, trace)
+        except ProgramError as err:
+            raise errors.UsageError(f"{args.program}: {err}") from None
+        if prop is None:
+            console.print(f"[green]{message}[/]")
+            code = errors.OK
+        else:
+            console.print(f"[bold red]reproduced: {prop}[/]\n{message}")
+            code = errors.VIOLATION
+        what = f"ackorder replay --program {args.program}"
+    if args.emit_test and code == errors.VIOLATION:
+        emit(args.emit_test, trace, f"{what} --emit-test {args.emit_test}")
+    elif args.emit_test:
+        raise errors.UsageError("--emit-test: the run did not fail, there is no counterexample to write")
+    return code
+
+
+def emit(path: Path, trace: Path, command: str) -> None:
+    from cli.emit import emit_for_trace
+    from reference.sim.drive import DriveError
+
     console = make_console()
     try:
-        prop, message = replay_file(args.program, args.trace)
-    except ProgramError as err:
-        raise errors.UsageError(f"{args.program}: {err}") from None
-    if prop is None:
-        console.print(f"[green]{message}[/]")
-        return errors.OK
-    console.print(f"[bold red]reproduced: {prop}[/]\n{message}")
-    return errors.VIOLATION
+        emitted = emit_for_trace(trace, command)
+    except (DriveError, ValueError) as err:
+        console.print(f"[bold red]the failure could not be driven through the cores as a test:[/] {err}")
+        return
+    path.write_text(emitted.text)
+    console.print(f"{path}: {len(emitted.run.program)} environment steps drive {len(emitted.driven)} spec steps "
+                  f"to {emitted.run.violation}")

@@ -48,6 +48,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="counterexample tables: auto = unexpected outcomes, or every violation when models are named")
     p.add_argument("--no-check-counts", action="store_true",
                    help="do not fail on distinct-state or depth differences (while editing the spec)")
+    p.add_argument("--emit-test", type=Path, metavar="PATH",
+                   help="write each bug model's counterexample as a pytest file driving the reference cores "
+                        "(PATH: a .py file for one model, or a directory)")
     p.add_argument("--update-manifest", action="store_true",
                    help="record the counts of this run in tla/manifest.json (needs --workers 1)")
     p.add_argument("--manifest", type=Path, default=MANIFEST_PATH, help=argparse.SUPPRESS)
@@ -147,6 +150,9 @@ def main(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(records, indent=2) + "\n")
     if args.coverage:
         show_coverage(console, verdicts, args.fuzz_out)
+    if args.emit_test:
+        if not emit_tests(console, verdicts, args.emit_test):
+            return errors.VIOLATION
     if args.update_manifest:
         manifest = load_manifest(args.manifest)
         save_manifest(update_manifest(verdicts, manifest), args.manifest)
@@ -154,6 +160,34 @@ def main(args: argparse.Namespace) -> int:
         verdicts = [v if v.kind != "count_mismatch" else Verdict(v.run, "as_expected") for v in verdicts]
     console.print(f"TLC logs: {log_dir}")
     return final_verdict(console, verdicts)
+
+
+def emit_tests(console: Console, verdicts: list[Verdict], path: Path) -> bool:
+    """Write the counterexample tests; False when some counterexample could not be driven."""
+    from cli.emit import emit_for_run, counterexample_file
+    from reference.sim.drive import DriveError
+
+    with_cex = [v for v in verdicts if v.run.trace and v.model.kind == "bug" and v.ok]
+    if not with_cex:
+        raise errors.UsageError("--emit-test: no bug model gave its counterexample (name bug models, e.g. BugAckOnWrote)")
+    single = path.suffix == ".py"
+    if single and len(with_cex) > 1:
+        raise errors.UsageError(f"--emit-test {path}: a .py file holds one model's test; give a directory for "
+                                f"{len(with_cex)}")
+    ok = True
+    for v in with_cex:
+        target = path if single else path / counterexample_file(v.model.model)
+        try:
+            emitted = emit_for_run(v.run, f"ackorder tlc {v.model.model} --emit-test {target}")
+        except DriveError as err:
+            console.print(f"[bold red]{v.model.model}: the counterexample could not be driven through the cores:[/] {err}")
+            ok = False
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(emitted.text)
+        console.print(f"{v.model.model}: {target} ({len(emitted.run.program)} environment steps drive "
+                      f"{len(emitted.driven)} spec steps to {emitted.run.violation})")
+    return ok
 
 
 def show_coverage(console: Console, verdicts: list[Verdict], fuzz_out: Path) -> None:

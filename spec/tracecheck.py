@@ -340,3 +340,71 @@ def _reqs_diffs(obs, before: tuple, after: tuple) -> list[str]:
             if got[name] != x:
                 out.append(f"reqs[{i}].{name}: the spec has {tla_text(got[name])}, the trace {tla_text(x)}")
     return out
+
+
+# ------------------------------------------------------------------ states from observations
+
+def apply_obs(cfg: Config, s: State, step: Step) -> State:
+    """The state after ``step`` when its observations say everything that changed (a trace that
+    observes every variable, as the simulator's does); ghosts are left as they were."""
+    from spec.traceformat import VARIABLES
+
+    index = {r: k for k, r in enumerate(cfg.replicas)}
+    changes = {}
+    for var, v in step.obs.items():
+        old = getattr(s, var)
+        if var in PER_REPLICA:
+            new = list(old)
+            for r, x in v.items():
+                new[index[r]] = _seq_after(x, old[index[r]]) if var == "rlog" else x
+            changes[var] = tuple(new)
+        elif var == "log":
+            changes[var] = _seq_after(v, old)
+        elif var == "reqs":
+            changes[var] = _reqs_after(v, old)
+        elif var in SETS:
+            changes[var] = frozenset(v)
+        else:
+            changes[var] = v
+    assert set(changes) <= set(VARIABLES)
+    return attrs.evolve(s, **changes)
+
+
+def _seq_after(obs, old: tuple) -> tuple:
+    if isinstance(obs, list):
+        return tuple(obs)
+    return tuple(old[: obs.get("take", len(old))]) + tuple(obs.get("append", ()))
+
+
+def _request(fields: dict, base: Request | None = None) -> Request:
+    base = base or Request(0, False, WAITING)
+    return Request(fields.get("off", base.off), fields.get("flushDone", base.flush_done),
+                   fields.get("status", base.status))
+
+
+def _reqs_after(obs, old: tuple) -> tuple:
+    if isinstance(obs, list):
+        return tuple(_request(f) for f in obs)
+    new = list(old) + [_request(f) for f in obs.get("append", ())]
+    for key, fields in obs.get("set", {}).items():
+        new[int(key) - 1] = _request(fields, new[int(key) - 1])
+    return tuple(new)
+
+
+def behaviour(trace: Trace) -> tuple[list[str], list[State]]:
+    """The labels and states of a trace that observes every variable, from Init, with the bug
+    switches its header records (to drive the reference along it)."""
+    from spec.traceformat import SIM_OBSERVES, expand_observes
+
+    cfg = attrs.evolve(trace.config, bugs=frozenset(trace.bugs))
+    if trace.observes != expand_observes(SIM_OBSERVES, cfg.replicas, trace.path):
+        raise ValueError(f"{trace.path}: the trace does not observe every variable (process {trace.process}): "
+                         "its states cannot be rebuilt from it")
+    states = [sa.initial_state(cfg)]
+    labels = ["Init"]
+    for step in trace.steps:
+        if len(step.actions) != 1:
+            raise ValueError(f"{step.where()}: a step of several possible actions")
+        labels.append(step.label)
+        states.append(apply_obs(cfg, states[-1], step))
+    return labels, states

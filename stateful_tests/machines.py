@@ -35,13 +35,13 @@ from reference.config import StoreConfig
 from reference.real.disk import SegmentStore
 from reference.refinement import PropertyViolation
 from reference.sim.cluster import MANGLINGS, UNKNOWN_SLAVE, UP, WRITE_FAULTS, Cluster
+from reference.sim.heal import LIVENESS_STEPS, heal
 from reference.sim.disk import sim_disk_factory
 from spec import actions as sa
 from spec.config import ACK_POLICIES, Bounds, Config
 from spec.properties import INVARIANTS, SAFETY, caught_up, diverged
 from spec.state import WAITING
 
-LIVENESS_STEPS = 400
 # Where a failing test case's spec-level trace goes (spec/traceformat.py; `ackorder trace-check`): the
 # file is rewritten by each failing case, so after shrinking it holds the minimal one's.
 TRACE_DIR = Path(__file__).resolve().parent.parent / ".ackorder" / "stateful"
@@ -416,42 +416,6 @@ class RefinementMachine(RuleBasedStateMachine):
         for path in targets:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(self._trace.getvalue())
-
-
-def heal(c: Cluster) -> None:
-    """The liveness phase: no more faults; restart, reconnect, deliver, flush,
-    let time pass; then nothing may be waiting, and every slave whose log follows
-    the master's must be connected and caught up (ReplicasCatchUp)."""
-    if c.failed:
-        return      # a step already failed; that failure is the report
-    cfg = c.cfg
-    c.write_fault = lambda length: None
-    budget_ms = (3 * max(cfg.sync_flush_timeout_ms, cfg.slave_timeout_ms) + 2 * cfg.ha_housekeeping_interval_ms
-                 + 100)
-    start = c.now
-    c.close_impostors()
-    for _ in range(LIVENESS_STEPS):
-        if c.mstate == UP and not c.master.writable and not c.waiting():
-            c.master_process_crash()      # a read-only store needs its operator (once it answered all)
-        if c.mstate != UP:
-            c.master_restart()
-        for name, node in c.replicas.items():
-            if not node.up:
-                c.replica_restart(name)
-            if node.conn is None:
-                c.connect(name)
-        while c.open_links():
-            link = c.open_links()[0]
-            c.deliver(link.conn, link.direction)
-        if c.pending_fsync is not None:
-            c.complete_fsync(True)
-        settled = (not c.waiting() and c.pending_fsync is None and not c.open_links()
-                   and c.master.log.committed == c.master.log.wrote
-                   and all(c.caught_up(name) is not False for name in c.replica_names))
-        if settled or c.now - start > budget_ms:
-            break
-        c.tick(c.now + 1)
-    c.check_liveness(c.now - start)
 
 
 class RealStoreMachine(RefinementMachine):

@@ -54,3 +54,12 @@ def steps(run: TlcRun) -> tuple[list[Step], str | None]:
         out.append(Step(state.number, state.action, label, lines, current))
         previous = current
     return out, problem
+
+
+def behaviour(run: TlcRun):
+    """(twin labels, twin states, spec configuration) of a run's counterexample (Init first)."""
+    from spec.cfgfile import load_cfg, model_from_cfg
+
+    cfg, bounds = model_from_cfg(load_cfg(run.model.cfg_path))
+    steps = replay_in_twin(cfg, bounds, list(run.trace))
+    return [s.label for s in steps], [s.state for s in steps], cfg
