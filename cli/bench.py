@@ -12,7 +12,7 @@ from rich.table import Table
 from cli import errors
 from cli.ui import console as make_console
 
-SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "all")
+SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "all", "traces", "tlcsim", "tlcbugs")
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
@@ -28,6 +28,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tsp-count", type=int, default=1_000,
                    help="messages per tsp point at most (the pool-on points are slow by design)")
     p.add_argument("--campaign-seeds", type=int, default=2_000, help="seeds of the fuzz-campaign part of sim")
+    p.add_argument("--trace-events", default="2000,20000",
+                   help="simulator events of the traces checked (traces; comma-separated)")
+    p.add_argument("--sim-model", default="sync_both_all_large", help="the model TLC simulates (tlcsim)")
+    p.add_argument("--sim-traces", type=int, default=20_000, help="behaviours TLC simulates (tlcsim, tlcbugs)")
+    p.add_argument("--sim-tasks", type=int, default=8, help="TLC tasks on Spark (tlcsim, tlcbugs)")
+    p.add_argument("--sim-depth", type=int, default=40, help="behaviour length (tlcsim, tlcbugs)")
     p.add_argument("--json", type=Path, metavar="FILE")
     p.add_argument("--plot", type=Path, metavar="FILE.png")
     p.add_argument("--docs", type=Path, default=DOCS, help="where `bench all` writes benchmarks.md and plots")
@@ -62,6 +68,18 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
         if name == "tsp":
             return scenarios.tsp(Path(work), _producers(args.tsp_producers), min(args.count, args.tsp_count),
                                  args.size, 0.0, step)
+        if name == "traces":
+            from spark_fuzz.tlabench import trace_check_rates
+
+            return trace_check_rates(steps=tuple(_producers(args.trace_events)), progress=step)
+        if name == "tlcsim":
+            from spark_fuzz.tlabench import simulation_rates
+
+            return simulation_rates(args.sim_model, args.sim_traces, args.sim_tasks, args.sim_depth, progress=step)
+        if name == "tlcbugs":
+            from spark_fuzz.tlabench import bug_find_times
+
+            return bug_find_times("local[2]", args.sim_traces, args.sim_tasks, args.sim_depth, progress=step)
         result = scenarios.sim(progress=step)
         if args.campaign_seeds:
             from spark_fuzz.bench import campaign_rates
@@ -73,6 +91,14 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
 def table(result: dict) -> Table:
     name = result["scenario"]
     t = Table(title=f"bench {name}", title_justify="left")
+    if name in ("traces", "tlcsim", "bugs"):
+        rows = result["rows"] if name != "tlcsim" else [
+            {"master": m, **result[m]} for m in ("local[1]", "local[2]")]
+        for col in rows[0]:
+            t.add_column(col)
+        for r in rows:
+            t.add_row(*(str(v) for v in r.values()))
+        return t
     if name == "sim":
         for col in ("", "steps", "seconds", "steps/s"):
             t.add_column(col)
