@@ -1,0 +1,117 @@
+"""The per-process trace writers a real runtime calls (reference/tracehook.py), exercised on the
+simulator: a Cluster whose master and slaves each write their own trace through the hooks, with
+nothing but what their cores reported and what their runtime sees; the files merge by causality
+and are valid for clean seeds, and rejected with a bug switch on."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from reference.refinement import spec_config
+from reference.sim import world as world_module
+from reference.sim.cluster import Cluster
+from reference.sim.params import draw
+from reference.tracehook import MasterTraceHook, ReplicaTraceHook
+from spec.traceformat import read_trace
+from spec.tracecheck import check_steps
+from spec.tracemerge import merge, spec_ids
+
+
+class HookedCluster(Cluster):
+    """The simulator's cluster, its cores' labels going to per-process trace hooks."""
+
+    def __init__(self, cfg, replicas, disk_factory, check=True, trace=None, wire_bytes=False):
+        super().__init__(cfg, replicas, disk_factory, check=False, wire_bytes=wire_bytes)
+        spec = spec_config(cfg, replicas)
+        self.files = {name: io.StringIO() for name in ("master", *replicas)}
+        self.master.spec_steps = []
+        self.hooks = {"master": MasterTraceHook(self.files["master"], self.master, spec)}
+        for name, node in self.replicas.items():
+            node.core.spec_steps = []
+            self.hooks[name] = ReplicaTraceHook(self.files[name], node.core, spec)
+
+    def _finish(self, what, env_labels=()):
+        super()._finish(what, env_labels)
+        if self.mstate == "UP":
+            self.hooks["master"].event(self.now)
+        for name, node in self.replicas.items():
+            if node.up:
+                self.hooks[name].event(self.now)
+
+    def _close_conn(self, conn, by_master):
+        accepted = self.master.name_of(conn) if self.mstate == "UP" and not by_master else None
+        super()._close_conn(conn, by_master)
+        if accepted is not None:
+            self.hooks["master"].connection_lost(accepted, conn, self.now)
+
+    def replica_crash(self, name):
+        node = self.replicas[name]
+        if node.up and node.conn is not None and self.mstate == "UP" and self.master.name_of(node.conn) == name:
+            self.hooks["master"].connection_lost(name, node.conn, self.now)
+        super().replica_crash(name)
+
+    def connect(self, name):
+        node = self.replicas[name]
+        opened = self.mstate == "UP" and node.up and node.conn is None
+        if opened:
+            self.hooks[name].connecting(self._conn_ids + 1, self.now)
+        return super().connect(name)
+
+    def replica_restart(self, name):
+        was_down = not self.replicas[name].up
+        super().replica_restart(name)
+        if was_down:
+            self.replicas[name].core.spec_steps = []
+            self.hooks[name].restarted(self.replicas[name].core)
+
+    def master_restart(self):
+        was_down = self.mstate != "UP"
+        super().master_restart()
+        if was_down:
+            self.master.spec_steps = []
+            self.hooks["master"].restarted(self.master)
+
+    def close(self):
+        for hook in self.hooks.values():
+            hook.close()
+        return {name: f.getvalue() for name, f in self.files.items()}
+
+
+def hooked_run(seed: int, overrides: dict | None = None):
+    made = []
+
+    def factory(*args, **kwargs):
+        made.append(HookedCluster(*args, **kwargs))
+        return made[-1]
+
+    original = world_module.Cluster
+    world_module.Cluster = factory
+    try:
+        outcome = world_module.World(draw(seed, overrides or {}), check=False).run(400)
+    finally:
+        world_module.Cluster = original
+    return outcome, made[0].close()
+
+
+def verdict(files: dict):
+    traces = [read_trace(f"{p}.ndjson", t) for p, t in files.items()]
+    steps, complete = merge(traces)
+    return check_steps(traces[0].config, spec_ids(traces, steps), complete)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_runtime_traces_of_clean_seeds_are_valid(seed):
+    outcome, files = hooked_run(seed)
+    v = verdict(files)
+    assert v.valid, (seed, v.failed and v.failed.where(), v.reason)
+    master = read_trace("master.ndjson", files["master"])
+    assert master.ids == "keys" and all(s.observes <= master.observes for s in master.steps)
+
+
+@pytest.mark.parametrize("bug, seed", [("BugAckOnWrote", 0), ("BugTimeoutAsOK", 0), ("BugRecoveryKeepsTorn", 5),
+                                       ("BugTransferBeyondCommitted", 0), ("BugFlushIgnoresFsyncError", 6)])
+def test_runtime_traces_of_a_bug_are_rejected(bug, seed):
+    outcome, files = hooked_run(seed, {"bug": bug})
+    assert not verdict(files).valid
