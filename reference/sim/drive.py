@@ -318,3 +318,18 @@ def is_subsequence(wanted: list[str], taken: list[str]) -> bool:
     return all(any(w == t for t in it) for w in wanted)
 
 
+
+
+def assert_violates(program: list[Primitive], cfg: Config, bug: str, prop: str, driven: list[str]) -> None:
+    """A generated counterexample test, bug on: the program makes the cores take ``driven`` (in
+    order) and violate ``prop``."""
+    run = run_program(program, store_config(cfg, bug), cfg.replicas)
+    assert run.violation == prop, f"{bug}: expected {prop}, got {run.violation}: {run.message}"
+    assert is_subsequence(driven, run.labels), f"the cores took {run.labels}, not {driven}"
+
+
+def assert_holds(program: list[Primitive], cfg: Config) -> None:
+    """A generated counterexample test, bug off: the same program keeps every property, the
+    liveness phase included."""
+    run = run_program(program, store_config(cfg, None), cfg.replicas, liveness=True)
+    assert run.violation is None, run.message
