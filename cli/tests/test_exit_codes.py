@@ -161,3 +161,20 @@ def test_tlc_simulation_on_spark_usage():
     assert_usage_error(ackorder("tlc", "sync_flush", "--simulate"), "--simulate needs N")
     p = ackorder("tlc", "sync_flush", "--simulate", "--traces", "10", "--master", "spark://127.0.0.1:1")
     assert p.returncode == errors.ENVIRONMENT and "not reachable" in p.stderr, p.stderr
+
+
+@pytest.mark.tlc
+def test_emit_test_from_tlc_and_from_a_failure(tmp_path):
+    out = tmp_path / "test_emitted.py"
+    p = ackorder("tlc", "BugDoubleResponse", "--emit-test", str(out))
+    assert p.returncode == errors.OK and out.is_file(), p.stdout + p.stderr
+    text = out.read_text()
+    assert "BUG = 'BugDoubleResponse'" in text and "PROPERTY = 'OneResponsePerRequest'" in text
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0 and "2 passed" in run.stdout, run.stdout
+    assert_usage_error(ackorder("tlc", "sync_flush", "--emit-test", str(tmp_path / "x.py")), "no bug model")
+    seed = ackorder("replay", "--seed", "0", "--steps", "400", "--bug", "BugAckOnWrote", "--emit-test",
+                    str(tmp_path / "test_seed.py"))
+    assert seed.returncode == errors.VIOLATION and (tmp_path / "test_seed.py").is_file(), seed.stdout
+    clean = ackorder("replay", "--seed", "3", "--steps", "100", "--emit-test", str(tmp_path / "none.py"))
+    assert_usage_error(clean, "no counterexample")

@@ -59,6 +59,9 @@ def test_html_is_rendered_markdown_with_linked_reproducers_and_traces(campaign):
     assert "reproducers.txt" in page.links
     assert {Path(p).name for p in page.images} == {"violations.png", "coverage.png", "throughput.png"}
     assert all(p.exists() for p in paths)
+    text = "".join(page.text)
+    assert "Spec coverage" in text and "PutAppend" in text and "NoAckBeforeFlush" in text
+    assert "unreached" in text and "only the spec of BugTimeoutAsOK takes it" in text   # flagged, with why
     first = (out / "reproducers.txt").read_text().splitlines()
     assert first[0].startswith("# ") and first[1].startswith("ackorder replay --seed")
 
