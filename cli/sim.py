@@ -140,6 +140,8 @@ def report(run: SimRun, json_path: Path | None, expect_hash: str | None = None) 
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.trace and args.no_check:
+        raise ConfigError("--trace needs the refinement check: the trace is the spec steps it replays (drop --no-check)")
     run = run_sim(args.seed, args.steps, parse_overrides(args.config), args.bug, check=not args.no_check,
                   liveness=not args.no_liveness, trace=args.trace)
     return report(run, args.json)

@@ -19,7 +19,7 @@ from spec import actions as sa
 from spec.config import Config
 from spec.properties import caught_up, diverged
 from spec.state import UP, WAITING, Counters, Request, State
-from spec.traceformat import PER_REPLICA, SETS, Name, Step, Trace
+from spec.traceformat import PER_REPLICA, SETS, Name, Step, Trace, TraceError
 
 MAX_FRONTIER = 100_000        # states consistent with a trace prefix (unobserved variables searched)
 
@@ -213,8 +213,8 @@ def check_steps(cfg: Config, steps: list[Step] | tuple[Step, ...], complete: boo
                 reason = f"{step.label} is not enabled in the state before it"
             return TraceVerdict(False, len(steps), n, step, tuple(frontier), reason, time.perf_counter() - start)
         if len(nxt) > max_frontier:
-            raise RuntimeError(f"{step.where()}: more than {max_frontier:,} spec states agree with the trace so far: "
-                               "it observes too little to be checked")
+            raise TraceError(f"{step.where()}: more than {max_frontier:,} spec states agree with the trace so far: "
+                             "it observes too little to be checked")
         frontier = nxt
     if complete:
         problems = {s: end_problems(cfg, s) for s in frontier}
