@@ -60,6 +60,7 @@ class Plan:
 
 
 def tlc_estimate(m: Model) -> float:
+    """Seconds of one TLC worker (a large model gets every core, and is estimated per core)."""
     return TLC_JVM_S + (m.seconds if m.seconds is not None else (m.distinct_states or 0) / TLC_STATES_PER_S)
 
 
@@ -189,9 +190,11 @@ def print_plan(console: Console, plan: Plan, models: list[Model], estimates: dic
         table.add_column(col, justify="right" if col in ("size", "estimate") else "left")
     states = sum(m.distinct_states or 0 for m in models)
     twin = [m for m in models if m.size == "small"]
+    n_large = len(models) - len(twin)
     rows = {
-        "tlc": (f"TLC 2.15 on {len(models)} models ({plan.jobs} at once, 1 worker each), counts checked"
-                if plan.check_counts else f"TLC 2.15 on {len(models)} models", f"{states:,} states"),
+        "tlc": (f"TLC 2.15 on {len(models)} models ({plan.jobs} at once, 1 worker each"
+                + (f"; the {n_large} large ones one at a time, {plan.jobs} workers" if n_large else "") + ")"
+                + (", counts checked" if plan.check_counts else ""), f"{states:,} states"),
         "twin": ("the Python twin on the same small models, against this TLC run",
                  f"{sum(m.distinct_states or 0 for m in twin):,} states"),
         "fuzz": ("a fuzz campaign of the simulator on Spark local[*]", f"{plan.fuzz_seeds:,} seeds"),
@@ -232,9 +235,13 @@ def step_tlc(log: RunLog, plan: Plan, models: list[Model], progress: Progress) -
         log.say(f"tlc {k}/{total} ({progress.line()}): {v.model.model} {v.run.outcome} ({mark}), "
                 f"{v.run.distinct_states or 0:,} states, {v.run.seconds:.1f} s")
 
+    # Small models one worker each, several at once (reproducible depths); large ones one at a time
+    # with every core (their depths are then not compared: TLC's parallel search is not level by level).
+    small, large = [m for m in todo if m.size == "small"], [m for m in todo if m.size != "small"]
+    log_dir = new_log_dir()
     try:
-        check_models(todo, TlcOptions(workers=1), plan.jobs, new_log_dir(), plan.check_counts,
-                     Events(finished=finished))
+        check_models(small, TlcOptions(workers=1), plan.jobs, log_dir, plan.check_counts, Events(finished=finished))
+        check_models(large, TlcOptions(workers=plan.jobs), 1, log_dir, plan.check_counts, Events(finished=finished))
     except TlcUnavailable as err:
         raise errors.EnvironmentFailure(str(err)) from None
     records = log.records("tlc.jsonl")
@@ -275,7 +282,7 @@ def step_fuzz(log: RunLog, plan: Plan, progress: Progress) -> dict:
     except Exception as err:           # noqa: BLE001  (Py4J/JVM start-up errors have many types)
         raise errors.EnvironmentFailure(f"Spark did not start: {str(err).strip()[:200]}") from None
     try:
-        summary = run_campaign(spark, CampaignSpec(seeds=plan.fuzz_seeds, out=out, resume=True), progress=False)
+        summary = run_campaign(spark, CampaignSpec(seeds=plan.fuzz_seeds, out=out, resume=True))
     except DeterminismError as err:
         return {"ok": False, "detail": f"determinism audit failed: {err}"}
     finally:
