@@ -10,7 +10,9 @@ import attrs
 
 TLA_DIR = Path(__file__).resolve().parent
 MANIFEST_PATH = TLA_DIR / "manifest.json"
-SPEC_MODULE = "MCAckOrder.tla"
+SPEC_MODULE = "MCAckOrder.tla"            # the write path (one master, its slaves)
+FAILOVER_MODULE = "MCAckOrderFailover.tla"  # controller-driven failover (brokers as peers)
+SPEC_MODULES = (SPEC_MODULE, FAILOVER_MODULE)
 KINDS = ("green", "bug", "reach")
 SIZES = ("small", "large")
 
@@ -29,6 +31,7 @@ class Model:
     title: str
     distinct_states: int | None = None  # passing runs: states TLC explored; failing: at the violation (1 worker)
     depth: int | None = None            # passing runs: search depth; failing: counterexample length
+    spec: str = SPEC_MODULE             # the MC module TLC checks the cfg against
 
     @property
     def counts_are_stable(self) -> bool:
@@ -43,8 +46,15 @@ class Model:
     def cfg_path(self) -> Path:
         return TLA_DIR / self.cfg
 
+    @property
+    def is_failover(self) -> bool:
+        return self.spec == FAILOVER_MODULE
+
     def to_json(self) -> dict:
-        return attrs.asdict(self)
+        out = attrs.asdict(self)
+        if self.spec == SPEC_MODULE:   # the default: keep the write-path entries as they were
+            del out["spec"]
+        return out
 
 
 _REQUIRED = {"model": str, "cfg": str, "kind": str, "size": str, "expected": str, "title": str}
@@ -60,13 +70,15 @@ def _check_entry(entry: object, where: str) -> Model:
         value = entry.get(key)
         if value is not None and (not isinstance(value, int) or value < 0):
             raise ManifestError(f"{where}: field {key!r} must be a natural number or null")
+    if "spec" in entry and entry["spec"] not in SPEC_MODULES:
+        raise ManifestError(f"{where}: spec {entry['spec']!r} is not one of {', '.join(SPEC_MODULES)}")
     if entry["kind"] not in KINDS:
         raise ManifestError(f"{where}: kind {entry['kind']!r} is not one of {', '.join(KINDS)}")
     if entry["size"] not in SIZES:
         raise ManifestError(f"{where}: size {entry['size']!r} is not one of {', '.join(SIZES)}")
     if (entry["kind"] == "green") != (entry["expected"] == "pass"):
         raise ManifestError(f"{where}: a green model expects 'pass', a bug or reach model a property")
-    unknown = set(entry) - set(_REQUIRED) - {"distinct_states", "depth"}
+    unknown = set(entry) - set(_REQUIRED) - {"distinct_states", "depth", "spec"}
     if unknown:
         raise ManifestError(f"{where}: unknown fields {', '.join(sorted(unknown))}")
     return Model(**entry)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import attrs
 
-from tla.manifest import SPEC_MODULE, TLA_DIR, Model
+from tla.manifest import TLA_DIR, Model
 from tla.tlcout import DEADLOCK, SUCCESS, TEMPORAL_VIOLATED, ToolOutput, TraceState
 
 JVM_FLAGS = ("-XX:+UseParallelGC", "-Xss16m")
@@ -112,7 +112,7 @@ def run_model(
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ackorder-tlc-") as metadir, open(log_path, "w") as log:
         cmd = [cmd_java, *JVM_FLAGS, "-cp", str(jar), "tlc2.TLC", "-tool", "-deadlock",
-               "-workers", str(workers), "-metadir", metadir, "-config", model.cfg, SPEC_MODULE]
+               "-workers", str(workers), "-metadir", metadir, "-config", model.cfg, model.spec]
         proc = subprocess.Popen(cmd, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, bufsize=1)
         try:
