@@ -182,6 +182,15 @@ def model_from_cfg(cfg: CfgFile) -> tuple[Config, Bounds]:
     return config, bounds
 
 
+def twin_model_from_cfg(cfg: CfgFile):
+    """The twin's (config, bounds) for a cfg of either MC module: the write
+    path's (Config, Bounds), or the failover module's (FailoverConfig,
+    FailoverBounds) when the cfg names Brokers."""
+    from spec.failover.explore import failover_model_from_cfg, is_failover_cfg
+
+    return failover_model_from_cfg(cfg) if is_failover_cfg(cfg) else model_from_cfg(cfg)
+
+
 def load_cfg(path: str | Path) -> CfgFile:
     path = Path(path)
     try:

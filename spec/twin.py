@@ -41,7 +41,12 @@ class TwinCheck:
 
 
 def check(model: Model) -> TwinCheck:
-    result = explore_cfg(load_cfg(model.cfg_path))
+    if model.is_failover:
+        from spec.failover.explore import explore_failover_cfg
+
+        result = explore_failover_cfg(load_cfg(model.cfg_path))
+    else:
+        result = explore_cfg(load_cfg(model.cfg_path))
     also = result.violation.also_violated if result.violation else ()
     depth = len([s for lab, s in result.violation.trace if lab != "Stuttering" and not lab.startswith("Cycle")]) \
         if result.violation else result.depth

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from spec.cfgfile import load_cfg, model_from_cfg
+from spec.cfgfile import load_cfg, twin_model_from_cfg
 from tla.diff import changes
 from tla.tlc import TlcRun
 from tla.trace import TraceMismatch, replay_in_twin
@@ -43,7 +43,7 @@ def counterexample_table(run: TlcRun) -> Table:
     """One row per step: the action (parameters from the twin) and what changed."""
     labels: list[str] = [s.action for s in run.trace]
     try:
-        cfg, bounds = model_from_cfg(load_cfg(run.model.cfg_path))
+        cfg, bounds = twin_model_from_cfg(load_cfg(run.model.cfg_path))
         labels = [step.label for step in replay_in_twin(cfg, bounds, list(run.trace))]
     except TraceMismatch as err:
         labels = [f"{s.action} (twin: {err})" if i == len(run.trace) - 1 else s.action
