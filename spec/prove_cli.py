@@ -23,16 +23,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run() -> tuple[list, list]:
-    from spec.proofs import bug_cti, manifest_configs, properties, prove, Abstract, vacuous_actions
+    """Both abstractions: the write path (spec/proofs.py) and failover (spec/failover/proofs.py)."""
+    from spec import proofs as write_path
+    from spec.failover import proofs as failover
 
     green, bugs = [], []
-    for name, cfg, _ in manifest_configs("green"):
-        results = prove(name, cfg)
-        props = set(properties(Abstract(cfg)))
-        empty = vacuous_actions(cfg)
-        green.append((name, results, props, empty))
-    for name, cfg, expected in manifest_configs("bug"):
-        bugs.append(bug_cti(name, cfg, expected))
+    for module, props_of in ((write_path, write_path.properties), (failover, failover.proved_properties)):
+        for name, cfg, _ in module.manifest_configs("green"):
+            results = module.prove(name, cfg)
+            props = set(props_of(module.Abstract(cfg)))
+            empty = module.vacuous_actions(cfg)
+            green.append((name, results, props, empty))
+        for name, cfg, expected in module.manifest_configs("bug"):
+            bugs.append(module.bug_cti(name, cfg, expected))
     return green, bugs
 
 

@@ -28,8 +28,10 @@ def test_prove_proves_green_and_finds_a_reachable_cti_for_every_bug(tmp_path):
     assert out["ok"]
     assert all(r["result"] == "proved" for g in out["green"] for r in g["results"])
     assert all(not g["vacuous"] for g in out["green"])
+    from spec.failover import proofs as failover
+
     bugs = {b["config"]: b for b in out["bugs"]}
-    assert set(bugs) == {name for name, _, _ in manifest_configs("bug")}
+    assert set(bugs) == {name for name, _, _ in [*manifest_configs("bug"), *failover.manifest_configs("bug")]}
     for b in bugs.values():
         assert b["result"] == "CTI" and b["cti"]["reachable_in"] is not None, b
 
