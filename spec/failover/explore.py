@@ -11,7 +11,7 @@ from collections.abc import Hashable
 
 import attrs
 
-from spec.cfgfile import CfgError, CfgFile, ModelValue
+from spec.cfgfile import CfgError, CfgFile, ModelValue, active_bugs, constant_reader, model_value_names
 from spec.config import ConfigError
 from spec.explore import ExploreResult, search
 from spec.failover.actions import FAIR_ACTIONS, initial_state, successors
@@ -35,29 +35,14 @@ def is_failover_cfg(cfg: CfgFile) -> bool:
 
 def failover_model_from_cfg(cfg: CfgFile) -> tuple[FailoverConfig, FailoverBounds]:
     """The FailoverConfig and FailoverBounds a cfg of MCAckOrderFailover.tla describes."""
-    given = set(cfg.constants)
-    first_line = min((line for _, line in cfg.constants.values()), default=1)
-    if missing := sorted(_CONSTANTS - given):
-        raise CfgError(f"{cfg.path}:{first_line}: missing constants {', '.join(missing)}")
-    if extra := sorted(given - _CONSTANTS):
-        raise CfgError(f"{cfg.path}:{cfg.constants[extra[0]][1]}: unknown constants {', '.join(extra)}")
-
-    def value(name):
-        return cfg.constants[name][0]
-
-    brokers = value("Brokers")
-    if not isinstance(brokers, frozenset) or not all(isinstance(b, ModelValue) for b in brokers):
-        raise CfgError(f"{cfg.path}:{cfg.constants['Brokers'][1]}: Brokers must be a set of model values")
+    value = constant_reader(cfg, _CONSTANTS)
+    brokers = model_value_names(cfg, "Brokers")
     for name in ("InitialMaster", "NoBroker"):
         if not isinstance(value(name), ModelValue):
             raise CfgError(f"{cfg.path}:{cfg.constants[name][1]}: {name} must be a model value")
-    bug = value("ActiveBug")
-    if not isinstance(bug, str):
-        raise CfgError(f"{cfg.path}:{cfg.constants['ActiveBug'][1]}: ActiveBug must be a string")
     try:
-        config = FailoverConfig(brokers=tuple(b.name for b in brokers), initial_master=value("InitialMaster").name,
-                                no_broker=value("NoBroker").name,
-                                bugs=frozenset() if bug == "none" else frozenset({bug}))
+        config = FailoverConfig(brokers=brokers, initial_master=value("InitialMaster").name,
+                                no_broker=value("NoBroker").name, bugs=active_bugs(cfg))
         bounds = FailoverBounds(**{field: value(const) for const, field in _BOUND_CONSTANTS.items()})
     except (ConfigError, TypeError) as err:
         raise CfgError(f"{cfg.path}: {err}") from err

@@ -36,6 +36,7 @@ from collections.abc import Callable
 import attrs
 import z3
 
+from spec import proofs as write_path
 from spec.failover.config import FailoverConfig
 
 WAIT, OK, ERR = 0, 1, 2
@@ -52,8 +53,8 @@ SET_BOOL = ("sssC",)                # [member]
 
 
 @attrs.frozen
-class Abstract:
-    """The configuration the proof is about (bounds play no part)."""
+class Abstract(write_path.Abstract):
+    """The configuration the proof is about (bounds play no part): brokers instead of replicas."""
     cfg: FailoverConfig
 
     @property
@@ -63,9 +64,6 @@ class Abstract:
     @property
     def first(self) -> int:
         return self.cfg.index(self.cfg.initial_master)
-
-    def bug(self, name: str) -> bool:
-        return self.cfg.bug(name)
 
 
 class FS:
@@ -679,13 +677,7 @@ def strengthening(a: Abstract) -> dict[str, Callable[[FS], z3.BoolRef]]:
 
 # ------------------------------------------------------------------ checking
 
-@attrs.frozen
-class Result:
-    config: str
-    invariant: str
-    result: str                  # "proved" | "CTI" | "base fails"
-    seconds: float
-    cti: dict | None = None
+Result = write_path.Result   # config, invariant, result ("proved" | "CTI" | "base fails" | "no CTI"), seconds, cti
 
 
 def _model_state(m: z3.ModelRef, s: FS) -> dict:
