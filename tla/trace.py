@@ -76,8 +76,6 @@ def failover_state_from_tlc(cfg, assignments: dict[str, str]):
                 x = str(x)
             elif name == "epochCache":
                 x = tuple(tuple(e) for e in x)
-            elif isinstance(x, tuple):
-                x = tuple(x)
             out.append(x)
         return tuple(out)
 
