@@ -14,7 +14,7 @@ from rich.table import Table
 from cli import errors
 from cli.ui import console as make_console
 from spec.proofs import ProofReport, changed, prove_all
-from tla.manifest import spec_configs
+from tla.manifest import FAILOVER_MODULE, spec_configs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,8 +27,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def prove_manifest(on_done=lambda name: None) -> ProofReport:
-    """The library call behind the command: every configuration of tla/manifest.json."""
-    return prove_all(spec_configs("green"), spec_configs("bug"), on_done)
+    """The library call behind the command: every configuration of tla/manifest.json, the write
+    path's abstraction (spec/proofs.py) and the failover one (spec/failover/proofs.py)."""
+    from spec.failover import proofs as failover
+
+    write_path = prove_all(spec_configs("green"), spec_configs("bug"), on_done)
+    fail_over = failover.prove_all(spec_configs("green", FAILOVER_MODULE), spec_configs("bug", FAILOVER_MODULE),
+                                   on_done)
+    return ProofReport(write_path.green + fail_over.green, write_path.bugs + fail_over.bugs,
+                       round(write_path.seconds + fail_over.seconds, 2))
 
 
 def report_json(report: ProofReport) -> dict:

@@ -91,8 +91,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def choose_models(plan: Plan) -> list[Model]:
-    from spec.properties import LIVENESS_PROPERTIES
+    from tla.manifest import liveness_properties
 
+    LIVENESS_PROPERTIES = liveness_properties()
     manifest = load_manifest()
     if plan.models:
         return [resolve(manifest, name) for name in plan.models]
