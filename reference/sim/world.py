@@ -261,13 +261,13 @@ class World:
         kind = self.rng.choice(("buffer", "beyond", "mangled"))
         if kind == "buffer" and log.wrote > log.committed:
             offset = self.rng.randint(log.committed + 1, log.wrote)
-            c.forge_ack(name, offset, log.records_upto(offset))
+            c.forge_ack(name, offset, log.ghost.records_upto(offset))
         elif kind == "mangled" and log.committed > 0:
             offset = self.rng.randint(1, log.committed)
-            c.forge_ack(name, offset, log.records_upto(offset) + self.rng.choice((-1, 1, 7)) % 1000)
+            c.forge_ack(name, offset, log.ghost.records_upto(offset) + self.rng.choice((-1, 1, 7)) % 1000)
         else:
             offset = log.wrote + self.rng.randint(1, 4096)
-            c.forge_ack(name, offset, len(log.index.ends) + self.rng.randint(0, 3))
+            c.forge_ack(name, offset, log.ghost.count + self.rng.randint(0, 3))
 
     def _on_impostor(self) -> None:
         c = self.cluster
