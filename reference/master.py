@@ -773,7 +773,10 @@ class MasterCore:
     def _ack(self, conn: int, offset: int, records: int, now_ms: int) -> bool:
         name = self.name_of(conn)
         if name is None:
-            return True  # a report that crossed a closing connection, or on a refused one
+            # No accepted HANDSHAKE on this connection (a refused one is closed at once, a
+            # pending one parks its ACKs): a slave never sends that.
+            self._close_unaccepted(conn, "an ACK on a connection with no accepted HANDSHAKE")
+            return True
         hc = self.conns[name]
         if offset == hc.ack_offset and records == hc.ack_records:
             return True  # a heartbeat: what this connection reported last, checked then
