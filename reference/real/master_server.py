@@ -111,9 +111,9 @@ class MasterRuntime:
             self._perform(now)
         self._core_due_ms = self.core.next_wakeup_ms(now)
         self._clean_due_ms = self.admission.next_clean_ms(now)
-        for conn in self._dirty:
+        dirty, self._dirty = self._dirty, set()
+        for conn in dirty:
             self._flush(conn)
-        self._dirty.clear()
 
     def _on_event(self, key: selectors.SelectorKey, mask: int) -> None:
         if isinstance(key.data, str):
