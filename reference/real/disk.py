@@ -176,7 +176,7 @@ class SegmentStore:
         """Recovery: zero a segment from ``position`` and delete every later segment."""
         if self.path(start).exists() and position < self.segment_size:
             self.write(start, position, bytes(self.segment_size - position))
-            self.ops.fdatasync(self.path(start), self._fd(start))
+            self._fdatasync(start)
         later = [s for s in self.segments() if s > start]
         for s in later:
             fd = self._fds.pop(s, None)
@@ -212,8 +212,15 @@ class SegmentStore:
         self.zero_tail(end - end % self.segment_size, end % self.segment_size)
         for start in self.segments():
             if start < end:
-                self.ops.fdatasync(self.path(start), self._fd(start))
+                self._fdatasync(start)
         return scan
+
+    def _fdatasync(self, start: int) -> None:
+        """An fdatasync on the loop's thread (recovery), counted by the fault injection."""
+        if self.fail_fsync_after is not None and self._fsyncs_done >= self.fail_fsync_after:
+            raise OSError(errno.EIO, f"fdatasync of {self.path(start)} failed with EIO (injected fault)")
+        self._fsyncs_done += 1
+        self.ops.fdatasync(self.path(start), self._fd(start))
 
     def close(self) -> None:
         for fd in self._fds.values():
