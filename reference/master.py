@@ -731,7 +731,7 @@ class MasterCore:
             return False
         self.connecting.pop(name, None)
         if reason is not None:
-            self._close_unaccepted(conn, reason)
+            self._close_unaccepted(conn, f"slave {name}: {reason}")
             return True
         self.conns[name] = HaConnection(conn, ack_offset=offset, next_transfer=offset, ack_records=records,
                                         last_ack_ms=now_ms)

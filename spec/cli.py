@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sim_cli.add_parser(sub)
     real_cli.add_parsers(sub)
+    from reference.real import chaos_cli
+
+    chaos_cli.add_parser(sub)
     from stateful_tests import replay
 
     replay.add_parser(sub)
