@@ -145,6 +145,12 @@ class MasterCore:
         self._old_capacity = max(2, len(self.replicas) + 1)
         self._reads: set[int] = set()                   # ReadSegment effects awaiting their answer
         self._parked: dict[int, deque[tuple]] = {}      # connection -> its HA events waiting for a read
+        # the configuration is frozen: its switches, read once
+        self._ack_on_wrote = config.bug("BugAckOnWrote")
+        self._ack_on_committed = config.bug("BugAckOnCommitted")
+        self._policy_name = ("ANY_REPLICA_MAX" if config.bug("BugAnyReplicaForAllInSync")
+                             and config.ack_policy == "ALL_IN_SYNC" else config.ack_policy)
+        self._sweep_deferred = False     # inside writes_done: one sweep at the end
 
     # ------------------------------------------------------------------ helpers
 
@@ -205,26 +211,32 @@ class MasterCore:
         """Waiting requests with nextOffset at or below this have their flush leg done."""
         if not self.cfg.sync_flush:
             return INF
-        if self.cfg.bug("BugAckOnWrote"):
+        if self._ack_on_wrote:
             return self.log.wrote
-        if self.cfg.bug("BugAckOnCommitted"):
+        if self._ack_on_committed:
             return self.log.committed
         return self.released_upto
 
     def _policy(self) -> str:
-        if self.cfg.bug("BugAnyReplicaForAllInSync") and self.cfg.ack_policy == "ALL_IN_SYNC":
-            return "ANY_REPLICA_MAX"
-        return self.cfg.ack_policy
+        return self._policy_name
 
     def replica_coverage(self) -> float:
         """Waiting requests with nextOffset at or below this have their replica leg done."""
         if not self.cfg.sync_master:
             return INF
+        policy = self._policy_name
+        if policy == "ANY_REPLICA_MAX":      # the decision reads neither list: do not build them per call
+            return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset, [], [],
+                                    len(self.sync_state_set))
         sss = [self.conns[name].ack_offset for name in sorted(self.sync_state_set) if name in self.conns]
-        return replica_coverage(self._policy(), self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
+        return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
                                 [c.ack_offset for c in self.conns.values()], sss, len(self.sync_state_set))
 
     def _complete_covered(self) -> None:
+        if not self.waiting:
+            return
+        if self._sweep_deferred:
+            return
         threshold = min(self.flush_frontier(), self.replica_coverage())
         # Answered requests (a deadline or a crash came first) leave the queue in the same sweep.
         released = covered_count((-1 if r.status is not None else r.next_offset for r in self.waiting), threshold)
@@ -317,11 +329,26 @@ class MasterCore:
 
     def write_done(self, start: int, position: int, length: int, now_ms: int) -> None:
         """The runtime wrote one WriteData into the page cache."""
-        w = self._pop_write(start + position, start + position + length)
-        if not w.stale:
-            self._confirm(w.end, now_ms)
-            self._transfer()
-            self._complete_covered()
+        self.writes_done([(start, position, length)], now_ms)
+
+    def writes_done(self, writes: list[tuple[int, int, int]], now_ms: int) -> None:
+        """The runtime wrote these WriteData (start, position, length), in order, into the page
+        cache (one pwrite for a batch): the same as one write_done each, with one transfer and
+        one sweep of the waiting requests at the end instead of one per write."""
+        end = None
+        for start, position, length in writes:
+            w = self._pop_write(start + position, start + position + length)
+            if not w.stale:
+                end = w.end
+        if end is None:
+            return
+        self._sweep_deferred = True
+        try:
+            self._confirm(end, now_ms)
+        finally:
+            self._sweep_deferred = False
+        self._transfer()
+        self._complete_covered()
 
     def write_failed(self, start: int, position: int, length: int, written: int, now_ms: int) -> None:
         """A WriteData failed after ``written`` of its bytes (EIO, ENOSPC, a short write)."""

@@ -293,11 +293,13 @@ class MasterRuntime:
             self.log(f"write of {sum(len(e.data) for e in run)} bytes at {first.offset} failed after {written} "
                      f"bytes ({err}); the store stops accepting writes")
         self.stats["pwrites"] += 1
+        if written is None:
+            self.core.writes_done([(e.start, e.position, len(e.data)) for e in run], now)
+            return
         for e in run:
-            if written is None or written >= len(e.data):
+            if written >= len(e.data):
                 self.core.write_done(e.start, e.position, len(e.data), now)
-                if written is not None:
-                    written -= len(e.data)
+                written -= len(e.data)
             else:
                 self.core.write_failed(e.start, e.position, len(e.data), written, now)
                 written = 0
