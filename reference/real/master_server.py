@@ -255,6 +255,8 @@ class MasterRuntime:
                 else:
                     self._close(conn, "the slave does not read what it is sent")
         elif isinstance(e, fx.Fsync):
+            if e.upto > e.start + self.cfg.mapped_file_size_commit_log:
+                self.stats["fsyncs_across_segment_roll"] += 1     # GroupCommitService's second file
             self.flusher.submit(self.store.fsync_job(e.start, e.upto),
                                 lambda upto, e=e: self._fsync_done(e), lambda err, e=e: self._fsync_failed(e, err))
         elif isinstance(e, fx.CreateSegment):
