@@ -121,24 +121,20 @@ class RecordingOps(FileOps):
         self.record("rename", name=src.name, dst=dst.name)
 
 
-class SkipSecondFsync(RecordingOps):
-    """A broken store for the checks to catch: of every two fdatasyncs in a row (a flush that
-    crosses a segment roll syncs two files), the second one does nothing."""
+class SkipNewFileFsync(RecordingOps):
+    """A broken store for the checks to catch: after a segment roll, the first fdatasync of the
+    new file does nothing (a flush across the roll syncs only the old file)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._last_was_sync = False
+        self._synced: set[str] = set()
 
     def fdatasync(self, path: Path, fd: int) -> None:
-        if self._last_was_sync:
-            self._last_was_sync = False
+        if self._synced and path.name not in self._synced:
+            self._synced.add(path.name)
             return
-        self._last_was_sync = True
+        self._synced.add(path.name)
         super().fdatasync(path, fd)
-
-    def pwrite(self, path: Path, fd: int, data, position: int) -> int:
-        self._last_was_sync = False
-        return super().pwrite(path, fd, data, position)
 
 
 # --- crash states --------------------------------------------------------------------------------
@@ -302,7 +298,7 @@ class PowerLossOptions:
     segment_bytes: int = 8 * 1024   # small: flushes cross segment rolls
     states_per_point: int = 24
     bugs: tuple[str, ...] = ()
-    broken_fsync: bool = False      # SkipSecondFsync under the store (to see the checks bite)
+    broken_fsync: bool = False      # SkipNewFileFsync under the store (to see the checks bite)
 
     def __attrs_post_init__(self) -> None:
         if self.runs < 1 or self.messages < 1 or self.producers < 1 or self.size < 1:
@@ -345,7 +341,7 @@ def record_run(directory: Path, opts: PowerLossOptions, seed: int) -> tuple[list
     many fsyncs covered two segments (a flush across a segment roll)."""
     from reference.real.master_server import MasterRuntime
 
-    ops = SkipSecondFsync() if opts.broken_fsync else RecordingOps()
+    ops = SkipNewFileFsync() if opts.broken_fsync else RecordingOps()
     cfg = StoreConfig(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=opts.segment_bytes,
                       max_message_size=opts.size + 64, sync_flush_timeout_ms=5000, bugs=frozenset(opts.bugs))
     runtime = MasterRuntime(MasterOptions(directory=directory, config=cfg, port=0, ha_port=0),

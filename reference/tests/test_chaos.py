@@ -55,6 +55,6 @@ def test_power_loss_catches_an_ack_before_the_fsync():
     assert not report.valid and any("lost" in v for v in report.violations)
 
 
-def test_power_loss_catches_a_flush_that_skips_the_second_file():
+def test_power_loss_catches_a_flush_that_misses_the_new_file_after_a_roll():
     report = explore_power_loss(PowerLossOptions(runs=3, seed=3, broken_fsync=True))
     assert not report.valid and any("lost" in v for v in report.violations)
