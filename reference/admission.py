@@ -15,9 +15,9 @@ difference between the two ack designs (seed 000):
   flush and transfer services complete the request later, so a slot is held
   only for the append.
 
-The runtime calls ``arrive`` for every PUT frame, ``runnable`` to take the
-requests a free slot may start (it then calls MasterCore.put and
-``appended``), ``answered`` for every final Respond of the core, and
+The runtime calls ``arrive`` for every PUT frame, ``next_runnable`` for each
+request a free slot may start (it then calls MasterCore.put and
+``appended``, and asks again), ``answered`` for every final Respond of the core, and
 ``clean`` on its 10 ms timer; busy answers come out of ``take_effects`` as
 Respond effects like the core's.  Rejected here, a request never reaches the
 core (the spec never sees it: reference.status.REJECTED_BEFORE_STORE).
@@ -71,15 +71,14 @@ class Admission:
         assert not self.queue or self.queue[-1].arrived_ms <= now_ms, "time went backwards"
         self.queue.append(Queued(req_id, key, body, now_ms))
 
-    def runnable(self) -> list[Queued]:
-        """The requests processors start now, in arrival order; each holds its slot until
-        ``appended`` (DECOUPLED) or ``answered`` (BLOCKING)."""
-        out = []
-        while self.queue and len(self.holding) < self.slots:
-            q = self.queue.popleft()
-            self.holding.add(q.req_id)
-            out.append(q)
-        return out
+    def next_runnable(self) -> Queued | None:
+        """The next request a free processor starts (None: no request, or no free processor);
+        it holds its slot until ``appended`` (DECOUPLED) or ``answered`` (BLOCKING)."""
+        if not self.queue or len(self.holding) >= self.slots:
+            return None
+        q = self.queue.popleft()
+        self.holding.add(q.req_id)
+        return q
 
     def appended(self, req_id: int) -> None:
         """MasterCore.put returned for this request: a DECOUPLED processor is free again."""

@@ -81,6 +81,13 @@ def serve(listener: socket.socket, target: tuple[str, int], delay_s: float) -> N
 
     while True:
         timeout = max(0.0, timers[0][0] - time.monotonic()) if timers else 1.0
+        if 0 < timeout < 0.001:
+            # epoll waits in whole milliseconds (rounded up): sleep the rest precisely instead,
+            # so every chunk is delayed by the delay asked for, not by up to 1 ms more
+            time.sleep(timeout)
+            timeout = 0.0
+        elif timeout >= 0.001:
+            timeout -= 0.001          # wake up just before it, then sleep precisely next turn
         for key, _ in sel.select(timeout):
             if key.data is None:
                 try:

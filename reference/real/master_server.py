@@ -100,7 +100,7 @@ class MasterRuntime:
         now = now_ms()
         if self._clean_due_ms is not None and now >= self._clean_due_ms:
             self.admission.clean(now)
-        for q in self.admission.runnable():
+        while (q := self.admission.next_runnable()) is not None:
             self.core.put(q.req_id, q.key, q.body, now)
             self.admission.appended(q.req_id)
         self._perform(now)
