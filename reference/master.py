@@ -585,7 +585,10 @@ class MasterCore:
         due = [now_ms + 1000]
         if cfg.transient_store_pool_enable and log.issued < log.wrote:
             due.append(now_ms if self._commit_wakeup else self._last_commit_round_ms + cfg.commit_interval_commit_log_ms)
-        if self.fsync_in_flight is None and self._flush_allowed() and log.committed > log.flushed:
+        # GroupCommitService also runs for requests an earlier fsync already covered (a follow-up
+        # fsync reached past them while they waited in requests_write): its round releases them.
+        waiting_round = cfg.sync_flush and (self.requests_write or self.requests_read)
+        if self.fsync_in_flight is None and self._flush_allowed() and (log.committed > log.flushed or waiting_round):
             interval = cfg.group_commit_interval_ms if cfg.sync_flush else cfg.flush_interval_commit_log_ms
             due.append(now_ms if self._flush_wakeup else self._last_flush_round_ms + interval)
         if self.flush_deadlines:

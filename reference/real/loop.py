@@ -37,7 +37,6 @@ class Loop:
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
-        self._woken = False
         self._calls: deque = deque()
         self._timers: list = []
         self._seq = itertools.count()
@@ -47,14 +46,14 @@ class Loop:
     # --- from any thread ---------------------------------------------------------------
 
     def call_soon(self, fn: Callable, *args) -> None:
-        """Run ``fn(*args)`` on the loop thread (thread-safe)."""
+        """Run ``fn(*args)`` on the loop thread (thread-safe).  Every call writes a wake-up byte:
+        a flag saying "a byte is pending" races with the loop draining the bytes (a wake-up lost
+        that way stalled group commit for the whole select timeout)."""
         self._calls.append((fn, args))
-        if not self._woken:
-            self._woken = True
-            try:
-                self._wake_w.send(b"\0")
-            except (BlockingIOError, OSError):
-                pass
+        try:
+            self._wake_w.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass                  # the socket is full of wake-up bytes: the loop will wake anyway
 
     def stop(self) -> None:
         self.stopping = True
@@ -76,7 +75,6 @@ class Loop:
             timeout_ms = 0
         for key, mask in self.selector.select(timeout_ms / 1000):
             if key.fileobj is self._wake_r:
-                self._woken = False
                 try:
                     while self._wake_r.recv(4096):
                         pass
