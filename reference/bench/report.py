@@ -140,7 +140,8 @@ def write_docs(results: dict, docs: Path) -> Path:
              f"{platform.python_version()}). Every figure comes from one run, side by side; the master and the "
              "slave are separate processes on 127.0.0.1 with real files and fdatasync; the slave sits behind a "
              "delaying TCP proxy (its own process); the load generator is `reference/real/load.py` (synchronous "
-             "producers, one request in flight each, one thread and one selector). CPU per message is user + "
+             "producers, one request in flight each, sharing one TCP connection as a RocketMQ client's sending "
+             "threads share one channel per broker; one thread and one selector). CPU per message is user + "
              "system time from /proc over the measured load, divided by the messages.", ""]
     lines += headline(results)
     for name, result in results.items():

@@ -29,10 +29,13 @@ from reference.real.load import run_load
 
 Progress = Callable[[str], None]
 WARM_UP_MESSAGES = 20
+# The producers share one connection, as a RocketMQ client's sending threads share one channel per
+# broker (NettyRemotingClient): the broker reads many requests and answers many per system call.
+CONNECTIONS = 1
 
 
 def _point(work: Path, flags: list[str], producers: int, count: int, size: int, delay_ms: float | None,
-           tree: Path | None = None, profile: Path | None = None) -> dict:
+           tree: Path | None = None, profile: Path | None = None, connections: int | None = CONNECTIONS) -> dict:
     """One measurement: a fresh master (and slave behind the proxy), a warm-up, the load; with
     the CPU each process spent per message (user + system, from /proc) and the load average."""
     prefix = ["-m", "cProfile", "-o", str(profile)] if profile else []
@@ -47,7 +50,7 @@ def _point(work: Path, flags: list[str], producers: int, count: int, size: int, 
         warm = run_load(target, 1, WARM_UP_MESSAGES, size, first_key=10_000_000)   # connections, page cache
         cpu_before = (master.cpu_seconds(), replica.cpu_seconds() if replica else 0.0, time.process_time())
         before = time.perf_counter()
-        result = run_load(target, producers, count, size)
+        result = run_load(target, producers, count, size, connections=connections)
         seconds = time.perf_counter() - before
         cpu_after = (master.cpu_seconds(), replica.cpu_seconds() if replica else 0.0, time.process_time())
     finally:

@@ -53,7 +53,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     load = sub.add_parser("load", help="send messages to a master and report throughput and latency")
     load.add_argument("--target", required=True, metavar="HOST:PORT")
-    load.add_argument("--producers", type=int, default=4)
+    load.add_argument("--producers", type=int, default=4, help="synchronous producers (one request in flight each)")
+    load.add_argument("--connections", type=int, default=None,
+                      help="TCP connections the producers share (default one each; a RocketMQ client "
+                           "multiplexes all its producers over one)")
     load.add_argument("--count", type=int, default=10_000)
     load.add_argument("--size", type=int, default=128, help="message body bytes")
     load.add_argument("--first-key", type=int, default=1)
@@ -122,6 +125,8 @@ def _load(args) -> int:
         from reference.real.options import parse_address
 
         target = parse_address(args.target, "--target")
+        if args.connections is not None and args.connections < 1:
+            raise ConfigError(f"--connections {args.connections}: must be positive")
         for flag in ("producers", "count", "size", "first_key"):
             if getattr(args, flag) < (1 if flag != "first_key" else 0):
                 raise ConfigError(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be positive")
@@ -130,7 +135,7 @@ def _load(args) -> int:
         record = open(args.record, "w") if args.record else None
         try:
             result = run_load(target, args.producers, args.count, args.size, args.first_key,
-                              timeout_s=args.timeout_s, record=record)
+                              timeout_s=args.timeout_s, record=record, connections=args.connections)
         finally:
             if record is not None:
                 record.close()

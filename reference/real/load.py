@@ -65,106 +65,145 @@ class LoadResult:
 
 
 @attrs.define
-class _Producer:
+class _Conn:
     sock: socket.socket
-    keys: range
-    next_index: int = 0
-    sent_at: float = 0.0
     decoder: FrameDecoder = attrs.Factory(FrameDecoder)
-    out: bytes = b""
+    out: bytearray = attrs.Factory(bytearray)
     writing: bool = False       # registered for EVENT_WRITE
+    producers: list = attrs.Factory(list)
+
+
+@attrs.define
+class _Producer:
+    keys: range
+    conn: _Conn
+    next_index: int = 0
+    sent_at: float = 0.0        # 0: nothing in flight
 
 
 def run_load(target: tuple[str, int], producers: int, count: int, size: int, first_key: int = 1,
              timeout_s: float = 30.0, stop: threading.Event | None = None, record: IO[str] | None = None,
-             on_ack=None) -> LoadResult:
+             on_ack=None, connections: int | None = None) -> LoadResult:
     """Send ``count`` messages of ``size`` bytes (keys first_key...) from ``producers``
-    synchronous producers; stops early when ``stop`` is set.  ``on_ack(Acked)`` and
-    ``record`` see every PUT_OK as it arrives."""
+    synchronous producers (one request in flight each) over ``connections`` TCP connections
+    (default one per producer; RocketMQ's clients multiplex all their sending threads over one
+    channel per broker, which lets the broker read many requests and answer many in one call);
+    stops early when ``stop`` is set.  ``on_ack(Acked)`` and ``record`` see every PUT_OK."""
     assert producers >= 1 and count >= 0 and size >= 0
+    connections = min(connections or producers, producers)
     stop = stop or threading.Event()
     sel = selectors.DefaultSelector()
     latencies: list[float] = []
     statuses: Counter = Counter()
     acked: list[Acked] = []
-    live: dict[socket.socket, _Producer] = {}
-    start = time.perf_counter()
-    for p in range(producers):
-        keys = range(first_key + p, first_key + count, producers)
-        if not keys:
-            continue
+    conns: list[_Conn] = []
+    for _ in range(connections):
         try:
             sock = socket.create_connection(target, timeout=timeout_s)
         except OSError:
-            statuses[CONNECTION_LOST] += 1
             continue
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setblocking(False)
-        prod = _Producer(sock, keys)
-        live[sock] = prod
-        sel.register(sock, selectors.EVENT_READ, prod)
-        _send_next(prod, size, sel)
+        conn = _Conn(sock)
+        conns.append(conn)
+        sel.register(sock, selectors.EVENT_READ, conn)
+    owner: list[_Producer | None] = []
+    for p in range(producers):
+        keys = range(first_key + p, first_key + count, producers)
+        if not conns:
+            statuses[CONNECTION_LOST] += 1 if keys else 0
+            owner.append(None)
+            continue
+        prod = _Producer(keys, conns[p % len(conns)])
+        prod.conn.producers.append(prod)
+        owner.append(prod)
+    def send_next(prod: _Producer) -> None:
+        key = prod.keys[prod.next_index]
+        prod.next_index += 1
+        prod.conn.out += encode(Put(key, key, body_for(key, size)))
+        prod.sent_at = time.perf_counter()
 
-    def lose(prod: _Producer) -> None:
-        """The connection broke (or the run stopped): the request in flight has no answer."""
-        if prod.sent_at:
-            statuses[CONNECTION_LOST] += 1
-        prod.sent_at = 0.0
-        sel.unregister(prod.sock)
-        prod.sock.close()
-        del live[prod.sock]
+    def lose(conn: _Conn) -> None:
+        """The connection broke (or the run stopped): the requests in flight have no answer."""
+        for prod in conn.producers:
+            if prod.sent_at:
+                statuses[CONNECTION_LOST] += 1
+            prod.sent_at = 0.0
+            prod.next_index = len(prod.keys)
+        conn.producers.clear()
+        try:
+            sel.unregister(conn.sock)
+        except (KeyError, ValueError):
+            pass
+        conn.sock.close()
+        conns.remove(conn)
 
-    while live and not stop.is_set():
+    def push(conn: _Conn) -> bool:
+        try:
+            n = conn.sock.send(conn.out) if conn.out else 0
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError:
+            return False
+        del conn.out[:n]
+        if conn.writing != bool(conn.out):
+            conn.writing = bool(conn.out)
+            sel.modify(conn.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out else 0), conn)
+        return True
+
+    start = time.perf_counter()
+    for prod in owner:
+        if prod is not None and prod.keys:
+            send_next(prod)
+    for conn in list(conns):
+        if not push(conn):
+            lose(conn)
+    while any(c.producers for c in conns) and not stop.is_set():
         events = sel.select(0.2)
         now = time.perf_counter()
         for key, mask in events:
-            prod: _Producer = key.data
-            if prod.sock not in live:
-                continue
-            if mask & selectors.EVENT_WRITE:
-                if not _push(prod, sel):
-                    lose(prod)
-                    continue
-            if not mask & selectors.EVENT_READ:
+            conn: _Conn = key.data
+            if conn not in conns:
                 continue
             try:
-                data = prod.sock.recv(RECV_BYTES)
-                frames = prod.decoder.feed(data) if data else None
+                data = conn.sock.recv(RECV_BYTES) if mask & selectors.EVENT_READ else None
+                frames = conn.decoder.feed(data) if data else ([] if data is None else None)
             except (BlockingIOError, InterruptedError):
-                continue
+                frames = []
             except (OSError, FrameError):
                 frames = None
             if frames is None:
-                lose(prod)
+                lose(conn)
                 continue
             for frame in frames:
-                expected = prod.keys[prod.next_index - 1]
-                if not isinstance(frame, Response) or frame.req_id != expected:
+                if not isinstance(frame, Response):
+                    continue
+                index = (frame.req_id - first_key) % producers
+                prod = owner[index] if 0 <= frame.req_id - first_key < count else None
+                if prod is None or not prod.sent_at or prod.keys[prod.next_index - 1] != frame.req_id:
                     continue
                 latencies.append((now - prod.sent_at) * 1000)
                 prod.sent_at = 0.0
                 status = PutStatus(frame.status).name
                 statuses[status] += 1
                 if status == "PUT_OK":
-                    a = Acked(expected, frame.next_offset, size)
+                    a = Acked(frame.req_id, frame.next_offset, size)
                     acked.append(a)
                     if record is not None:
                         record.write(json.dumps(attrs.asdict(a)) + "\n")
                     if on_ack is not None:
                         on_ack(a)
                 if prod.next_index < len(prod.keys) and not stop.is_set():
-                    if not _send_next(prod, size, sel):
-                        lose(prod)
-                        break
+                    send_next(prod)
                 else:
-                    sel.unregister(prod.sock)
-                    prod.sock.close()
-                    del live[prod.sock]
-                    break
-        for prod in [p for p in live.values() if p.sent_at and now - p.sent_at > timeout_s]:
-            lose(prod)
-    for prod in list(live.values()):
-        lose(prod)
+                    conn.producers.remove(prod)
+            if not push(conn):
+                lose(conn)
+        for conn in list(conns):
+            if any(p.sent_at and now - p.sent_at > timeout_s for p in conn.producers):
+                lose(conn)
+    for conn in list(conns):
+        lose(conn)
     sel.close()
     seconds = time.perf_counter() - start
     lat = sorted(latencies)
@@ -175,29 +214,6 @@ def run_load(target: tuple[str, int], producers: int, count: int, size: int, fir
     summary = {"avg": round(statistics.fmean(lat), 3) if lat else 0.0, "p50": pct(0.50), "p99": pct(0.99),
                "max": round(lat[-1], 3) if lat else 0.0}
     return LoadResult(producers, len(latencies), seconds, dict(sorted(statuses.items())), summary, tuple(acked))
-
-
-def _send_next(prod: _Producer, size: int, sel: selectors.BaseSelector) -> bool:
-    key = prod.keys[prod.next_index]
-    prod.next_index += 1
-    prod.out = encode(Put(key, key, body_for(key, size)))
-    prod.sent_at = time.perf_counter()
-    return _push(prod, sel)
-
-
-def _push(prod: _Producer, sel: selectors.BaseSelector) -> bool:
-    """Send what is pending; wait for EVENT_WRITE if the socket is full.  False: the link broke."""
-    try:
-        n = prod.sock.send(prod.out)
-    except (BlockingIOError, InterruptedError):
-        n = 0
-    except OSError:
-        return False
-    prod.out = prod.out[n:]
-    if prod.writing != bool(prod.out):
-        prod.writing = bool(prod.out)
-        sel.modify(prod.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if prod.out else 0), prod)
-    return True
 
 
 def read_record(path: Path) -> list[Acked]:

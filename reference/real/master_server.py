@@ -74,6 +74,7 @@ class MasterRuntime:
         self.flusher = Worker(self.loop, "flush")
         self.reader = Worker(self.loop, "segment-reader")
         self.stats: Counter = Counter()
+        self.statuses: Counter = Counter()          # answers by PutStatus value
         self._core_due_ms = 0
         self._clean_due_ms: int | None = None
         self.max_frame_bytes = max(cfg.max_message_size + 64, 1024)
@@ -307,7 +308,7 @@ class MasterRuntime:
                 written = 0
 
     def _respond(self, e: fx.Respond) -> None:
-        self.stats[PutStatus(e.status).name] += 1
+        self.statuses[e.status] += 1
         self.admission.answered(e.req_id)
         route = self.routes.pop(e.req_id, None) if e.final else self.routes.get(e.req_id)
         if route is None:
@@ -348,7 +349,8 @@ class MasterRuntime:
         self.loop.close()
 
     def stats_line(self) -> str:
-        return "stats " + " ".join(f"{k}={v}" for k, v in sorted(self.stats.items()))
+        stats = self.stats + Counter({PutStatus(k).name: v for k, v in self.statuses.items()})
+        return "stats " + " ".join(f"{k}={v}" for k, v in sorted(stats.items()))
 
 
 def serve_master(opts: MasterOptions) -> int:
