@@ -40,6 +40,7 @@ from reference.bench.procs import Broker, start_replica
 from reference.real.disk import SegmentStore
 from reference.real.load import Acked, body_for, run_load
 from reference.record import HEADER_SIZE, recover_log
+from reference.real.options import check_segment_room
 from spec.config import ConfigError
 
 CATCH_UP_TIMEOUT_S = 15.0
@@ -70,8 +71,7 @@ class ChaosOptions:
             raise ConfigError("--producers and --size must be positive")
         if not 0 < self.min_load_s <= self.max_load_s:
             raise ConfigError("the load time before a kill must be positive (min <= max)")
-        if self.segment_bytes < 4096 or self.size + HEADER_SIZE + 64 > self.segment_bytes:
-            raise ConfigError(f"--segment-bytes {self.segment_bytes}: at least 4096, and room for a message")
+        check_segment_room(self.segment_bytes, self.size)
 
 
 @attrs.define

@@ -53,11 +53,7 @@ def _main(args: argparse.Namespace) -> int:
                         max_load_s=max(args.max_load_s, 0.2), directory=args.dir, keep=args.dir is not None,
                         bugs=tuple(args.bug))
     console = make_console()
-    columns = [TextColumn("kill -9"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("{task.description}")]
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("", total=opts.kills)
-        report = run_chaos(opts, lambda done, text: bar.update(task, completed=done, description=text))
+    report = _with_progress(console, "kill -9", opts.kills, lambda progress: run_chaos(opts, progress))
     out = report.to_json()
     table = Table(title=f"ackorder chaos: {opts.kills} kills, {opts.replicas} slave(s)"
                         + (", corrupt tails" if opts.corrupt else "") + (", I/O errors" if opts.io_errors else ""),
@@ -70,6 +66,15 @@ def _main(args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return _verdict(console, report.valid)
+
+
+def _with_progress(console, label: str, total: int, run):
+    """``run(progress)`` under a rich progress bar; ``progress(done, what happens now)``."""
+    columns = [TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.description}")]
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("", total=total)
+        return run(lambda done, text: bar.update(task, completed=done, description=text))
 
 
 def _verdict(console, valid: bool) -> int:
@@ -86,11 +91,7 @@ def _power_loss(args: argparse.Namespace) -> int:
     opts = PowerLossOptions(runs=args.kills, seed=args.seed, producers=args.producers, size=args.size,
                             segment_bytes=args.segment_bytes, bugs=tuple(args.bug))
     console = make_console()
-    columns = [TextColumn("power loss"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("{task.description}")]
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("", total=opts.runs)
-        report = explore_power_loss(opts, lambda done, text: bar.update(task, completed=done, description=text))
+    report = _with_progress(console, "power loss", opts.runs, lambda progress: explore_power_loss(opts, progress))
     out = report.to_json()
     table = Table(title=f"ackorder chaos --power-loss: {opts.runs} recorded runs", title_justify="left",
                   show_header=False)

@@ -118,3 +118,10 @@ class ReplicaOptions:
         if self.segment_size < MIN_SEGMENT_BYTES:
             raise ConfigError(f"--mapped-file-size-commit-log {self.segment_size}: at least {MIN_SEGMENT_BYTES} "
                               f"bytes, and the same as the master's")
+
+
+def check_segment_room(segment_bytes: int, body_bytes: int) -> None:
+    """A test's segments: at least MIN_SEGMENT_BYTES, and room for a message and a blank record."""
+    if segment_bytes < MIN_SEGMENT_BYTES or body_bytes + 20 + 64 > segment_bytes:
+        raise ConfigError(f"--segment-bytes {segment_bytes}: at least {MIN_SEGMENT_BYTES}, and room for a message "
+                          f"of {body_bytes} bytes")

@@ -44,6 +44,7 @@ from reference.real.disk import FileOps, SegmentStore
 from reference.real.load import Acked, body_for, run_load
 from reference.real.options import MasterOptions
 from reference.record import HEADER_SIZE, recover_log
+from reference.real.options import check_segment_room
 from spec.config import ConfigError
 
 SECTOR = 512
@@ -303,8 +304,7 @@ class PowerLossOptions:
     def __attrs_post_init__(self) -> None:
         if self.runs < 1 or self.messages < 1 or self.producers < 1 or self.size < 1:
             raise ConfigError("--kills (recorded runs), --producers, --size must be positive")
-        if self.segment_bytes < 4096 or self.size + HEADER_SIZE + 64 > self.segment_bytes:
-            raise ConfigError(f"--segment-bytes {self.segment_bytes}: at least 4096, and room for a message")
+        check_segment_room(self.segment_bytes, self.size)
 
 
 @attrs.define
