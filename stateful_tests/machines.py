@@ -300,6 +300,11 @@ class RefinementMachine(RuleBasedStateMachine):
     def disconnect(self, replica: int) -> None:
         self.cluster.disconnect(self._name(replica))
 
+    @rule(replica=st.integers(0, 2))
+    def heartbeat(self, replica: int) -> None:
+        """A slave reports what it holds again (HAClient's heartbeat)."""
+        self.cluster.heartbeat(self._name(replica))
+
     @rule(replica=st.integers(0, 2), where=st.sampled_from(["buffer", "beyond", "mangled"]),
           draw=st.integers(0, 1 << 16))
     def forge_ack(self, replica: int, where: str, draw: int) -> None:

@@ -28,7 +28,7 @@ TIMES = STATE_DIR.parent / "hypothesis-bug-times.json"
 
 # The rules a bug cannot need: leaving them out makes the search denser (the
 # machines have no rule weights).  The full machine runs in test_machines.py.
-SLAVE_RULES = ("connect", "disconnect", "deliver", "replicate", "replica_crash")
+SLAVE_RULES = ("connect", "disconnect", "deliver", "replicate", "replica_crash", "heartbeat")
 CRASH_RULES = ("master_process_crash", "master_machine_crash", "master_restart")
 # Impostors get past the two broken handshakes (a different failure than the one the bug is
 # about), and a short write leaves a partial record that the broken recovery keeps.

@@ -457,6 +457,13 @@ class Cluster:
         self._finish(f"{name} connects" if opened else f"{name}: no connection")
         return opened
 
+    def heartbeat(self, name: str) -> None:
+        """The slave's periodic report (HAClient's heartbeat): what it holds, again."""
+        node = self.replicas[name]
+        if node.up and node.conn is not None:
+            node.core.heartbeat()
+        self._finish(f"{name} heartbeat")
+
     def disconnect(self, name: str) -> None:
         node = self.replicas[name]
         if node.conn is not None:

@@ -20,6 +20,7 @@ from reference.sim.disk import sim_disk_factory
 from reference.sim.params import SimParams
 
 MAX_QUEUED_EVENTS = 1_000_000
+HEARTBEAT_MS = (200, 1500)        # a slave reports what it holds this often (virtual time)
 
 
 @attrs.define
@@ -65,6 +66,7 @@ class World:
         self._schedule(0, "put")
         for name in params.replicas:
             self._schedule(self._delay((0, 5)), "connect", name)
+            self._schedule(self._delay(HEARTBEAT_MS), "heartbeat", name)
         for kind, rate in self._fault_rates().items():
             if rate > 0:
                 self._schedule(self._exp(rate), kind)
@@ -196,6 +198,10 @@ class World:
         if key in self.cluster.links:
             self.cluster.deliver(*key)
         # else: the connection closed with this frame in flight; it is lost
+
+    def _on_heartbeat(self, name: str) -> None:
+        self.cluster.heartbeat(name)
+        self._schedule(self._delay(HEARTBEAT_MS), "heartbeat", name)
 
     def _on_connect(self, name: str) -> None:
         """HAClient.connectMaster; it retries while the master is away."""
