@@ -38,6 +38,7 @@ ACCEPTS_PER_TURN = 64
 MAX_TURN_ROUNDS = 8              # tick + perform rounds per turn while the core has work due now
 PRODUCER_OUT_BYTES = 16 << 20    # responses a producer has not read yet
 IDLE_CHECK_MS = 1000
+PUTS_PER_TURN = 16
 
 
 class MasterRuntime:
@@ -77,6 +78,11 @@ class MasterRuntime:
         self.statuses: Counter = Counter()          # answers by PutStatus value
         self._core_due_ms = 0
         self._clean_due_ms: int | None = None
+        # Puts started per turn: a wave of requests is written, shipped and answered in slices, so
+        # the first of them need not wait for the whole wave to be processed (the rest follow at
+        # once: the next turn does not wait for sockets).
+        self.puts_per_turn = PUTS_PER_TURN
+        self._more_puts = False
         self.max_frame_bytes = max(cfg.max_message_size + 64, 1024)
         self.loop.call_at(now_ms() + IDLE_CHECK_MS, self._check_idle)
 
@@ -87,7 +93,8 @@ class MasterRuntime:
         try:
             while not self.loop.stopping:
                 due = [self._core_due_ms] + ([self._clean_due_ms] if self._clean_due_ms is not None else [])
-                self.loop.run_once(max(0, min(due) - now_ms()), self._on_event)
+                wait = 0 if self._more_puts else max(0, min(due) - now_ms())
+                self.loop.run_once(wait, self._on_event)
                 self._turn()
         finally:
             self._shutdown()
@@ -101,9 +108,12 @@ class MasterRuntime:
         now = now_ms()
         if self._clean_due_ms is not None and now >= self._clean_due_ms:
             self.admission.clean(now)
-        while (q := self.admission.next_runnable()) is not None:
+        for _ in range(self.puts_per_turn):
+            if (q := self.admission.next_runnable()) is None:
+                break
             self.core.put(q.req_id, q.key, q.body, now)
             self.admission.appended(q.req_id)
+        self._more_puts = bool(self.admission.queue) and len(self.admission.holding) < self.admission.slots
         self._perform(now)
         for _ in range(MAX_TURN_ROUNDS):
             if self.core.next_wakeup_ms(now) > now:
