@@ -8,6 +8,7 @@ knows why it was closed (for the one log line every closed connection gets).
 
 from __future__ import annotations
 
+import errno
 import heapq
 import itertools
 import queue
@@ -196,6 +197,9 @@ class Worker:
                 result = job()
             except OSError as err:
                 self.loop.call_soon(failed, err)
+                continue
+            except Exception as err:      # noqa: BLE001 — never leave the loop waiting for an answer
+                self.loop.call_soon(failed, OSError(errno.EIO, f"{type(err).__name__}: {err}"))
                 continue
             self.loop.call_soon(done, result)
 

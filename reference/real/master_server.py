@@ -268,8 +268,12 @@ class MasterRuntime:
         elif isinstance(e, fx.Fsync):
             if e.upto > e.start + self.cfg.mapped_file_size_commit_log:
                 self.stats["fsyncs_across_segment_roll"] += 1     # GroupCommitService's second file
-            self.flusher.submit(self.store.fsync_job(e.start, e.upto),
-                                lambda upto, e=e: self._fsync_done(e), lambda err, e=e: self._fsync_failed(e, err))
+            try:
+                job = self.store.fsync_job(e.start, e.upto)
+            except OSError as err:
+                self._fsync_failed(e, err)
+                return
+            self.flusher.submit(job, lambda upto, e=e: self._fsync_done(e), lambda err, e=e: self._fsync_failed(e, err))
         elif isinstance(e, fx.CreateSegment):
             try:
                 self.store.create(e.start)

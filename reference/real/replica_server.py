@@ -21,6 +21,7 @@ from reference.real.options import ReplicaOptions
 from reference.replica import ReplicaCore
 
 RECONNECT_MS = 200
+REFUSED_RETRY_MS = 5000      # after the master refused this slave (a diverged log): retry, slowly
 CONNECT_TIMEOUT_MS = 2000
 OUT_BYTES = 1 << 20
 
@@ -46,6 +47,7 @@ class ReplicaRuntime:
         self._unsynced_from: int | None = None    # lowest offset written since the last fdatasync
         self._fsync_in_flight = False
         self.failure: str | None = None
+        self._refused = False
         now = now_ms()
         self.loop.call_at(now, self._connect)
         self.loop.call_at(now + opts.heartbeat_interval_ms, self._heartbeat)
@@ -128,7 +130,8 @@ class ReplicaRuntime:
         self.log(f"master connection {conn.id} ({conn.peer}) closed: {reason}")
         self.core.disconnected()
         if reconnect and not self.loop.stopping:
-            self.loop.call_at(now_ms() + RECONNECT_MS, self._connect)
+            self.loop.call_at(now_ms() + (REFUSED_RETRY_MS if self._refused else RECONNECT_MS), self._connect)
+        self._refused = False
 
     def _flush(self) -> None:
         conn = self.conn
@@ -159,6 +162,7 @@ class ReplicaRuntime:
                     self.core.on_data(frame.offset, frame.data)
                 elif isinstance(frame, Refuse):
                     self.log(f"the master refused this slave: {frame.reason}")
+                    self._refused = True
                 else:
                     self.core.on_bad_input(f"a master sent a {type(frame).__name__} frame")
                 self._perform()
@@ -200,6 +204,13 @@ class ReplicaRuntime:
     # ------------------------------------------------------------------ effects
 
     def _perform(self) -> None:
+        try:
+            self._perform_effects()
+        except OSError as err:           # this slave's own disk failed (create, zero a tail)
+            self._fail(f"disk operation failed: {err}")
+            self._close(f"this slave's disk failed: {err}", reconnect=False)
+
+    def _perform_effects(self) -> None:
         effects = self.core.take_effects()
         i = 0
         while i < len(effects):
