@@ -46,6 +46,10 @@ from spec.config import ConfigError
 CATCH_UP_TIMEOUT_S = 15.0
 
 
+class ChaosAborted(RuntimeError):
+    """A node would not start (the environment failed, not the store's promise)."""
+
+
 @attrs.frozen
 class ChaosOptions:
     kills: int = 10
@@ -206,10 +210,13 @@ def _master_flags(opts: ChaosOptions, replicas: list[str], fault: list[str]) -> 
     return flags
 
 
-def _fault_for(opts: ChaosOptions, rng: random.Random) -> list[str]:
+def _fault_for(opts: ChaosOptions, rng: random.Random, master_dir: Path) -> list[str]:
+    """Write or fsync errors for half the incarnations (with --io-errors), after some good ones:
+    recovery's own fdatasyncs (one per segment kept) count too, so the budget starts above them."""
     if not opts.io_errors or rng.random() < 0.5:
         return []
-    after = str(rng.randint(5, 400))
+    segments = len(list((master_dir / "commitlog").glob("0" * 4 + "*"))) if (master_dir / "commitlog").is_dir() else 0
+    after = str(segments + 2 + rng.randint(5, 400))
     if rng.random() < 0.5:
         return ["--inject-fsync-eio-after", after]
     return ["--inject-write-fault-after", after, "--inject-write-fault", rng.choice(["eio", "enospc", "short"])]
@@ -247,7 +254,7 @@ def run_chaos(opts: ChaosOptions, progress: Callable[[int, str], None] = lambda 
 
     try:
         for kill in range(opts.kills):
-            fault = _fault_for(opts, rng)
+            fault = _fault_for(opts, rng, work / "master")
             progress(kill, "restart and check" + (f" ({' '.join(fault)})" if fault else ""))
             master, recovered, dropped, check, in_sync, reseeded = restart_and_check(kill, fault)
             load_s = rng.uniform(opts.min_load_s, opts.max_load_s)
@@ -339,10 +346,11 @@ def _start_master(work: Path, opts: ChaosOptions, names: list[str], fault: list[
         broker = Broker(argv, work / "logs" / f"master-{incarnation:04d}.log")
         try:
             m = broker.wait_for(r"listening host=\S+ port=(\d+) ha_port=(\d+)")
-        except RuntimeError:
+        except (RuntimeError, TimeoutError) as err:
             broker.stop()
             if "cannot listen" not in broker.text() or attempt == 49:
-                raise
+                last = broker.text().strip().splitlines()[-1:] or [str(err)]
+                raise ChaosAborted(f"master incarnation {incarnation} did not start: {last[0]}") from None
             time.sleep(0.1)
             continue
         broker.port, broker.ha_port = int(m.group(1)), int(m.group(2))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -40,7 +41,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return guarded("chaos", lambda: _main(args))
+    from reference.real.chaos import ChaosAborted
+
+    try:
+        return guarded("chaos", lambda: _main(args))
+    except ChaosAborted as err:
+        print(f"ackorder chaos: {err}", file=sys.stderr)
+        return 3
 
 
 def _main(args: argparse.Namespace) -> int:
