@@ -111,11 +111,13 @@ def run_load(target: tuple[str, int], producers: int, count: int, size: int, fir
     for p in range(producers):
         keys = range(first_key + p, first_key + count, producers)
         if not conns:
-            statuses[CONNECTION_LOST] += 1 if keys else 0
+            if keys:
+                statuses[CONNECTION_LOST] += 1      # could not connect: nothing was sent
             owner.append(None)
             continue
         prod = _Producer(keys, conns[p % len(conns)])
-        prod.conn.producers.append(prod)
+        if keys:                       # a producer with nothing to send is not waited for
+            prod.conn.producers.append(prod)
         owner.append(prod)
     def send_next(prod: _Producer) -> None:
         key = prod.keys[prod.next_index]

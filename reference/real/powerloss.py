@@ -351,7 +351,7 @@ def record_run(directory: Path, opts: PowerLossOptions, seed: int) -> tuple[list
     rng = random.Random(seed)
     acked = 0
     try:
-        for batch in range(opts.messages // 25 + 1):
+        for batch in range((opts.messages + 24) // 25):
             size = rng.randint(1, opts.size)      # sizes vary batch by batch: rolls fall everywhere
             result = run_load(("127.0.0.1", runtime.port), opts.producers, min(25, opts.messages - batch * 25),
                               size, first_key=1 + batch * 1000, timeout_s=20,
