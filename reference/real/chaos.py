@@ -66,6 +66,10 @@ class ChaosOptions:
     keep: bool = False                     # keep that directory afterwards
     bugs: tuple[str, ...] = ()             # seeded defects for the master (to show the checks bite)
 
+    @staticmethod
+    def segment_bytes_default() -> int:
+        return attrs.fields(ChaosOptions).segment_bytes.default
+
     def __attrs_post_init__(self) -> None:
         if self.kills < 1:
             raise ConfigError(f"--kills {self.kills}: at least one kill")

@@ -31,7 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--producers", type=int, default=8)
     p.add_argument("--size", type=int, default=200, help="message body bytes")
-    p.add_argument("--segment-bytes", type=int, default=256 * 1024, help="small, so that runs cross segment rolls")
+    p.add_argument("--segment-bytes", type=int, default=None,
+                   help="small, so that runs cross segment rolls (default 256 KiB; with --power-loss 8 KiB)")
+    p.add_argument("--messages", type=int, default=150, help="--power-loss: messages per recorded run")
     p.add_argument("--max-load-s", type=float, default=1.0, help="longest load before a kill (seconds)")
     p.add_argument("--bug", action="append", default=[], choices=BUG_NAMES, metavar="NAME",
                    help="run the master with a seeded defect (to see the checks bite)")
@@ -56,7 +58,8 @@ def _main(args: argparse.Namespace) -> int:
     from reference.real.chaos import ChaosOptions, run_chaos
 
     opts = ChaosOptions(kills=args.kills, replicas=args.replicas, corrupt=args.corrupt, io_errors=args.io_errors,
-                        seed=args.seed, producers=args.producers, size=args.size, segment_bytes=args.segment_bytes,
+                        seed=args.seed, producers=args.producers, size=args.size,
+                        segment_bytes=args.segment_bytes or ChaosOptions.segment_bytes_default(),
                         max_load_s=max(args.max_load_s, 0.2), directory=args.dir, keep=args.dir is not None,
                         bugs=tuple(args.bug))
     console = make_console()
@@ -96,7 +99,8 @@ def _power_loss(args: argparse.Namespace) -> int:
     from reference.real.powerloss import PowerLossOptions, explore_power_loss
 
     opts = PowerLossOptions(runs=args.kills, seed=args.seed, producers=args.producers, size=args.size,
-                            segment_bytes=args.segment_bytes, bugs=tuple(args.bug))
+                            messages=args.messages, bugs=tuple(args.bug),
+                            **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}))
     console = make_console()
     report = _with_progress(console, "power loss", opts.runs, lambda progress: explore_power_loss(opts, progress))
     out = report.to_json()

@@ -266,8 +266,11 @@ class MasterRuntime:
                 else:
                     self._close(conn, "the slave does not read what it is sent")
         elif isinstance(e, fx.Fsync):
-            if e.upto > e.start + self.cfg.mapped_file_size_commit_log:
-                self.stats["fsyncs_across_segment_roll"] += 1     # GroupCommitService's second file
+            seg = self.cfg.mapped_file_size_commit_log
+            if e.upto > e.start + seg or e.upto % seg == 0:
+                # a flush across a segment roll: one fsync of two files (the padding and the record
+                # after it), or the first pass of a round that continues in the next segment
+                self.stats["fsyncs_across_segment_roll"] += 1
             try:
                 job = self.store.fsync_job(e.start, e.upto)
             except OSError as err:
