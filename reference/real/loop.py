@@ -139,10 +139,11 @@ class Conn:
 
     def queue(self, frame) -> bool:
         """Append a frame; False (and nothing queued) when the peer does not read."""
-        if self.closed:
-            return False
-        data = encode(frame)
-        if len(self.out) + len(data) > self.max_out_bytes:
+        return self.queue_bytes(encode(frame))
+
+    def queue_bytes(self, data: bytes) -> bool:
+        """Append an encoded frame (see ``queue``)."""
+        if self.closed or len(self.out) + len(data) > self.max_out_bytes:
             return False
         self.out += data
         return True

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from reference import effects as fx
 from reference.admission import Admission
 from reference.commitlog import CommitLog
-from reference.frames import Ack, Data, Handshake, Put, Refuse, Response
+from reference.frames import Ack, Data, Handshake, Put, Refuse, encode_response
 from reference.master import DISCARD, MasterCore
 from reference.real.disk import FileOps, SegmentStore, ShortWrite
 from reference.real.loop import Conn, Loop, Worker, listen, now_ms
@@ -333,7 +333,7 @@ class MasterRuntime:
         conn, client_req_id = route
         if conn.closed:
             return
-        if conn.queue(Response(client_req_id, e.status, e.next_offset)):
+        if conn.queue_bytes(encode_response(client_req_id, e.status, e.next_offset)):
             self._dirty.add(conn)
         else:
             self._close(conn, "the producer does not read its responses")
