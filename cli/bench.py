@@ -12,7 +12,8 @@ from rich.table import Table
 from cli import errors
 from cli.ui import console as make_console
 
-SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "all")
+SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu", "all")
+ALL = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu")
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
@@ -28,6 +29,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tsp-count", type=int, default=1_000,
                    help="messages per tsp point at most (the pool-on points are slow by design)")
     p.add_argument("--campaign-seeds", type=int, default=2_000, help="seeds of the fuzz-campaign part of sim")
+    p.add_argument("--rss-gib", type=float, default=2.0, help="GiB written through master and slave (rss)")
+    p.add_argument("--rss-size", type=int, default=16 * 1024, help="message body bytes of the rss scenario")
+    p.add_argument("--baseline", type=Path, default=None, metavar="DIR",
+                   help="a source tree to compare with (cpu: the same points run from it, side by side)")
+    p.add_argument("--cpu-count", type=int, default=20_000, help="messages per cpu point")
     p.add_argument("--json", type=Path, metavar="FILE")
     p.add_argument("--plot", type=Path, metavar="FILE.png")
     p.add_argument("--docs", type=Path, default=DOCS, help="where `bench all` writes benchmarks.md and plots")
@@ -62,6 +68,11 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
         if name == "tsp":
             return scenarios.tsp(Path(work), _producers(args.tsp_producers), min(args.count, args.tsp_count),
                                  args.size, 0.0, step)
+        if name == "rss":
+            return scenarios.rss(Path(work), args.rss_gib, args.rss_size, progress=step)
+        if name == "cpu":
+            return scenarios.cpu(Path(work), args.cpu_count, args.size, args.delay_ms, args.baseline,
+                                 args.docs / "benchmarks" / "master-profile.txt", step)
         result = scenarios.sim(progress=step)
         if args.campaign_seeds:
             from spark_fuzz.bench import campaign_rates
@@ -73,6 +84,12 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
 def table(result: dict) -> Table:
     name = result["scenario"]
     t = Table(title=f"bench {name}", title_justify="left")
+    if name == "rss":
+        for col in ("written GiB", "seconds", "msgs/s", "master peak MiB", "slave peak MiB", "goal MiB"):
+            t.add_column(col)
+        t.add_row(str(result["written_gib"]), str(result["seconds"]), f"{result['msgs_per_s']:,}",
+                  str(result["master_peak_rss_mib"]), str(result["replica_peak_rss_mib"]), str(result["goal_mib"]))
+        return t
     if name == "sim":
         for col in ("", "steps", "seconds", "steps/s"):
             t.add_column(col)
@@ -85,7 +102,7 @@ def table(result: dict) -> Table:
                 t.add_row(f"campaign {master}", f"{r['seeds']:,} seeds", str(r["seconds"]),
                           f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s)")
         return t
-    cols = ["mode", "producers", "msgs/s", "avg ms", "p50 ms", "p99 ms", "statuses"]
+    cols = ["mode", "producers", "msgs/s", "avg ms", "p50 ms", "p99 ms", "statuses", "µs/msg m/s/load"]
     if name == "groupcommit":
         cols += ["fsyncs/msg", "batch", "of fsync bound"]
     for col in cols:
@@ -93,7 +110,8 @@ def table(result: dict) -> Table:
     for r in result["rows"]:
         cells = [r["mode"], str(r["producers"]), f"{r['msgs_per_s']:,.0f}", str(r["avg_ms"]), str(r["p50_ms"]),
                  str(r["p99_ms"]),
-                 " ".join(f"{k} {v}" for k, v in r["statuses"].items())]
+                 " ".join(f"{k} {v}" for k, v in r["statuses"].items()),
+                 "/".join(str(v) for v in r["cpu_us_per_msg"].values())]
         if name == "groupcommit":
             cells += [str(r["fsyncs_per_msg"]), str(r["mean_batch"]), str(r["of_fsync_bound"])]
         t.add_row(*cells)
@@ -102,7 +120,7 @@ def table(result: dict) -> Table:
 
 def main(args: argparse.Namespace) -> int:
     console = make_console()
-    names = ["ack", "groupcommit", "tsp", "sim"] if args.scenario == "all" else [args.scenario]
+    names = list(ALL) if args.scenario == "all" else [args.scenario]
     results = {}
     for name in names:
         results[name] = run(name, args, console)
