@@ -12,7 +12,8 @@ from rich.table import Table
 from cli import errors
 from cli.ui import console as make_console
 
-SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "all", "traces", "tlcsim", "tlcbugs")
+SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu", "all", "traces", "tlcsim", "tlcbugs")
+ALL = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu")
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
@@ -34,19 +35,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sim-traces", type=int, default=20_000, help="behaviours TLC simulates (tlcsim, tlcbugs)")
     p.add_argument("--sim-tasks", type=int, default=8, help="TLC tasks on Spark (tlcsim, tlcbugs)")
     p.add_argument("--sim-depth", type=int, default=40, help="behaviour length (tlcsim, tlcbugs)")
+    p.add_argument("--rss-gib", type=float, default=2.0, help="GiB written through master and slave (rss)")
+    p.add_argument("--rss-size", type=int, default=16 * 1024, help="message body bytes of the rss scenario")
+    p.add_argument("--baseline", type=Path, default=None, metavar="DIR",
+                   help="a source tree to compare with (cpu: the same points run from it, side by side)")
+    p.add_argument("--cpu-count", type=int, default=20_000, help="messages per cpu point")
     p.add_argument("--json", type=Path, metavar="FILE")
     p.add_argument("--plot", type=Path, metavar="FILE.png")
     p.add_argument("--docs", type=Path, default=DOCS, help="where `bench all` writes benchmarks.md and plots")
     p.set_defaults(func=main)
 
 
-def _producers(text: str) -> list[int]:
+def _producers(text: str, flag: str = "--producers") -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise errors.UsageError(f"--producers {text!r}: expected comma-separated integers") from None
+        raise errors.UsageError(f"{flag} {text!r}: expected comma-separated integers") from None
     if not values or min(values) < 1:
-        raise errors.UsageError(f"--producers {text!r}: expected positive integers")
+        raise errors.UsageError(f"{flag} {text!r}: expected positive integers")
     return values
 
 
@@ -66,12 +72,12 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
         if name == "groupcommit":
             return scenarios.groupcommit(Path(work), _producers(args.producers), args.count, args.size, step)
         if name == "tsp":
-            return scenarios.tsp(Path(work), _producers(args.tsp_producers), min(args.count, args.tsp_count),
+            return scenarios.tsp(Path(work), _producers(args.tsp_producers, "--tsp-producers"), min(args.count, args.tsp_count),
                                  args.size, 0.0, step)
         if name == "traces":
             from spark_fuzz.tlabench import trace_check_rates
 
-            return trace_check_rates(steps=tuple(_producers(args.trace_events)), progress=step)
+            return trace_check_rates(steps=tuple(_producers(args.trace_events, "--trace-events")), progress=step)
         if name == "tlcsim":
             from spark_fuzz.tlabench import simulation_rates
 
@@ -80,6 +86,11 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
             from spark_fuzz.tlabench import bug_find_times
 
             return bug_find_times("local[2]", args.sim_traces, args.sim_tasks, args.sim_depth, progress=step)
+        if name == "rss":
+            return scenarios.rss(Path(work), args.rss_gib, args.rss_size, progress=step)
+        if name == "cpu":
+            return scenarios.cpu(Path(work), args.cpu_count, args.size, args.delay_ms, args.baseline,
+                                 args.docs / "benchmarks" / "master-profile.txt", step)
         result = scenarios.sim(progress=step)
         if args.campaign_seeds:
             from spark_fuzz.bench import campaign_rates
@@ -99,6 +110,12 @@ def table(result: dict) -> Table:
         for r in rows:
             t.add_row(*(str(v) for v in r.values()))
         return t
+    if name == "rss":
+        for col in ("written GiB", "seconds", "msgs/s", "master peak MiB", "slave peak MiB", "goal MiB"):
+            t.add_column(col)
+        t.add_row(str(result["written_gib"]), str(result["seconds"]), f"{result['msgs_per_s']:,}",
+                  str(result["master_peak_rss_mib"]), str(result["replica_peak_rss_mib"]), str(result["goal_mib"]))
+        return t
     if name == "sim":
         for col in ("", "steps", "seconds", "steps/s"):
             t.add_column(col)
@@ -111,7 +128,7 @@ def table(result: dict) -> Table:
                 t.add_row(f"campaign {master}", f"{r['seeds']:,} seeds", str(r["seconds"]),
                           f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s)")
         return t
-    cols = ["mode", "producers", "msgs/s", "avg ms", "p50 ms", "p99 ms", "statuses"]
+    cols = ["mode", "producers", "msgs/s", "avg ms", "p50 ms", "p99 ms", "statuses", "µs/msg m/s/load"]
     if name == "groupcommit":
         cols += ["fsyncs/msg", "batch", "of fsync bound"]
     for col in cols:
@@ -119,7 +136,8 @@ def table(result: dict) -> Table:
     for r in result["rows"]:
         cells = [r["mode"], str(r["producers"]), f"{r['msgs_per_s']:,.0f}", str(r["avg_ms"]), str(r["p50_ms"]),
                  str(r["p99_ms"]),
-                 " ".join(f"{k} {v}" for k, v in r["statuses"].items())]
+                 " ".join(f"{k} {v}" for k, v in r["statuses"].items()),
+                 "/".join(str(v) for v in r["cpu_us_per_msg"].values())]
         if name == "groupcommit":
             cells += [str(r["fsyncs_per_msg"]), str(r["mean_batch"]), str(r["of_fsync_bound"])]
         t.add_row(*cells)
@@ -128,7 +146,7 @@ def table(result: dict) -> Table:
 
 def main(args: argparse.Namespace) -> int:
     console = make_console()
-    names = ["ack", "groupcommit", "tsp", "sim"] if args.scenario == "all" else [args.scenario]
+    names = list(ALL) if args.scenario == "all" else [args.scenario]
     results = {}
     for name in names:
         results[name] = run(name, args, console)

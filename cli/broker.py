@@ -1,9 +1,15 @@
-"""`ackorder broker master|replica` and `ackorder load`."""
+"""`ackorder broker master|replica` and `ackorder load`: argument parsing and
+exit codes over the library (reference/real/options.py, master_server.py,
+replica_server.py, load.py).  A bad option or an environment that refuses
+(port in use, a file where a directory should be, an fsync failing during
+recovery) is one line on stderr and exit code 2, never a traceback."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.table import Table
@@ -11,6 +17,7 @@ from rich.table import Table
 from reference.config import add_store_flags
 from cli import errors
 from cli.ui import console as make_console
+from spec.config import ConfigError
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -22,6 +29,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     master.add_argument("--port", type=int, default=10911, help="producer port (0: any free port)")
     master.add_argument("--ha-port", type=int, default=10912, help="slave (HA) port (0: any free port)")
     master.add_argument("--replicas", default="", help="comma-separated slave names (the SyncStateSet)")
+    master.add_argument("--max-connections", type=int, default=1024,
+                        help="producer and slave connections at once; more are refused (default 1024)")
+    master.add_argument("--idle-timeout-ms", type=int, default=120_000,
+                        help="close a connection that sent nothing for this long (default 120000, "
+                             "RocketMQ's serverChannelMaxIdleTimeSeconds)")
     master.add_argument("--inject-fsync-eio-after", type=int, default=None, metavar="N",
                         help="fault injection: every fdatasync after the first N fails with EIO")
     master.add_argument("--inject-write-fault-after", type=int, default=None, metavar="N",
@@ -34,48 +46,113 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     replica.add_argument("--dir", required=True)
     replica.add_argument("--master", required=True, metavar="HOST:PORT", help="the master's HA address")
     replica.add_argument("--name", required=True, help="this slave's name (a member of --replicas)")
-    replica.add_argument("--mapped-file-size-commit-log", type=int, default=16 * 1024 * 1024)
+    replica.add_argument("--mapped-file-size-commit-log", type=int, default=16 * 1024 * 1024,
+                         help="segment bytes, the same as the master's")
+    replica.add_argument("--heartbeat-interval-ms", type=int, default=5_000,
+                         help="report to the master at least this often (haSendHeartbeatInterval)")
     replica.set_defaults(func=_replica)
 
     load = sub.add_parser("load", help="send messages to a master and report throughput and latency")
     load.add_argument("--target", required=True, metavar="HOST:PORT")
-    load.add_argument("--producers", type=int, default=4)
+    load.add_argument("--producers", type=int, default=4, help="synchronous producers (one request in flight each)")
+    load.add_argument("--connections", type=int, default=None,
+                      help="TCP connections the producers share (default one each; a RocketMQ client "
+                           "multiplexes all its producers over one)")
     load.add_argument("--count", type=int, default=10_000)
     load.add_argument("--size", type=int, default=128, help="message body bytes")
     load.add_argument("--first-key", type=int, default=1)
+    load.add_argument("--timeout-s", type=float, default=30.0, help="a producer gives up after this long")
     load.add_argument("--json", type=Path, metavar="FILE")
     load.add_argument("--allow-errors", action="store_true",
                       help="exit 0 when every request got an answer, even an error status (default: only "
                            "when every answer is PUT_OK)")
+    load.add_argument("--record", type=Path, metavar="FILE",
+                      help="write every PUT_OK (key, next_offset, size) to FILE, one JSON object per line")
     load.set_defaults(func=_load)
 
 
+def guarded(command: str, body: Callable[[], int]) -> int:
+    """Run a command; a bad option or a refusing environment is one line and exit 2."""
+    try:
+        return body()
+    except ConfigError as err:
+        print(f"ackorder {command}: error: {err}", file=sys.stderr)
+        return errors.USAGE
+    except OSError as err:
+        print(f"ackorder {command}: error: {describe_os_error(err)}", file=sys.stderr)
+        return errors.USAGE
+    except KeyboardInterrupt:
+        return errors.INTERRUPTED
+
+
+def describe_os_error(err: OSError) -> str:
+    text = err.strerror or str(err) or type(err).__name__
+    if err.filename is not None:
+        text = f"{err.filename}: {text}"
+    return text
+
+
 def _master(args) -> int:
-    from reference.real.master_server import serve_master
-    return serve_master(args)
+    def body() -> int:
+        from reference.config import store_config_from_args
+        from reference.real.master_server import serve_master
+        from reference.real.options import MasterOptions, parse_replicas
+
+        opts = MasterOptions(
+            directory=args.dir, config=store_config_from_args(args), replicas=parse_replicas(args.replicas),
+            host=args.host, port=args.port, ha_port=args.ha_port, max_connections=args.max_connections,
+            idle_timeout_ms=args.idle_timeout_ms, inject_fsync_eio_after=args.inject_fsync_eio_after,
+            inject_write_fault_after=args.inject_write_fault_after, inject_write_fault=args.inject_write_fault)
+        return serve_master(opts)
+    return guarded("broker master", body)
 
 
 def _replica(args) -> int:
-    from reference.real.replica_server import serve_replica
-    return serve_replica(args)
+    def body() -> int:
+        from reference.real.options import ReplicaOptions, parse_address
+        from reference.real.replica_server import SlaveStopped, serve_replica
+
+        opts = ReplicaOptions(directory=args.dir, name=args.name, master=parse_address(args.master, "--master"),
+                              segment_size=args.mapped_file_size_commit_log,
+                              heartbeat_interval_ms=args.heartbeat_interval_ms)
+        try:
+            return serve_replica(opts)
+        except SlaveStopped as err:
+            print(f"ackorder broker replica: {err}", file=sys.stderr)
+            return errors.ENVIRONMENT
+    return guarded("broker replica", body)
 
 
 def _load(args) -> int:
-    from reference.real.load import run_load
+    def body() -> int:
+        from reference.real.load import run_load
+        from reference.real.options import parse_address
 
-    console = make_console()
-    host, _, port = args.target.rpartition(":")
-    if not port.isdigit() or args.producers < 1 or args.count < 1 or args.size < 1:
-        raise errors.UsageError("--target HOST:PORT, and positive --producers, --count, --size")
-    result = run_load((host or "127.0.0.1", int(port)), args.producers, args.count, args.size, args.first_key)
-    table = Table(title=f"load: {args.producers} producers, {args.count} messages of {args.size} bytes",
-                  title_justify="left", show_header=False)
-    for key, value in result.to_json().items():
-        table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
-    console.print(table)
-    if args.json:
-        args.json.write_text(json.dumps(result.to_json(), indent=2) + "\n")
-    return load_verdict(console, result, args.count, args.allow_errors)
+        target = parse_address(args.target, "--target")
+        if args.connections is not None and args.connections < 1:
+            raise ConfigError(f"--connections {args.connections}: must be positive")
+        for flag in ("producers", "count", "size", "first_key"):
+            if getattr(args, flag) < (1 if flag != "first_key" else 0):
+                raise ConfigError(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be positive")
+        if not args.timeout_s > 0:
+            raise ConfigError(f"--timeout-s {args.timeout_s}: must be positive")
+        record = open(args.record, "w") if args.record else None
+        try:
+            result = run_load(target, args.producers, args.count, args.size, args.first_key,
+                              timeout_s=args.timeout_s, record=record, connections=args.connections)
+        finally:
+            if record is not None:
+                record.close()
+        console = make_console()
+        table = Table(title=f"load: {args.producers} producers, {args.count} messages of {args.size} bytes",
+                      title_justify="left", show_header=False)
+        for key, value in result.to_json().items():
+            table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
+        console.print(table)
+        if args.json:
+            args.json.write_text(json.dumps(result.to_json(), indent=2) + "\n")
+        return load_verdict(console, result, args.count, args.allow_errors)
+    return guarded("load", body)
 
 
 def load_verdict(console, result, count: int, allow_errors: bool) -> int:

@@ -123,7 +123,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         if ui := spark.sparkContext.uiWebUrl:
             console.print(f"Spark UI: {ui}")
-        summary = run_campaign(spark, spec, console=console)
+        summary = with_progress_bar(console, lambda on_batch: run_campaign(spark, spec, on_batch))
     except DeterminismError as err:
         console.print(f"[bold red]determinism audit failed:[/] {err}")
         return errors.VIOLATION
@@ -133,6 +133,22 @@ def main(args: argparse.Namespace) -> int:
     code, why = verdict(summary, bug)
     console.print(("[green]" if code == errors.OK else "[bold red]") + why + "[/]")
     return code
+
+
+def with_progress_bar(console, run):
+    """Run a campaign with a progress bar fed by its batches."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = [TextColumn("campaign"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]} seeds/s"),
+               TextColumn("violations {task.fields[bad]}"), TimeElapsedColumn()]
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("campaign", total=None, rate="-", bad=0)
+
+        def on_batch(p) -> None:
+            rate = "-" if p.seeds_per_second is None else f"{p.seeds_per_second:,.1f}"
+            bar.update(task, total=p.total, completed=p.done, rate=rate, bad=p.failures)
+
+        return run(on_batch)
 
 
 def print_summary(console, summary: dict) -> None:

@@ -32,7 +32,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cli import bench, broker, fuzz, prove, replay, run, sim, stateful, tlc, tracecheck, twin
+    from cli import bench, broker, chaos, fuzz, prove, replay, run, sim, stateful, tlc, tracecheck, twin
 
     parser = Parser(prog="ackorder", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"ackorder {_version()}")
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (run, tlc, twin, prove, sim, replay, stateful, fuzz, tracecheck):
         module.add_parser(sub)
     broker.add_parsers(sub)
+    chaos.add_parser(sub)
     bench.add_parser(sub)
     return parser
 

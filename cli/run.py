@@ -39,7 +39,7 @@ TLC_STATES_PER_S = 4_000        # one worker, when the manifest has no recorded 
 TWIN_STATES_PER_S = 15_000
 FUZZ_SEEDS_PER_S = 60           # local[*] on 2 cores, default steps
 SPARK_START_S = 15
-PROVE_S = 45
+PROVE_S = 90                    # both abstractions, quick (the slow CTIs of cli/prove.py: +110 s)
 
 
 @attrs.frozen
@@ -60,6 +60,7 @@ class Plan:
 
 
 def tlc_estimate(m: Model) -> float:
+    """Seconds of one TLC worker (a large model gets every core, and is estimated per core)."""
     return TLC_JVM_S + (m.seconds if m.seconds is not None else (m.distinct_states or 0) / TLC_STATES_PER_S)
 
 
@@ -69,7 +70,7 @@ def step_estimates(plan: Plan, models: list[Model]) -> dict[str, float]:
         "tlc": sum(tlc_estimate(m) for m in models) / max(1, plan.jobs),
         "twin": sum((m.distinct_states or 0) for m in twin) / TWIN_STATES_PER_S + len(twin) * 0.05,
         "fuzz": SPARK_START_S + plan.fuzz_seeds / FUZZ_SEEDS_PER_S,
-        "prove": PROVE_S,
+        "prove": PROVE_S + (0 if not plan.full else 110),
     }
 
 
@@ -90,8 +91,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def choose_models(plan: Plan) -> list[Model]:
-    from spec.properties import LIVENESS_PROPERTIES
+    from tla.manifest import liveness_properties
 
+    LIVENESS_PROPERTIES = liveness_properties()
     manifest = load_manifest()
     if plan.models:
         return [resolve(manifest, name) for name in plan.models]
@@ -184,18 +186,23 @@ def new_run_dir() -> Path:
 
 
 def print_plan(console: Console, plan: Plan, models: list[Model], estimates: dict[str, float], where: Path) -> None:
+    from cli.prove import SLOW_CTIS
+
     table = Table(title=f"ackorder run{' --full' if plan.full else ''}: the plan", title_justify="left")
     for col in ("step", "what", "size", "estimate"):
         table.add_column(col, justify="right" if col in ("size", "estimate") else "left")
     states = sum(m.distinct_states or 0 for m in models)
     twin = [m for m in models if m.size == "small"]
+    n_large = len(models) - len(twin)
     rows = {
-        "tlc": (f"TLC 2.15 on {len(models)} models ({plan.jobs} at once, 1 worker each), counts checked"
-                if plan.check_counts else f"TLC 2.15 on {len(models)} models", f"{states:,} states"),
+        "tlc": (f"TLC 2.15 on {len(models)} models ({plan.jobs} at once, 1 worker each"
+                + (f"; the {n_large} large ones one at a time, {plan.jobs} workers" if n_large else "") + ")"
+                + (", counts checked" if plan.check_counts else ""), f"{states:,} states"),
         "twin": ("the Python twin on the same small models, against this TLC run",
                  f"{sum(m.distinct_states or 0 for m in twin):,} states"),
         "fuzz": ("a fuzz campaign of the simulator on Spark local[*]", f"{plan.fuzz_seeds:,} seeds"),
-        "prove": ("z3: invariants inductive, a reachable CTI per bug", "all configurations"),
+        "prove": ("z3: invariants inductive, a reachable CTI per bug"
+                  + ("" if plan.full else f" (but {', '.join(sorted(SLOW_CTIS))}: --full)"), "all configurations"),
     }
     for step in STEPS:
         what, size = rows[step]
@@ -232,9 +239,13 @@ def step_tlc(log: RunLog, plan: Plan, models: list[Model], progress: Progress) -
         log.say(f"tlc {k}/{total} ({progress.line()}): {v.model.model} {v.run.outcome} ({mark}), "
                 f"{v.run.distinct_states or 0:,} states, {v.run.seconds:.1f} s")
 
+    # Small models one worker each, several at once (reproducible depths); large ones one at a time
+    # with every core (their depths are then not compared: TLC's parallel search is not level by level).
+    small, large = [m for m in todo if m.size == "small"], [m for m in todo if m.size != "small"]
+    log_dir = new_log_dir()
     try:
-        check_models(todo, TlcOptions(workers=1), plan.jobs, new_log_dir(), plan.check_counts,
-                     Events(finished=finished))
+        check_models(small, TlcOptions(workers=1), plan.jobs, log_dir, plan.check_counts, Events(finished=finished))
+        check_models(large, TlcOptions(workers=plan.jobs), 1, log_dir, plan.check_counts, Events(finished=finished))
     except TlcUnavailable as err:
         raise errors.EnvironmentFailure(str(err)) from None
     records = log.records("tlc.jsonl")
@@ -275,7 +286,7 @@ def step_fuzz(log: RunLog, plan: Plan, progress: Progress) -> dict:
     except Exception as err:           # noqa: BLE001  (Py4J/JVM start-up errors have many types)
         raise errors.EnvironmentFailure(f"Spark did not start: {str(err).strip()[:200]}") from None
     try:
-        summary = run_campaign(spark, CampaignSpec(seeds=plan.fuzz_seeds, out=out, resume=True), progress=False)
+        summary = run_campaign(spark, CampaignSpec(seeds=plan.fuzz_seeds, out=out, resume=True))
     except DeterminismError as err:
         return {"ok": False, "detail": f"determinism audit failed: {err}"}
     finally:
@@ -290,17 +301,17 @@ def step_fuzz(log: RunLog, plan: Plan, progress: Progress) -> dict:
             "reproducers": [r["reproducer"] for r in summary["reproducers"]], "summary": str(out / "summary.json")}
 
 
-def prove_in_process():
+def prove_in_process(full: bool):
     """The proofs, run in a process of their own (so that they share nothing with the twin)."""
-    from cli.prove import prove_manifest
+    from cli.prove import SLOW_CTIS, prove_manifest
 
-    return prove_manifest()
+    return prove_manifest(skip_bugs=frozenset() if full else SLOW_CTIS)
 
 
 def step_prove(log: RunLog, plan: Plan, progress: Progress, future=None) -> dict:
     from cli.prove import report_json
 
-    report = future.result() if future is not None else prove_in_process()
+    report = future.result() if future is not None else prove_in_process(plan.full)
     progress.advance(progress.estimates["prove"])
     failed = [g.configuration for g in report.green if not g.ok] + \
              [r.config for r in report.bugs if r.result != "CTI"]
@@ -388,7 +399,7 @@ def main(args: argparse.Namespace) -> int:
                 from concurrent.futures import ProcessPoolExecutor
 
                 pool = ProcessPoolExecutor(max_workers=1)
-                proofs = pool.submit(prove_in_process)      # beside the twin, on the other core
+                proofs = pool.submit(prove_in_process, plan.full)   # beside the twin, on the other core
                 log.say("prove: started beside the twin")
             if step in plan.skip:
                 continue

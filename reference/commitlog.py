@@ -9,83 +9,173 @@ off-heap write buffer and only ``commit`` hands data to the page cache.
 ``issued`` is what was handed over; ``committed`` is what the runtime
 confirmed written (``confirm``), so nothing downstream (fsync, HA transfer)
 ever reaches bytes whose write failed.  No I/O happens here.
+
+Memory is bounded: the log keeps the bytes and the record index of the
+segments from ``base`` on (``forget_below`` moves it, the master decides
+when), and one checkpoint per segment (records before it, chain hash at its
+start).  Older data is on the segment files; the master reads a segment back
+when a slave needs it (reference/master.py).  A ``ghost`` index that forgets
+nothing can be kept for observers (the simulator's refinement mapping); no
+decision ever reads it.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from array import array
+from bisect import bisect_left, bisect_right
 
 from reference.effects import CreateSegment, WriteData
 from reference.record import (
-    CHAIN_START, END_FILE_MIN_BLANK_LENGTH, Record, RecoveryReport, blank, chain_next, encode,
-    record_size,
+    CHAIN_START, END_FILE_MIN_BLANK_LENGTH, Checkpoint, LogScan, Record, blank, chain_next, encode,
+    record_size, scan_segment,
 )
+
+CHAIN_BYTES = 16
+
+
+class NotRetained(LookupError):
+    """An offset below the index's base: the caller must read that segment back."""
 
 
 class LogIndex:
     """Where the message records of a log end, their keys, and the chain hash
-    of the log prefix at every boundary (record ends and padded segment ends).
-    Master and slave keep one each; the handshake compares chain hashes."""
+    of the log prefix at every boundary (record ends and segment starts).
+    Master and slave keep one each; the handshake compares chain hashes.
 
-    def __init__(self, segment_size: int) -> None:
+    Compact (arrays, 40 bytes a record) and windowed: records ending at or
+    before ``base`` are forgotten, counted in ``base_records``; ``checkpoints``
+    keeps (records, chain) at every segment start ever reached."""
+
+    def __init__(self, segment_size: int, base: int = 0, base_records: int = 0,
+                 base_chain: bytes = CHAIN_START) -> None:
+        assert base % segment_size == 0, base
         self.segment_size = segment_size
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.keys: list[int] = []
-        self.chain: dict[int, bytes] = {0: CHAIN_START}
-        self.last_chain = CHAIN_START
+        self.base = base
+        self.base_records = base_records
+        self.base_chain = base_chain
+        self.starts = array("q")
+        self.ends = array("q")
+        self.keys = array("Q")
+        self._chains = bytearray()          # CHAIN_BYTES per record: the chain at its end
+        self.checkpoints: dict[int, Checkpoint] = {base: Checkpoint(base, base_records, base_chain)}
+        self.last_chain = base_chain
+
+    # --- growth ---------------------------------------------------------------
+
+    def _reach_segment(self, offset: int) -> None:
+        if offset not in self.checkpoints:
+            self.checkpoints[offset] = Checkpoint(offset, self.count, self.last_chain)
 
     def add_record(self, offset: int, header: bytes, end: int, key: int) -> None:
-        previous_end = self.ends[-1] if self.ends else 0
+        previous_end = self.ends[-1] if self.ends else self.base
         if offset != previous_end:  # the previous segment was padded: its end is a boundary
-            assert offset % self.segment_size == 0, (offset, previous_end)
-            self.chain[offset] = self.last_chain
+            assert offset % self.segment_size == 0 and offset > previous_end, (offset, previous_end)
+            self._reach_segment(offset)
         self.last_chain = chain_next(self.last_chain, offset, header)
-        self.chain[end] = self.last_chain
         self.starts.append(offset)
         self.ends.append(end)
         self.keys.append(key)
+        self._chains += self.last_chain
 
     def add_segment_end(self, offset: int) -> None:
         assert offset % self.segment_size == 0
-        self.chain[offset] = self.last_chain
+        self._reach_segment(offset)
+
+    # --- questions --------------------------------------------------------------
+
+    @property
+    def count(self) -> int:
+        """Message records in the log (forgotten ones included)."""
+        return self.base_records + len(self.ends)
+
+    def retains(self, offset: int) -> bool:
+        return offset >= self.base
 
     def records_upto(self, offset: int) -> int:
         """How many message records end at or before ``offset``."""
-        return bisect_right(self.ends, offset)
+        if offset < self.base:
+            raise NotRetained(offset)
+        return self.base_records + bisect_right(self.ends, offset)
+
+    def chain_at(self, offset: int) -> bytes | None:
+        """The chain hash of the log prefix ending at ``offset``, or None when that is
+        not a boundary of this log (a retained offset; NotRetained below ``base``)."""
+        if offset < self.base:
+            raise NotRetained(offset)
+        if (cp := self.checkpoints.get(offset)) is not None:
+            return cp.chain
+        i = bisect_left(self.ends, offset)
+        if i < len(self.ends) and self.ends[i] == offset:
+            return bytes(self._chains[i * CHAIN_BYTES: (i + 1) * CHAIN_BYTES])
+        return None
+
+    def end_after(self, records: int) -> int:
+        """The end offset of record number ``records`` (1-based, a retained one)."""
+        return self.ends[records - 1 - self.base_records]
+
+    def start_of(self, records: int) -> int:
+        """The start offset of the record after the first ``records`` (a retained one)."""
+        return self.starts[records - self.base_records]
 
     def boundary_at_or_below(self, offset: int) -> int:
         """The last record boundary (a record start, or the end of the log) at or below ``offset``."""
-        k = self.records_upto(offset)
+        k = self.records_upto(offset) - self.base_records
         if k < len(self.starts) and self.starts[k] <= offset:
             return self.starts[k]      # the padding before record k is whole
-        return self.ends[k - 1] if k else 0
+        return self.ends[k - 1] if k else self.base
+
+    # --- shrinking --------------------------------------------------------------
 
     def truncate(self, offset: int) -> None:
         """Forget every record that does not end at or before ``offset`` (a boundary)."""
-        k = self.records_upto(offset)
-        assert offset in self.chain, offset
-        del self.starts[k:], self.ends[k:], self.keys[k:]
-        for boundary in [b for b in self.chain if b > offset]:
-            del self.chain[boundary]
-        self.last_chain = self.chain[offset]
+        chain = self.chain_at(offset)
+        assert chain is not None, offset
+        k = self.records_upto(offset) - self.base_records
+        del self.starts[k:], self.ends[k:], self.keys[k:], self._chains[k * CHAIN_BYTES:]
+        for start in [s for s in self.checkpoints if s > offset]:
+            del self.checkpoints[start]
+        self.last_chain = chain
+
+    def forget_below(self, offset: int) -> None:
+        """Forget the records before segment start ``offset`` (keep its checkpoint and later)."""
+        assert offset % self.segment_size == 0 and offset >= self.base, (offset, self.base)
+        if offset == self.base:
+            return
+        cp = self.checkpoints[offset]
+        k = bisect_right(self.ends, offset)
+        del self.starts[:k], self.ends[:k], self.keys[:k], self._chains[:k * CHAIN_BYTES]
+        self.base, self.base_records, self.base_chain = offset, cp.records, cp.chain
+        assert self.count == cp.records + len(self.ends)
 
     def rebuild(self, records, header_of) -> None:
         for rec in records:
             self.add_record(rec.offset, header_of(rec), rec.end, rec.key)
 
+    @classmethod
+    def of_segment(cls, segment_size: int, checkpoint: Checkpoint, data: bytes) -> LogIndex:
+        """The index of one whole segment read back from its file (records from its checkpoint)."""
+        index = cls(segment_size, checkpoint.start, checkpoint.records, checkpoint.chain)
+        scan = scan_segment(data, checkpoint.start)
+        for rec in scan.records:
+            pos = rec.offset - checkpoint.start
+            index.add_record(rec.offset, bytes(data[pos: pos + 12]), rec.end, rec.key)
+        if scan.ends_with_blank:
+            index.add_segment_end(checkpoint.start + segment_size)
+        return index
+
 
 class CommitLog:
-    def __init__(self, segment_size: int, transient_pool: bool) -> None:
+    def __init__(self, segment_size: int, transient_pool: bool, ghost: bool = False) -> None:
         assert segment_size > 64, segment_size
         self.segment_size = segment_size
         self.transient_pool = transient_pool
-        self.segments: dict[int, bytearray] = {}
+        self.segments: dict[int, bytearray] = {}    # the retained ones: start >= index.base
         self.wrote = 0        # bytes appended (write buffer included)
         self.issued = 0       # bytes handed to the runtime for the page cache (WriteData)
         self.committed = 0    # bytes the runtime confirmed in the page cache
         self.flushed = 0      # bytes the flush service reported fsync'd
         self.index = LogIndex(segment_size)
+        self.ghost: LogIndex | None = LogIndex(segment_size) if ghost else None
 
     # --- geometry -----------------------------------------------------------
 
@@ -96,13 +186,18 @@ class CommitLog:
         """End of the segment holding ``offset`` (a boundary belongs to the next one)."""
         return self.segment_start(offset) + self.segment_size
 
+    @property
+    def base(self) -> int:
+        """Bytes and index below this offset (a segment start) are on the files only."""
+        return self.index.base
+
     def records_upto(self, offset: int) -> int:
         return self.index.records_upto(offset)
 
     def data(self, offset: int, end: int) -> bytes:
-        """Bytes [offset, end), which must lie in one segment."""
+        """Bytes [offset, end), which must lie in one retained segment."""
         start = self.segment_start(offset)
-        assert end <= start + self.segment_size and offset <= end, (offset, end)
+        assert end <= start + self.segment_size and offset <= end and start >= self.base, (offset, end, self.base)
         seg = self.segments[start]
         return bytes(seg[offset - start: end - start])
 
@@ -137,6 +232,8 @@ class CommitLog:
         offset = self.wrote
         self._put_bytes(record, effects)
         self.index.add_record(offset, record, self.wrote, key)
+        if self.ghost is not None:
+            self.ghost.add_record(offset, record, self.wrote, key)
         return self.wrote, effects
 
     # --- handing bytes to the page cache ------------------------------------------
@@ -167,6 +264,8 @@ class CommitLog:
         records appended behind a write that failed, never to be written."""
         assert self.flushed <= self.committed <= offset <= self.wrote, (self.committed, offset, self.wrote)
         self.index.truncate(offset)
+        if self.ghost is not None:
+            self.ghost.truncate(offset)
         for start in [s for s in self.segments if s + self.segment_size > offset]:
             if start >= offset:
                 del self.segments[start]
@@ -175,34 +274,45 @@ class CommitLog:
                 seg[offset - start:] = bytes(self.segment_size - (offset - start))
         self.wrote = self.issued = offset
 
+    def forget_below(self, start: int) -> None:
+        """Drop the bytes and index of every segment before ``start`` (a segment start
+        at or below the flushed one): they are on the files, read back if needed."""
+        assert start % self.segment_size == 0 and self.base <= start <= self.segment_start(self.flushed), \
+            (start, self.base, self.flushed)
+        self.index.forget_below(start)
+        for s in [s for s in self.segments if s < start]:
+            del self.segments[s]
+
     def flush_target(self) -> int:
         """How far one flush reaches: the committed data of the segment that
         holds the next unflushed record (and the padding before it, which may
         end the previous segment: GroupCommitService's second pass, taken at
         once so that no flush makes only padding durable)."""
         k = self.index.records_upto(self.flushed)
-        if k == len(self.index.ends):
+        if k == self.index.count:
             return min(self.committed, self.segment_end(self.flushed))
-        return min(self.committed, self.segment_end(self.index.starts[k]))
+        return min(self.committed, self.segment_end(self.index.start_of(k)))
 
     # --- recovery -------------------------------------------------------------
 
     @classmethod
-    def recovered(cls, segment_size: int, transient_pool: bool, report: RecoveryReport,
-                  segment_bytes: dict[int, bytes]) -> CommitLog:
-        """The log as CRC recovery left it: every watermark at the end."""
+    def recovered(cls, segment_size: int, transient_pool: bool, scan: LogScan, ghost: LogIndex | None = None
+                  ) -> CommitLog:
+        """The log as CRC recovery left it: every watermark at the end, the last
+        segment in memory.  ``ghost``: the whole log's index, for observers."""
         log = cls(segment_size, transient_pool)
-        end = report.end_offset
-        for start, data in segment_bytes.items():
-            if start < end:
-                seg = bytearray(segment_size)
-                keep = min(len(data), end - start)
-                seg[:keep] = data[:keep]
-                log.segments[start] = seg
-        log.index.rebuild(report.records, lambda rec: log.header(rec))
-        if end % segment_size == 0 and end > (log.index.ends[-1] if log.index.ends else 0):
-            log.index.add_segment_end(end)
-        log.wrote = log.issued = log.committed = log.flushed = end
+        cp = scan.checkpoints[-1]
+        log.index = LogIndex(segment_size, cp.start, cp.records, cp.chain)
+        for earlier in scan.checkpoints[:-1]:
+            log.index.checkpoints[earlier.start] = earlier
+        if scan.tail_start < scan.end_offset:
+            seg = bytearray(segment_size)
+            seg[: len(scan.tail_bytes)] = scan.tail_bytes
+            log.segments[scan.tail_start] = seg
+            log.index.rebuild(scan.tail_records, lambda rec: log.header(rec))
+        assert log.index.count == scan.record_count, (log.index.count, scan.record_count)
+        log.ghost = ghost
+        log.wrote = log.issued = log.committed = log.flushed = scan.end_offset
         return log
 
     def header(self, rec: Record) -> bytes:

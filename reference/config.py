@@ -25,6 +25,16 @@ def _positive(instance, attribute, value):
         raise ConfigError(f"{attribute.name} = {value!r}: must be a positive integer")
 
 
+def _non_negative(instance, attribute, value):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(f"{attribute.name} = {value!r}: must be an integer >= 0")
+
+
+def _bool(instance, attribute, value):
+    if not isinstance(value, bool):
+        raise ConfigError(f"{attribute.name} = {value!r}: must be true or false")
+
+
 def _bugs(instance, attribute, value):
     if unknown := sorted(set(value) - set(BUG_NAMES)):
         raise ConfigError(f"unknown bug switch {', '.join(unknown)}; known: {', '.join(BUG_NAMES)}")
@@ -35,17 +45,17 @@ class StoreConfig:
     # what the broker promises (MessageStoreConfig.flushDiskType, brokerRole, ...)
     flush_disk_type: str = attrs.field(default="ASYNC_FLUSH", validator=_choice(FLUSH_MODES))
     broker_role: str = attrs.field(default="ASYNC_MASTER", validator=_choice(REPL_MODES))
-    transient_store_pool_enable: bool = False
+    transient_store_pool_enable: bool = attrs.field(default=False, validator=_bool)
     ack_policy: str = attrs.field(default="ANY_REPLICA_MAX", validator=_choice(ACK_POLICIES))
     in_sync_replicas: int = attrs.field(default=2, validator=_positive)    # master included
     ack_mode: str = attrs.field(default="DECOUPLED", validator=_choice(ACK_MODES))
     # Benchmark baseline, not a RocketMQ knob: each fsync covers one message
     # (the design group commit replaced), so `ackorder bench groupcommit` can compare.
-    flush_one_message_per_fsync: bool = False
+    flush_one_message_per_fsync: bool = attrs.field(default=False, validator=_bool)
     # The fix for seed 001 / RocketMQ #1372 (not a RocketMQ knob): with the transient store pool,
     # a request that starts waiting for slaves commits the write buffer at once, since slaves
     # can only read committed data; without it such requests wait for the commit interval.
-    commit_on_replica_wait: bool = False
+    commit_on_replica_wait: bool = attrs.field(default=False, validator=_bool)
     # commit log layout
     mapped_file_size_commit_log: int = attrs.field(default=16 * MiB, validator=_positive)
     max_message_size: int = attrs.field(default=4 * MiB, validator=_positive)
@@ -56,13 +66,13 @@ class StoreConfig:
     # services
     group_commit_interval_ms: int = attrs.field(default=10, validator=_positive)
     flush_interval_commit_log_ms: int = attrs.field(default=500, validator=_positive)
-    flush_commit_log_least_pages: int = 4
+    flush_commit_log_least_pages: int = attrs.field(default=4, validator=_non_negative)
     flush_commit_log_thorough_interval_ms: int = attrs.field(default=10_000, validator=_positive)
     commit_interval_commit_log_ms: int = attrs.field(default=200, validator=_positive)
-    commit_commit_log_least_pages: int = 4
+    commit_commit_log_least_pages: int = attrs.field(default=4, validator=_non_negative)
     commit_commit_log_thorough_interval_ms: int = attrs.field(default=200, validator=_positive)
-    wake_commit_when_put_message: bool = True
-    wake_flush_when_put_message: bool = False
+    wake_commit_when_put_message: bool = attrs.field(default=True, validator=_bool)
+    wake_flush_when_put_message: bool = attrs.field(default=False, validator=_bool)
     # HA
     ha_transfer_batch_size: int = attrs.field(default=32 * KiB, validator=_positive)
     ha_max_gap_not_in_sync: int = attrs.field(default=256 * MiB, validator=_positive)
@@ -82,8 +92,6 @@ class StoreConfig:
             raise ConfigError(
                 f"max_message_size = {self.max_message_size} does not fit a segment of "
                 f"mapped_file_size_commit_log = {self.mapped_file_size_commit_log} bytes")
-        if self.flush_commit_log_least_pages < 0 or self.commit_commit_log_least_pages < 0:
-            raise ConfigError("the least-pages knobs must be >= 0")
 
     def bug(self, name: str) -> bool:
         return name in self.bugs

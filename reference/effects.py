@@ -64,10 +64,22 @@ class CloseReplica:
 
 @attrs.frozen
 class Respond:
-    """Answer a producer's request."""
+    """Answer a producer's request.  ``final``: no other answer will follow, so
+    the runtime can forget where the request came from (False only when the
+    BugDoubleResponse switch will answer it a second time)."""
     req_id: int
     status: int       # reference.status.PutStatus
     next_offset: int
+    final: bool = True
+
+
+@attrs.frozen
+class ReadSegment:
+    """Master: read the whole segment file starting at ``start`` back (as the
+    page cache serves it) and answer with ``segment_read`` (or
+    ``segment_read_failed``).  Only for segments the core no longer keeps in
+    memory: a slave that lags, or that reconnects at an old offset."""
+    start: int
 
 
 @attrs.frozen

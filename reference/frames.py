@@ -80,6 +80,8 @@ class Refuse:
 _U64 = struct.Struct(">Q")
 _PUT = struct.Struct(">QQ")
 _RESPONSE = struct.Struct(">QBQ")
+_RESPONSE_HEAD = bytes([2])                                       # FrameType.RESPONSE
+_RESPONSE_PREFIX = _PREFIX.pack(1 + _RESPONSE.size + _CRC.size, 2)
 
 
 def encode(frame) -> bytes:
@@ -101,6 +103,12 @@ def encode(frame) -> bytes:
         raise TypeError(f"not a frame: {frame!r}")
     body = bytes([kind]) + payload
     return _PREFIX.pack(len(body) + _CRC.size, kind) + payload + _CRC.pack(zlib.crc32(body))
+
+
+def encode_response(req_id: int, status: int, next_offset: int) -> bytes:
+    """``encode(Response(...))`` without the object: the master sends one per message."""
+    body = _RESPONSE_HEAD + _RESPONSE.pack(req_id, status, next_offset)
+    return _RESPONSE_PREFIX + body[1:] + _CRC.pack(zlib.crc32(body))
 
 
 def _decode(kind: int, payload: bytes):

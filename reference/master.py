@@ -33,24 +33,48 @@ The services are RocketMQ's, each a small piece of state inside:
   every report is checked against what the transfer may ship (committed
   data) and against the master's own record count at that offset.
 
+Memory is bounded (it never grows with the log): answered requests are
+forgotten, and the log keeps in memory only the segments from the one
+holding the oldest of the flushed offset and the in-sync slaves' acks
+(``_retain``).  What a slave needs below that (data to ship, or the index
+to check its handshake or ack against) is read back from the segment file:
+the core emits ReadSegment, parks that connection's events (in order) until
+``segment_read`` brings the segment, and keeps a few such segments cached.
+
+``spec_steps`` and ``request_log`` are ghost state for observers (the
+simulator's refinement check); a runtime that has none sets them to
+``DISCARD`` and None.
+
 ``spec_steps`` is ghost state: the spec actions (tla/AckOrder.tla names)
 each event performed, for the refinement check in reference/refinement.py.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 
 import attrs
 
-from reference.commitlog import CommitLog
+from reference.commitlog import CommitLog, LogIndex
 from reference.config import StoreConfig
 from reference.decisions import INF, covered_count, deadline_status, replica_coverage
-from reference.effects import CloseReplica, Fsync, Respond, SendData, WriteData
+from reference.effects import CloseReplica, Fsync, ReadSegment, Respond, SendData, WriteData
 from reference.status import PutStatus
 
 MAX_WRITES_IN_FLIGHT = 1 << 16     # WriteData effects awaiting write_done / write_failed
 MAX_UNGREETED_CONNECTIONS = 1 << 12  # HA connections accepted, HANDSHAKE not yet received
+MAX_PARKED_EVENTS = 1 << 12        # per connection: HA frames waiting for a segment read
+RETAINED_SEGMENTS_BEHIND = 2       # segments kept behind committed's for slow in-sync slaves
+
+
+class DiscardSteps(list):
+    """A ``spec_steps`` that records nothing (a runtime with no refinement check)."""
+
+    def append(self, item) -> None:
+        pass
+
+
+DISCARD = DiscardSteps()
 
 
 @attrs.define(slots=True, eq=False)
@@ -61,6 +85,7 @@ class Request:
     put_ms: int
     status: PutStatus | None = None
     flush_done_when_answered: bool = False
+    flush_deadline_pending: bool = False   # in flush_deadlines (BugDoubleResponse may answer again)
 
 
 @attrs.define(slots=True, eq=False)
@@ -91,7 +116,8 @@ class MasterCore:
         self.writable = True
         self.effects: list = []
         self.spec_steps: list[tuple] = []
-        self.requests: dict[int, Request] = {}
+        self.requests: dict[int, Request] = {}          # the unanswered ones
+        self.request_log: dict[int, Request] | None = None   # ghost: every request, for observers
         self.unconfirmed: deque[Request] = deque()      # appended, page-cache write not yet confirmed
         self.writes: deque[WriteInFlight] = deque()
         self.waiting: deque[Request] = deque()          # ordered by next_offset
@@ -113,8 +139,20 @@ class MasterCore:
         # HA
         self.conns: dict[str, HaConnection] = {}        # slave name -> its accepted connection
         self.ungreeted: dict[int, int] = {}             # connection id -> when it opened (no HANDSHAKE yet)
+        self.connecting: dict[str, int] = {}            # slave name -> a connection whose handshake waits
         self.push2SlaveMaxOffset = 0
         self.push2_records = 0    # the same maximum, in records the slaves reported
+        # segments read back for slaves that lag: start -> (index, bytes), least recently used first
+        self._old: OrderedDict[int, tuple[LogIndex, bytes]] = OrderedDict()
+        self._old_capacity = max(2, len(self.replicas) + 1)
+        self._reads: set[int] = set()                   # ReadSegment effects awaiting their answer
+        self._parked: dict[int, deque[tuple]] = {}      # connection -> its HA events waiting for a read
+        # the configuration is frozen: its switches, read once
+        self._ack_on_wrote = config.bug("BugAckOnWrote")
+        self._ack_on_committed = config.bug("BugAckOnCommitted")
+        self._policy_name = ("ANY_REPLICA_MAX" if config.bug("BugAnyReplicaForAllInSync")
+                             and config.ack_policy == "ALL_IN_SYNC" else config.ack_policy)
+        self._sweep_deferred = False     # inside writes_done: one sweep at the end
 
     # ------------------------------------------------------------------ helpers
 
@@ -147,17 +185,23 @@ class MasterCore:
         assert not self.writes or self.writes[0].offset >= log.committed, "a write in flight below committed"
 
     def _answer(self, req: Request, status: PutStatus, step: str) -> None:
-        if req.status is not None and not (self.cfg.bug("BugDoubleResponse") and step == "Timeout"):
+        double = self.cfg.bug("BugDoubleResponse")
+        if req.status is not None and not (double and step == "Timeout"):
             return
         if req.status is None:
             req.flush_done_when_answered = self.flush_leg_done(req)
         req.status = status
-        self._emit(Respond(req.req_id, int(status), req.next_offset))
+        self.requests.pop(req.req_id, None)
+        # The double-response switch is decided here, not in a runtime: under the bug a PUT_OK
+        # whose flush deadline is still queued gets a second answer when that deadline passes.
+        final = not (double and status is PutStatus.PUT_OK and req.flush_deadline_pending)
+        self._emit(Respond(req.req_id, int(status), req.next_offset, final))
         self.spec_steps.append((step, req.req_id) if step == "Respond" else (step, req.req_id, status.name))
 
     def _reject(self, req: Request, status: PutStatus, step: str) -> None:
         """Answer a request whose record never reached the log (spec: a rejected Put, or WriteFail)."""
         req.status, req.next_offset = status, 0
+        self.requests.pop(req.req_id, None)
         self._emit(Respond(req.req_id, int(status), 0))
         self.spec_steps.append((step, req.req_id))
 
@@ -169,26 +213,32 @@ class MasterCore:
         """Waiting requests with nextOffset at or below this have their flush leg done."""
         if not self.cfg.sync_flush:
             return INF
-        if self.cfg.bug("BugAckOnWrote"):
+        if self._ack_on_wrote:
             return self.log.wrote
-        if self.cfg.bug("BugAckOnCommitted"):
+        if self._ack_on_committed:
             return self.log.committed
         return self.released_upto
 
     def _policy(self) -> str:
-        if self.cfg.bug("BugAnyReplicaForAllInSync") and self.cfg.ack_policy == "ALL_IN_SYNC":
-            return "ANY_REPLICA_MAX"
-        return self.cfg.ack_policy
+        return self._policy_name
 
     def replica_coverage(self) -> float:
         """Waiting requests with nextOffset at or below this have their replica leg done."""
         if not self.cfg.sync_master:
             return INF
+        policy = self._policy_name
+        if policy == "ANY_REPLICA_MAX":      # the decision reads neither list: do not build them per call
+            return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset, [], [],
+                                    len(self.sync_state_set))
         sss = [self.conns[name].ack_offset for name in sorted(self.sync_state_set) if name in self.conns]
-        return replica_coverage(self._policy(), self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
+        return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
                                 [c.ack_offset for c in self.conns.values()], sss, len(self.sync_state_set))
 
     def _complete_covered(self) -> None:
+        if not self.waiting:
+            return
+        if self._sweep_deferred:
+            return
         threshold = min(self.flush_frontier(), self.replica_coverage())
         # Answered requests (a deadline or a crash came first) leave the queue in the same sweep.
         released = covered_count((-1 if r.status is not None else r.next_offset for r in self.waiting), threshold)
@@ -212,6 +262,8 @@ class MasterCore:
             return
         req = Request(req_id, key, 0, now_ms)
         self.requests[req_id] = req
+        if self.request_log is not None:
+            self.request_log[req_id] = req
         if not self.writable:
             self._reject(req, PutStatus.SERVICE_NOT_AVAILABLE, "Put")
             return
@@ -237,6 +289,7 @@ class MasterCore:
             self._flush_wakeup = True
             if not cfg.bug("BugNoFlushDiskWatcher"):
                 self.flush_deadlines.append((req.put_ms + cfg.sync_flush_timeout_ms, req))
+                req.flush_deadline_pending = True
         if cfg.sync_master and (cfg.ack_mode == "DECOUPLED" or not cfg.sync_flush):
             self._register_replica_leg(req, now_ms)
         self._after_append()
@@ -278,11 +331,26 @@ class MasterCore:
 
     def write_done(self, start: int, position: int, length: int, now_ms: int) -> None:
         """The runtime wrote one WriteData into the page cache."""
-        w = self._pop_write(start + position, start + position + length)
-        if not w.stale:
-            self._confirm(w.end, now_ms)
-            self._transfer()
-            self._complete_covered()
+        self.writes_done([(start, position, length)], now_ms)
+
+    def writes_done(self, writes: list[tuple[int, int, int]], now_ms: int) -> None:
+        """The runtime wrote these WriteData (start, position, length), in order, into the page
+        cache (one pwrite for a batch): the same as one write_done each, with one transfer and
+        one sweep of the waiting requests at the end instead of one per write."""
+        end = None
+        for start, position, length in writes:
+            w = self._pop_write(start + position, start + position + length)
+            if not w.stale:
+                end = w.end
+        if end is None:
+            return
+        self._sweep_deferred = True
+        try:
+            self._confirm(end, now_ms)
+        finally:
+            self._sweep_deferred = False
+        self._transfer()
+        self._complete_covered()
 
     def write_failed(self, start: int, position: int, length: int, written: int, now_ms: int) -> None:
         """A WriteData failed after ``written`` of its bytes (EIO, ENOSPC, a short write)."""
@@ -326,6 +394,7 @@ class MasterCore:
             self._appended(failed, now_ms, step=("WriteFail", failed.req_id, None))
         else:
             failed.status = PutStatus.UNKNOWN_ERROR
+            self.requests.pop(failed.req_id, None)
             self._emit(Respond(failed.req_id, int(PutStatus.UNKNOWN_ERROR), failed.next_offset))
             self.spec_steps.append(("WriteFail", failed.req_id, None))
         if self.unconfirmed:
@@ -354,6 +423,7 @@ class MasterCore:
         self._housekeeping(now_ms)
         self._transfer()
         self._complete_covered()
+        self._retain()
 
     def _housekeeping(self, now_ms: int) -> None:
         """HAConnection: close a connection that never greets, or that acknowledges none of
@@ -407,7 +477,7 @@ class MasterCore:
     def _issue_fsync(self) -> None:
         target = self.log.flush_target()
         if self.cfg.flush_one_message_per_fsync:     # the benchmark's baseline: no batching
-            target = min(target, self.log.index.ends[self.log.records_upto(self.log.flushed)])
+            target = min(target, self.log.index.end_after(self.log.records_upto(self.log.flushed) + 1))
         assert target > self.log.flushed and self.fsync_in_flight is None and self._flush_allowed()
         self.fsync_in_flight = target
         self._emit(Fsync(self.log.segment_start(self.log.flushed), target))
@@ -469,6 +539,7 @@ class MasterCore:
             if self.requests_read and self._flush_needed() and self._flush_allowed():
                 self._issue_fsync()    # "flush up to twice": the message rolled into the next segment
         self._complete_covered()
+        self._retain()
 
     def _release_read(self, now_ms: int) -> None:
         """Complete the flush futures of the round's requests that are flushed."""
@@ -497,6 +568,7 @@ class MasterCore:
         cfg = self.cfg
         while self.flush_deadlines and self.flush_deadlines[0][0] <= now_ms:
             _, req = self.flush_deadlines.popleft()
+            req.flush_deadline_pending = False
             if req.status is None and req.next_offset > self.flush_frontier():
                 self._fail(req, self._deadline_status(req, flush_pending=True))
             elif req.status is PutStatus.PUT_OK and cfg.bug("BugDoubleResponse"):
@@ -520,7 +592,10 @@ class MasterCore:
         due = [now_ms + 1000]
         if cfg.transient_store_pool_enable and log.issued < log.wrote:
             due.append(now_ms if self._commit_wakeup else self._last_commit_round_ms + cfg.commit_interval_commit_log_ms)
-        if self.fsync_in_flight is None and self._flush_allowed() and log.committed > log.flushed:
+        # GroupCommitService also runs for requests an earlier fsync already covered (a follow-up
+        # fsync reached past them while they waited in requests_write): its round releases them.
+        waiting_round = cfg.sync_flush and (self.requests_write or self.requests_read)
+        if self.fsync_in_flight is None and self._flush_allowed() and (log.committed > log.flushed or waiting_round):
             interval = cfg.group_commit_interval_ms if cfg.sync_flush else cfg.flush_interval_commit_log_ms
             due.append(now_ms if self._flush_wakeup else self._last_flush_round_ms + interval)
         if self.flush_deadlines:
@@ -539,21 +614,118 @@ class MasterCore:
 
     def _transfer(self) -> None:
         """HAConnection.WriteSocketService: stream committed data, batch by batch.
-        (The spec's Transfer(r) label is recorded by the slave, per record it takes.)"""
+        (The spec's Transfer(r) label is recorded by the slave, per record it takes.)
+        A slave behind the segments in memory is served from a segment read back."""
         limit = self._transfer_limit()
         cfg, log = self.cfg, self.log
         for hc in self.conns.values():
             while hc.next_transfer < limit and hc.next_transfer - hc.ack_offset < cfg.ha_send_window_bytes:
                 start = hc.next_transfer
                 end = min(limit, log.segment_end(start), start + cfg.ha_transfer_batch_size)
-                self._emit(SendData(hc.conn, start, log.data(start, end)))
+                data = self._data(start, end)
+                if data is None:
+                    break            # a ReadSegment is under way: segment_read resumes the stream
+                self._emit(SendData(hc.conn, start, data))
                 hc.next_transfer = end
+
+    # --- segments read back ---------------------------------------------------------
+
+    def _old_segment(self, start: int) -> tuple[LogIndex, bytes] | None:
+        """A segment below the log's memory, or None after asking the runtime to read it."""
+        seg = self._old.get(start)
+        if seg is not None:
+            self._old.move_to_end(start)
+            return seg
+        if start not in self._reads:
+            self._reads.add(start)
+            self._emit(ReadSegment(start))
+        return None
+
+    def _index_at(self, offset: int) -> LogIndex | None:
+        """The index that answers for ``offset`` (None: a read was asked for)."""
+        if self.log.index.retains(offset):
+            return self.log.index
+        seg = self._old_segment(self.log.segment_start(offset))
+        return None if seg is None else seg[0]
+
+    def _data(self, offset: int, end: int) -> bytes | None:
+        if offset >= self.log.base:
+            return self.log.data(offset, end)
+        start = self.log.segment_start(offset)
+        seg = self._old_segment(start)
+        return None if seg is None else seg[1][offset - start: end - start]
+
+    def segment_read(self, start: int, data: bytes, now_ms: int) -> None:
+        """The runtime read back the segment file asked for by ReadSegment(start)."""
+        if start not in self._reads:
+            return
+        self._reads.discard(start)
+        log = self.log
+        cp, nxt = log.index.checkpoints.get(start), log.index.checkpoints.get(start + log.segment_size)
+        assert cp is not None and nxt is not None and start < log.base, (start, log.base)
+        index = LogIndex.of_segment(log.segment_size, cp, data)
+        if (index.count, index.last_chain) != (nxt.records, nxt.chain):
+            self.segment_read_failed(start, f"segment {start} read back does not hold the records the log "
+                                            f"wrote there ({index.count - cp.records} of {nxt.records - cp.records})",
+                                     now_ms)
+            return
+        self._old[start] = (index, bytes(data))
+        while len(self._old) > self._old_capacity:
+            self._old.popitem(last=False)
+        self._replay_parked(now_ms)
+        self._transfer()
+        self._complete_covered()
+
+    def segment_read_failed(self, start: int, reason: str, now_ms: int) -> None:
+        """The segment could not be read back: close the connections that wait for a read
+        (parked ones, and accepted ones whose stream needs this segment)."""
+        self._reads.discard(start)
+        size = self.log.segment_size
+        for conn in list(self._parked):
+            self._close_unaccepted(conn, reason)
+        for name, hc in list(self.conns.items()):
+            if hc.next_transfer < self.log.base and self.log.segment_start(hc.next_transfer) == start:
+                self._drop(name, reason)
+        assert all(s + size <= self.log.base for s in self._reads)
+
+    # --- the events of HA connections, in order per connection ---------------------------
+
+    def _run_or_park(self, conn: int, event: tuple, now_ms: int) -> None:
+        parked = self._parked.get(conn)
+        if parked is not None:
+            assert len(parked) < MAX_PARKED_EVENTS, f"connection {conn}: parked events unbounded"
+            parked.append(event)
+        elif not self._run(conn, event, now_ms):
+            self._parked[conn] = deque([event])
+
+    def _replay_parked(self, now_ms: int) -> None:
+        for conn in list(self._parked):
+            parked = self._parked.get(conn)
+            while parked and self._run(conn, parked[0], now_ms):
+                parked.popleft()
+            if conn in self._parked and not self._parked[conn]:
+                del self._parked[conn]
+
+    def _run(self, conn: int, event: tuple, now_ms: int) -> bool:
+        """Perform one HA event; False when it waits for a segment read (nothing changed)."""
+        if event[0] == "handshake":
+            return self._handshake(conn, *event[1:], now_ms)
+        return self._ack(conn, *event[1:], now_ms)
+
+    def _close_unaccepted(self, conn: int, reason: str) -> None:
+        self._parked.pop(conn, None)
+        for name in [n for n, c in self.connecting.items() if c == conn]:
+            del self.connecting[name]
+        self._emit(CloseReplica(conn, reason))
 
     def name_of(self, conn: int) -> str | None:
         return next((name for name, hc in self.conns.items() if hc.conn == conn), None)
 
-    def handshake_accepts(self, offset: int, chain: bytes, records: int) -> str | None:
-        """HandshakeAccepts: None, or why the slave's log cannot follow this master's."""
+    NEED_READ = object()
+
+    def handshake_accepts(self, offset: int, chain: bytes, records: int):
+        """HandshakeAccepts: None, or why the slave's log cannot follow this master's
+        (NEED_READ: the segment holding ``offset`` is being read back to tell)."""
         if self.cfg.bug("BugAcceptAckBeyondLog"):
             return None
         committed = self.log.records_upto(self.log.committed)
@@ -561,10 +733,13 @@ class MasterCore:
             return None if records <= committed else f"slave holds {records} records, master {committed}"
         if offset > self.log.committed:
             return f"slave offset {offset} is beyond the master's log ({self.log.committed})"
-        if self.log.index.chain.get(offset) != chain:
+        index = self._index_at(offset)
+        if index is None:
+            return self.NEED_READ
+        if index.chain_at(offset) != chain:
             return f"slave log up to {offset} differs from the master's (another master incarnation)"
-        if records != self.log.records_upto(offset):
-            return f"slave claims {records} records up to {offset}, the master's log has {self.log.records_upto(offset)}"
+        if records != index.records_upto(offset):
+            return f"slave claims {records} records up to {offset}, the master's log has {index.records_upto(offset)}"
         # In records, as the spec counts: committed may stop inside a record that spans two segments.
         if self.cfg.bug("BugHandshakeRefusesCaughtUp") and records >= committed:
             return f"slave holds all {committed} committed records: nothing to send it"
@@ -580,20 +755,31 @@ class MasterCore:
 
     def replica_handshake(self, conn: int, name: str, offset: int, chain: bytes, now_ms: int,
                           records: int = 0) -> None:
-        """A new HA connection's first frame: the slave's name, max offset and chain hash there."""
+        """A new HA connection's first frame: the slave's name, max offset and chain hash there.
+        Every decision is here, none in a runtime: a second HANDSHAKE, an unknown name, a name
+        already connected (or whose handshake is being checked on another connection)."""
         self.ungreeted.pop(conn, None)
+        self._run_or_park(conn, ("handshake", name, offset, chain, records), now_ms)
+
+    def _handshake(self, conn: int, name: str, offset: int, chain: bytes, records: int, now_ms: int) -> bool:
         if (current := self.name_of(conn)) is not None:
             self._drop(current, f"a second HANDSHAKE on the connection of slave {current}")
-            return
+            return True
+        waiting_here = self.connecting.get(name) == conn
         if name not in self.replicas:
-            self._emit(CloseReplica(conn, f"unknown slave {name!r}"))
-            return
-        if name in self.conns:
-            self._emit(CloseReplica(conn, f"slave {name} is already connected"))
-            return
-        if (reason := self.handshake_accepts(offset, chain, records)) is not None:
-            self._emit(CloseReplica(conn, reason))
-            return
+            self._close_unaccepted(conn, f"unknown slave {name!r}")
+            return True
+        if name in self.conns or (name in self.connecting and not waiting_here):
+            self._close_unaccepted(conn, f"slave {name} is already connected")
+            return True
+        reason = self.handshake_accepts(offset, chain, records)
+        if reason is self.NEED_READ:
+            self.connecting[name] = conn
+            return False
+        self.connecting.pop(name, None)
+        if reason is not None:
+            self._close_unaccepted(conn, f"slave {name}: {reason}")
+            return True
         self.conns[name] = HaConnection(conn, ack_offset=offset, next_transfer=offset, ack_records=records,
                                         last_ack_ms=now_ms)
         self.push2SlaveMaxOffset = max(self.push2SlaveMaxOffset, offset)
@@ -601,22 +787,27 @@ class MasterCore:
         self.spec_steps.append(("ReplicaConnect", name))
         self._transfer()
         self._complete_covered()
+        return True
 
-    def _report_problem(self, offset: int, records: int) -> tuple[str | None, int]:
+    def _report_problem(self, offset: int, records: int):
         """The master's check of a report (PR #3016, B3): (why it is refused or None,
-        the records it claims in the spec's terms)."""
+        the records it claims in the spec's terms); NEED_READ while the segment
+        holding ``offset`` is being read back."""
         log = self.log
         committed_records = log.records_upto(log.committed)
         claimed = max(records, committed_records + 1) if offset > log.committed else records
-        claimed = min(claimed, len(log.index.ends) + 1)     # never past one beyond everything written
+        claimed = min(claimed, log.index.count + 1)     # never past one beyond everything written
         if self.cfg.bug("BugAcceptAckBeyondLog"):
             return None, claimed
         limit = log.wrote if self.cfg.bug("BugAckCheckedAgainstWrote") else log.committed
         if offset > limit:
             return f"ack {offset} is beyond what the master could have shipped ({log.committed})", claimed
-        if records != log.records_upto(offset):
+        index = self._index_at(offset)
+        if index is None:
+            return self.NEED_READ, claimed
+        if records != index.records_upto(offset):
             return (f"ack {offset} claims {records} records, the master's log has "
-                    f"{log.records_upto(offset)} there"), claimed
+                    f"{index.records_upto(offset)} there"), claimed
         return None, claimed
 
     def replica_ack(self, conn: int, offset: int, now_ms: int, records: int = 0) -> None:
@@ -624,11 +815,21 @@ class MasterCore:
         (and how many records that is).  A report beyond what the master could
         have shipped, or that does not match the master's log, closes the
         connection (PR #3016; bug B3 without the check)."""
+        self._run_or_park(conn, ("ack", offset, records), now_ms)
+
+    def _ack(self, conn: int, offset: int, records: int, now_ms: int) -> bool:
         name = self.name_of(conn)
         if name is None:
-            return  # a report that crossed a closing connection, or on a refused one
+            # No accepted HANDSHAKE on this connection (a refused one is closed at once, a
+            # pending one parks its ACKs): a slave never sends that.
+            self._close_unaccepted(conn, "an ACK on a connection with no accepted HANDSHAKE")
+            return True
         hc = self.conns[name]
+        if offset == hc.ack_offset and records == hc.ack_records:
+            return True  # a heartbeat: what this connection reported last, checked then
         problem, claimed = self._report_problem(offset, records)
+        if problem is self.NEED_READ:
+            return False
         if problem is not None:
             if claimed > self.log.records_upto(self.log.committed):
                 self.spec_steps.append(("ReplicaAck", name, claimed))   # TakeReport's refusal
@@ -636,28 +837,30 @@ class MasterCore:
                 self._emit(CloseReplica(conn, problem))
             else:
                 self._drop(name, problem)                               # a mangled report
-            return
+            return True
         if offset <= hc.ack_offset:
-            return
+            return True
         hc.ack_offset, hc.ack_records, hc.last_ack_ms = offset, claimed, now_ms
         self.push2SlaveMaxOffset = max(self.push2SlaveMaxOffset, offset)
         self.push2_records = max(self.push2_records, claimed)
         self.spec_steps.append(("ReplicaAck", name, claimed))
         self._transfer()
         self._complete_covered()
+        return True
 
     def replica_bad_input(self, conn: int, reason: str) -> None:
         """The runtime could not decode what connection ``conn`` sent (or it sent a
         frame a slave never sends): close it."""
         self.ungreeted.pop(conn, None)
         name = self.name_of(conn)
-        self._emit(CloseReplica(conn, reason))
+        self._close_unaccepted(conn, reason)
         if name is not None:
             self._drop(name, reason, close=False)
 
     def _drop(self, name: str, reason: str, close: bool = True) -> None:
         """Close an accepted connection over its input (the spec: ReplicaDisconnect)."""
         hc = self.conns.pop(name)
+        self._parked.pop(hc.conn, None)
         self.spec_steps.append(("ReplicaDisconnect", name))
         if close:
             self._emit(CloseReplica(hc.conn, reason))
@@ -665,6 +868,27 @@ class MasterCore:
     def replica_disconnected(self, conn: int) -> None:
         """The connection is gone (network, slave crash, or our CloseReplica)."""
         self.ungreeted.pop(conn, None)
+        self._parked.pop(conn, None)
+        for name in [n for n, c in self.connecting.items() if c == conn]:
+            del self.connecting[name]
         name = self.name_of(conn)
         if name is not None:
             del self.conns[name]
+
+    # --- memory ------------------------------------------------------------------------
+
+    def _retain(self) -> None:
+        """Forget the log's segments that nothing needs in memory any more: below the one
+        holding the flushed offset and the acks of the slaves that keep up (a slave more
+        than RETAINED_SEGMENTS_BEHIND segments behind is served by segment reads).  A
+        read-only store forgets nothing: what it holds may differ from its files."""
+        log = self.log
+        if not self.writable:
+            return
+        keep = log.segment_start(log.flushed)
+        floor = log.segment_start(log.committed) - RETAINED_SEGMENTS_BEHIND * log.segment_size
+        for hc in self.conns.values():
+            if hc.ack_offset >= log.base:
+                keep = min(keep, max(log.segment_start(hc.ack_offset), floor))
+        if keep > log.base:
+            log.forget_below(keep)

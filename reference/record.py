@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import struct
 import zlib
+from collections.abc import Callable
 
 import attrs
 
@@ -121,17 +122,46 @@ class RecoveryReport:
     dropped: tuple[str, ...]     # one line per dropped region: where and why
 
 
-def recover_log(segments: dict[int, bytes], segment_size: int, keep_torn: bool = False) -> RecoveryReport:
-    """CRC recovery over segments named by start offset: the log ends at the
-    first bad record; everything after it (in that and later segments) is dropped."""
-    records: list[Record] = []
+@attrs.frozen
+class Checkpoint:
+    """What a log prefix ending at a segment start looks like: how many records it
+    holds and its chain hash.  One per segment: a bounded index answers for an old
+    offset by reading that segment from here on."""
+    start: int
+    records: int
+    chain: bytes
+
+
+@attrs.frozen
+class LogScan:
+    """The result of a streaming CRC recovery: only what a bounded log keeps in
+    memory (the checkpoints and the last segment), never every record."""
+    end_offset: int
+    record_count: int
+    dropped: tuple[str, ...]
+    checkpoints: tuple[Checkpoint, ...]      # every segment start the log reached, in order
+    tail_start: int                          # the segment holding the end (== end at a boundary)
+    tail_records: tuple[Record, ...]         # the records of that segment
+    tail_bytes: bytes                        # that segment's bytes up to the end
+
+
+OnRecord = Callable[[int, bytes, int, int], None]     # (offset, header, end, key)
+
+
+def scan_log(starts: list[int], read: Callable[[int], bytes], segment_size: int, keep_torn: bool = False,
+             on_record: OnRecord | None = None) -> LogScan:
+    """CRC recovery over the segments named by ``starts``, reading one at a time
+    (``read(start)`` gives its bytes): the log ends at the first bad record;
+    everything after it (in that and later segments) is dropped.  Memory: one
+    segment.  ``on_record`` sees every record kept (the simulator's ghost index)."""
     dropped: list[str] = []
-    end = 0
-    expected = 0
-    starts = sorted(segments)
+    checkpoints = [Checkpoint(0, 0, CHAIN_START)]
+    chain, count, end, expected = CHAIN_START, 0, 0, 0
+    tail: tuple[Record, ...] = ()
+    tail_bytes = b""
     stopped = False
-    for start in starts:
-        data = segments[start]
+    for start in sorted(starts):
+        data = read(start)
         if stopped or start != expected:
             if any(data):
                 why = "after the end of the log" if stopped else f"not contiguous (expected segment {expected})"
@@ -139,14 +169,37 @@ def recover_log(segments: dict[int, bytes], segment_size: int, keep_torn: bool =
             stopped = True
             continue
         scan = scan_segment(data, start, keep_torn)
-        records.extend(scan.records)
+        for rec in scan.records:
+            pos = rec.offset - start
+            header = bytes(data[pos: pos + 12])
+            chain = chain_next(chain, rec.offset, header)
+            if on_record is not None:
+                on_record(rec.offset, header, rec.end, rec.key)
+        count += len(scan.records)
         end = scan.valid_end
+        tail, tail_bytes = scan.records, bytes(data[: end - start])
         if scan.ends_with_blank:
             expected = start + segment_size
+            checkpoints.append(Checkpoint(expected, count, chain))
             continue
         stopped = True
         rest = bytes(data[end - start:])
         if scan.problem is not None or any(rest):
             dropped.append(f"segment {start}: bytes {end}..{start + len(data)} dropped: "
                            f"{scan.problem or 'garbage after the last record'}")
-    return RecoveryReport(tuple(records), end, tuple(dropped))
+    if end % segment_size == 0 and (not checkpoints or checkpoints[-1].start != end):
+        checkpoints.append(Checkpoint(end, count, chain))     # a record ended exactly at a segment end
+    tail_start = end - end % segment_size
+    if tail_start == end:
+        tail, tail_bytes = (), b""
+    assert checkpoints[-1].start == tail_start, (checkpoints[-1], tail_start)
+    return LogScan(end, count, tuple(dropped), tuple(checkpoints), tail_start, tail, tail_bytes)
+
+
+def recover_log(segments: dict[int, bytes], segment_size: int, keep_torn: bool = False) -> RecoveryReport:
+    """The same recovery over segments held in memory, with every record (tests, tools)."""
+    records: list[Record] = []
+    scan = scan_log(list(segments), segments.__getitem__, segment_size, keep_torn,
+                    on_record=lambda offset, header, end, key: records.append(
+                        Record(offset, end - offset, HEADER.unpack_from(header + bytes(8))[2], key)))
+    return RecoveryReport(tuple(records), scan.end_offset, scan.dropped)

@@ -5,6 +5,10 @@ frame only when the frame starts exactly at its end offset (otherwise it
 drops the connection, as DefaultHAClient does), verifies every complete
 record it received, keeps the chain hash of its log, and reports the offset
 it holds (its page cache: RocketMQ slaves ack maxPhyOffset, not fsync'd data).
+
+Memory is bounded: only the segment holding the end of the last complete
+record (and any after it) is kept, with its part of the index; a ``ghost``
+index of the whole log can be kept for observers (the simulator).
 """
 
 from __future__ import annotations
@@ -14,15 +18,16 @@ import zlib
 
 from reference.commitlog import LogIndex
 from reference.effects import CloseMaster, CreateSegment, SendAck, SendHandshake, WriteData, ZeroTail
-from reference.record import BLANK_MAGIC, HEADER, HEADER_SIZE, MESSAGE_MAGIC, RecoveryReport
+from reference.record import BLANK_MAGIC, HEADER, HEADER_SIZE, MESSAGE_MAGIC, LogScan
 
 
 class ReplicaCore:
-    def __init__(self, name: str, segment_size: int) -> None:
+    def __init__(self, name: str, segment_size: int, ghost: bool = False) -> None:
         self.name = name
         self.segment_size = segment_size
-        self.segments: dict[int, bytearray] = {}
+        self.segments: dict[int, bytearray] = {}   # from the segment holding parsed_end on
         self.index = LogIndex(segment_size)
+        self.ghost: LogIndex | None = LogIndex(segment_size) if ghost else None
         self.parsed_end = 0      # end of the last complete record (or padded segment)
         self.received_end = 0    # bytes received; beyond parsed_end is a partial record
         self.connected = False
@@ -30,20 +35,17 @@ class ReplicaCore:
         self.spec_steps: list[tuple] = []
 
     @classmethod
-    def recovered(cls, name: str, segment_size: int, report: RecoveryReport,
-                  segment_bytes: dict[int, bytes]) -> ReplicaCore:
+    def recovered(cls, name: str, segment_size: int, scan: LogScan, ghost: LogIndex | None = None) -> ReplicaCore:
         core = cls(name, segment_size)
-        for start, data in segment_bytes.items():
-            if start < report.end_offset:
-                seg = bytearray(segment_size)
-                keep = min(len(data), report.end_offset - start)
-                seg[:keep] = data[:keep]
-                core.segments[start] = seg
-        core.index.rebuild(report.records, core._header)
-        end = report.end_offset
-        if end % segment_size == 0 and end > (core.index.ends[-1] if core.index.ends else 0):
-            core.index.add_segment_end(end)
-        core.parsed_end = core.received_end = end
+        cp = scan.checkpoints[-1]
+        core.index = LogIndex(segment_size, cp.start, cp.records, cp.chain)
+        if scan.tail_start < scan.end_offset:
+            seg = bytearray(segment_size)
+            seg[: len(scan.tail_bytes)] = scan.tail_bytes
+            core.segments[scan.tail_start] = seg
+            core.index.rebuild(scan.tail_records, core._header)
+        core.ghost = ghost
+        core.parsed_end = core.received_end = scan.end_offset
         return core
 
     def _header(self, rec) -> bytes:
@@ -64,8 +66,13 @@ class ReplicaCore:
             self.effects.append(ZeroTail(start, self.parsed_end - start))
             self.received_end = self.parsed_end
         self.connected = True
-        self.effects.append(SendHandshake(self.parsed_end, self.index.chain[self.parsed_end],
-                                          len(self.index.ends)))
+        self.effects.append(SendHandshake(self.parsed_end, self.index.chain_at(self.parsed_end), self.index.count))
+
+    def heartbeat(self) -> None:
+        """HAClient's periodic report (haSendHeartbeatInterval): what this slave holds,
+        so an idle link is not mistaken for a dead one."""
+        if self.connected:
+            self.effects.append(SendAck(self.received_end, self.index.count))
 
     def disconnected(self) -> None:
         self.connected = False
@@ -93,7 +100,16 @@ class ReplicaCore:
         if (problem := self._parse()) is not None:
             self._drop(problem)
             return
-        self.effects.append(SendAck(self.received_end, len(self.index.ends)))
+        self._forget_behind()
+        self.effects.append(SendAck(self.received_end, self.index.count))
+
+    def _forget_behind(self) -> None:
+        """Drop the segments (and index) before the one holding parsed_end."""
+        start = self.parsed_end - self.parsed_end % self.segment_size
+        if start > self.index.base:
+            self.index.forget_below(start)
+            for s in [s for s in self.segments if s < start]:
+                del self.segments[s]
 
     def on_bad_input(self, reason: str) -> None:
         """The runtime could not decode what the master sent, or it was not a DATA frame."""
@@ -118,6 +134,8 @@ class ReplicaCore:
                     return None
                 self.parsed_end = start + size
                 self.index.add_segment_end(self.parsed_end)
+                if self.ghost is not None:
+                    self.ghost.add_segment_end(self.parsed_end)
                 continue
             if magic != MESSAGE_MAGIC or total < HEADER_SIZE or pos + total > size:
                 return f"bad record header at {self.parsed_end}"
@@ -126,7 +144,10 @@ class ReplicaCore:
             _, _, crc, key = HEADER.unpack_from(seg, pos)
             if zlib.crc32(memoryview(seg)[pos + 12: pos + total]) != crc:
                 return f"CRC mismatch in the record at {self.parsed_end}"
-            self.index.add_record(self.parsed_end, bytes(seg[pos: pos + 12]), self.parsed_end + total, key)
+            header = bytes(seg[pos: pos + 12])
+            self.index.add_record(self.parsed_end, header, self.parsed_end + total, key)
+            if self.ghost is not None:
+                self.ghost.add_record(self.parsed_end, header, self.parsed_end + total, key)
             self.parsed_end += total
             self.spec_steps.append(("Transfer", self.name))
         return None

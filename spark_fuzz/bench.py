@@ -30,7 +30,7 @@ def on_spark(master: str, seeds: int, steps: int, batch: int) -> tuple[float, in
     try:
         with tempfile.TemporaryDirectory() as out:
             summary = run_campaign(spark, CampaignSpec(seeds=seeds, out=Path(out), steps=steps, batch_seeds=batch,
-                                                       audit=False), progress=False)
+                                                       audit=False))
     finally:
         spark.stop()
     return summary["seconds"], summary["steps"], summary["campaign"]
@@ -58,9 +58,11 @@ def bugs(max_seeds: int, steps: int) -> dict[str, dict]:
         for bug in BUG_NAMES:
             with tempfile.TemporaryDirectory() as out:
                 s = run_campaign(spark, CampaignSpec(seeds=max_seeds, out=Path(out), steps=steps, bug=bug,
-                                                     batch_seeds=100, max_failures=1, audit=False), progress=False)
+                                                     batch_seeds=100, max_failures=1, audit=False))
             bad = {k: v for k, v in s["outcomes"].items() if k != "ok"}
-            found[bug] = {"found": sorted(bad), "seeds_run": s["seeds"], "seconds": round(s["seconds"], 2)}
+            first = min((r["index"] for r in s["reproducers"]), default=None)
+            found[bug] = {"found": sorted(bad), "seeds_run": s["seeds"], "seeds_to_first": None if first is None
+                          else first + 1, "seconds": round(s["seconds"], 2)}
     finally:
         spark.stop()
     return found
@@ -79,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.bugs:
         result = bugs(args.seeds, args.steps)
         for bug, row in result.items():
-            console.print(f"{bug:28} {', '.join(row['found']) or 'NOT FOUND':24} "
-                          f"{row['seeds_run']:6,} seeds {row['seconds']:7.1f} s")
+            console.print(f"{bug:34} {', '.join(row['found']) or 'NOT FOUND':34} first at seed "
+                          f"{row['seeds_to_first'] or '-':>4} of {row['seeds_run']:5,} run, {row['seconds']:6.1f} s")
         if args.json:
             args.json.write_text(json.dumps(result, indent=2) + "\n")
         return 0 if all(row["found"] for row in result.values()) else 1

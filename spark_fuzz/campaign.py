@@ -19,10 +19,10 @@ import random
 import re
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from spark_fuzz import ledger
 from spark_fuzz.seeds import Job, Reproducer, load_matrix, run_partition, shrink
@@ -87,7 +87,16 @@ def _run_batch(spark, jobs: list[Job], path: Path, slices: int) -> None:
     frame.write.mode("overwrite").parquet(str(path))
 
 
-def run_campaign(spark, spec: CampaignSpec, console=None, progress: bool = True) -> dict:
+@attrs.frozen
+class BatchProgress:
+    """Where a campaign stands, after each batch (and once before the first)."""
+    done: int              # seeds with a row in the ledger, of ``total``
+    total: int
+    failures: int
+    seeds_per_second: float | None   # of this run so far
+
+
+def run_campaign(spark, spec: CampaignSpec, on_batch: Callable[[BatchProgress], None] | None = None) -> dict:
     matrix = load_matrix(spec.matrix_path)
     campaign = spec.campaign_id(matrix)
     wanted = range(spec.first_seed, spec.first_seed + spec.seeds)
@@ -100,27 +109,23 @@ def run_campaign(spark, spec: CampaignSpec, console=None, progress: bool = True)
     failures = sum(1 for row in _rows(spec.out, campaign, ["index", "outcome"])
                    if row["outcome"] != "ok" and row["index"] in wanted)
     stopped_early = False
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[rate]} seeds/s"), TextColumn("violations {task.fields[bad]}"),
-               TimeElapsedColumn()]
-    with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
-        task = bar.add_task(f"campaign {campaign}", total=len(wanted), completed=len(wanted) - len(missing),
-                            rate="-", bad=failures)
-        ran, ran_indices = 0, set()
-        for at in range(0, len(missing), spec.batch_seeds):
-            chunk = missing[at: at + spec.batch_seeds]
-            path = ledger.batch_dir(spec.out, campaign, chunk[0], len(chunk))
-            _run_batch(spark, _jobs(campaign, chunk, matrix, spec), path, slices)
-            outcomes = ledger.read_batch(path).column("outcome").to_pylist()
-            assert len(outcomes) == len(chunk), (len(outcomes), len(chunk))
-            ran += len(chunk)
-            ran_indices.update(chunk)
-            failures += sum(o != "ok" for o in outcomes)
-            bar.update(task, advance=len(chunk), bad=failures,
-                       rate=f"{ran / (time.perf_counter() - start):,.1f}")
-            if spec.max_failures is not None and failures >= spec.max_failures:
-                stopped_early = at + len(chunk) < len(missing)
-                break
+    report = on_batch or (lambda p: None)
+    report(BatchProgress(len(wanted) - len(missing), len(wanted), failures, None))
+    ran, ran_indices = 0, set()
+    for at in range(0, len(missing), spec.batch_seeds):
+        chunk = missing[at: at + spec.batch_seeds]
+        path = ledger.batch_dir(spec.out, campaign, chunk[0], len(chunk))
+        _run_batch(spark, _jobs(campaign, chunk, matrix, spec), path, slices)
+        outcomes = ledger.read_batch(path).column("outcome").to_pylist()
+        assert len(outcomes) == len(chunk), (len(outcomes), len(chunk))
+        ran += len(chunk)
+        ran_indices.update(chunk)
+        failures += sum(o != "ok" for o in outcomes)
+        report(BatchProgress(len(wanted) - len(missing) + ran, len(wanted), failures,
+                             ran / (time.perf_counter() - start)))
+        if spec.max_failures is not None and failures >= spec.max_failures:
+            stopped_early = at + len(chunk) < len(missing)
+            break
     seconds = time.perf_counter() - start
     rows = [r for r in _rows(spec.out, campaign) if r["index"] in wanted]
     summary = _summarise(spec, campaign, rows, seconds, ran_indices, stopped_early)

@@ -151,9 +151,9 @@ _BOUND_CONSTANTS = {
 }
 
 
-def model_from_cfg(cfg: CfgFile) -> tuple[Config, Bounds]:
-    """The Config and Bounds a cfg of MCAckOrder.tla describes."""
-    expected = set(_CONFIG_CONSTANTS) | set(_BOUND_CONSTANTS) | {"ActiveBug"}
+def constant_reader(cfg: CfgFile, expected: set[str]):
+    """Check that the cfg assigns exactly the ``expected`` constants (errors name the file and
+    line) and return a function reading a constant's value."""
     given = set(cfg.constants)
     first_line = min((line for _, line in cfg.constants.values()), default=1)
     if missing := sorted(expected - given):
@@ -161,25 +161,46 @@ def model_from_cfg(cfg: CfgFile) -> tuple[Config, Bounds]:
     if extra := sorted(given - expected):
         line = cfg.constants[extra[0]][1]
         raise CfgError(f"{cfg.path}:{line}: unknown constants {', '.join(extra)}")
+    return lambda name: cfg.constants[name][0]
 
-    def value(name):
-        return cfg.constants[name][0]
 
-    replicas = value("Replicas")
-    if not isinstance(replicas, frozenset) or not all(isinstance(r, ModelValue) for r in replicas):
-        raise CfgError(f"{cfg.path}:{cfg.constants['Replicas'][1]}: Replicas must be a set of model values")
-    bug = value("ActiveBug")
+def model_value_names(cfg: CfgFile, name: str) -> tuple[str, ...]:
+    """The names in a constant that must be a set of model values."""
+    value = cfg.constants[name][0]
+    if not isinstance(value, frozenset) or not all(isinstance(v, ModelValue) for v in value):
+        raise CfgError(f"{cfg.path}:{cfg.constants[name][1]}: {name} must be a set of model values")
+    return tuple(v.name for v in value)
+
+
+def active_bugs(cfg: CfgFile) -> frozenset[str]:
+    """ActiveBug: "none" or the name of the one bug switch the cfg turns on."""
+    bug = cfg.constants["ActiveBug"][0]
     if not isinstance(bug, str):
         raise CfgError(f"{cfg.path}:{cfg.constants['ActiveBug'][1]}: ActiveBug must be a string")
+    return frozenset() if bug == "none" else frozenset({bug})
+
+
+def model_from_cfg(cfg: CfgFile) -> tuple[Config, Bounds]:
+    """The Config and Bounds a cfg of MCAckOrder.tla describes."""
+    value = constant_reader(cfg, set(_CONFIG_CONSTANTS) | set(_BOUND_CONSTANTS) | {"ActiveBug"})
     kwargs = {field: value(const) for const, field in _CONFIG_CONSTANTS.items()}
-    kwargs["replicas"] = tuple(r.name for r in replicas)
-    kwargs["bugs"] = frozenset() if bug == "none" else frozenset({bug})
+    kwargs["replicas"] = model_value_names(cfg, "Replicas")
+    kwargs["bugs"] = active_bugs(cfg)
     try:
         config = Config(**kwargs)
         bounds = Bounds(**{field: value(const) for const, field in _BOUND_CONSTANTS.items()})
     except (ConfigError, TypeError) as err:
         raise CfgError(f"{cfg.path}: {err}") from err
     return config, bounds
+
+
+def twin_model_from_cfg(cfg: CfgFile):
+    """The twin's (config, bounds) for a cfg of either MC module: the write
+    path's (Config, Bounds), or the failover module's (FailoverConfig,
+    FailoverBounds) when the cfg names Brokers."""
+    from spec.failover.explore import failover_model_from_cfg, is_failover_cfg
+
+    return failover_model_from_cfg(cfg) if is_failover_cfg(cfg) else model_from_cfg(cfg)
 
 
 def load_cfg(path: str | Path) -> CfgFile:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 
 import attrs
 
@@ -107,22 +107,39 @@ def explore(
     unknown += [p for p in action_properties if p not in ACTION_PROPERTIES]
     if unknown:
         raise ConfigError(f"unknown properties {', '.join(unknown)}")
-    checks = [(name, INVARIANTS[name]) for name in invariants]
-    action_checks = [(name, ACTION_PROPERTIES[name]) for name in action_properties]
-    key = view_function(cfg, view)
+    checks = [(name, lambda s, f=INVARIANTS[name]: f(cfg, s)) for name in invariants]
+    action_checks = [(name, lambda s, t, f=ACTION_PROPERTIES[name]: f(cfg, s, t)) for name in action_properties]
+    return search(initial_state(cfg), lambda s: successors(cfg, bounds, s), view_function(cfg, view),
+                  checks, action_checks, keep_graph, max_states, progress)
+
+
+def search(
+    init: Hashable,
+    next_states: Callable[[Hashable], Iterable[tuple[str, Hashable]]],
+    key: Callable[[Hashable], Hashable],
+    checks: list[tuple[str, Callable[[Hashable], bool]]],
+    action_checks: list[tuple[str, Callable[[Hashable, Hashable], bool]]],
+    keep_graph: bool = False,
+    max_states: int = MAX_STATES_DEFAULT,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExploreResult:
+    """TLC's breadth-first search: states are identified by ``key`` (a VIEW,
+    or a symmetry orbit), invariants are checked on every new state in cfg
+    order, action properties on every transition; the search stops at the
+    level holding the first violation."""
     start = time.perf_counter()
 
-    states: list[State] = []
+    states: list = []
     parent: list[int] = []
     label: list[str] = []
     depth_of: list[int] = []
     edges: list[list[tuple[str, int]]] = []
     index: dict[Hashable, int] = {}
 
-    def first_violated(s: State) -> str | None:
-        return next((name for name, check in checks if not check(cfg, s)), None)
+    def first_violated(s) -> str | None:
+        return next((name for name, check in checks if not check(s)), None)
 
-    def add(s: State, p: int, lab: str, depth: int) -> int:
+    def add(s, p: int, lab: str, depth: int) -> int:
         states.append(s)
         parent.append(p)
         label.append(lab)
@@ -131,7 +148,6 @@ def explore(
             edges.append([])
         return len(states) - 1
 
-    init = initial_state(cfg)
     index[key(init)] = add(init, -1, "Init", 1)
     if (bad := first_violated(init)) is not None:
         return ExploreResult(1, 1, Violation(bad, _trace(states, parent, label, 0)),
@@ -144,9 +160,9 @@ def explore(
         found: list[tuple[str, int]] = []
         for src in frontier:
             s = states[src]
-            for lab, t in successors(cfg, bounds, s):
+            for lab, t in next_states(s):
                 for name, check in action_checks:
-                    if not check(cfg, s, t):
+                    if not check(s, t):
                         idx = add(t, src, lab, depth + 1)
                         return ExploreResult(len(states), depth + 1,
                                              Violation(name, _trace(states, parent, label, idx)),

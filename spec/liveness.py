@@ -23,8 +23,8 @@ EVERY_REQUEST_ANSWERED = "EveryRequestAnswered"
 REPLICAS_CATCH_UP = "ReplicasCatchUp"
 
 
-def _is_fair(label: str) -> bool:
-    return label.split("(")[0] in FAIR_ACTIONS
+def _is_fair(label: str, fair_actions: tuple[str, ...] = FAIR_ACTIONS) -> bool:
+    return label.split("(")[0] in fair_actions
 
 
 def _sccs(nodes: set[int], edges) -> list[list[int]]:
@@ -71,13 +71,13 @@ def _sccs(nodes: set[int], edges) -> list[list[int]]:
     return out
 
 
-def _fair_lasso(prop: str, graph, within: set[int], bad: set[int]):
+def _fair_lasso(prop: str, graph, within: set[int], bad: set[int], fair_actions: tuple[str, ...] = FAIR_ACTIONS):
     """A fair behaviour that stays in ``within`` and visits ``bad`` forever:
     a bad state no fair action leaves, or a fair SCC of ``within`` meeting ``bad``."""
     from spec.explore import Violation, _trace
 
     states, edges = graph.states, graph.edges
-    enabled = {k: {lab for lab, _ in edges[k] if _is_fair(lab)} for k in within}
+    enabled = {k: {lab for lab, _ in edges[k] if _is_fair(lab, fair_actions)} for k in within}
     # A state where no fair action is enabled can be stuttered in forever.
     for k in sorted(bad):
         if not enabled[k]:

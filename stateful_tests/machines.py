@@ -259,7 +259,7 @@ class RefinementMachine(RuleBasedStateMachine):
     def past_its_deadlines(self, req) -> None:
         """Let the clock run past every deadline of one request put earlier."""
         c = self.cluster
-        put = c.master.requests.get(req) if c.mstate == UP and req is not None else None
+        put = c.history.get(req) if c.mstate == UP and req is not None else None
         if put is not None:
             cfg = c.cfg
             c.tick(max(c.now, put.put_ms + max(cfg.sync_flush_timeout_ms, cfg.slave_timeout_ms) + 1))
@@ -308,6 +308,11 @@ class RefinementMachine(RuleBasedStateMachine):
     def disconnect(self, replica: int) -> None:
         self.cluster.disconnect(self._name(replica))
 
+    @rule(replica=st.integers(0, 2))
+    def heartbeat(self, replica: int) -> None:
+        """A slave reports what it holds again (HAClient's heartbeat)."""
+        self.cluster.heartbeat(self._name(replica))
+
     @rule(replica=st.integers(0, 2), where=st.sampled_from(["buffer", "beyond", "mangled"]),
           draw=st.integers(0, 1 << 16))
     def forge_ack(self, replica: int, where: str, draw: int) -> None:
@@ -318,12 +323,12 @@ class RefinementMachine(RuleBasedStateMachine):
         log = c.master.log
         if where == "buffer" and log.wrote > log.committed:
             offset = log.committed + 1 + draw % (log.wrote - log.committed)
-            records = log.records_upto(offset)
+            records = log.ghost.records_upto(offset)
         elif where == "mangled" and log.committed > 0:
             offset = 1 + draw % log.committed
-            records = log.records_upto(offset) + 1 + draw % 3
+            records = log.ghost.records_upto(offset) + 1 + draw % 3
         else:
-            offset, records = log.wrote + 1 + draw % 4096, len(log.index.ends) + draw % 3
+            offset, records = log.wrote + 1 + draw % 4096, log.ghost.count + draw % 3
         c.forge_ack(self._name(replica), offset, records)
 
     @rule(replica=st.integers(0, 3))

@@ -31,10 +31,10 @@ def twin_labels(run: TlcRun) -> tuple[list[str], str | None]:
     names = [s.action for s in run.trace]
     if not run.model.in_manifest_spec:
         return names, None
-    from spec.cfgfile import load_cfg, model_from_cfg
+    from spec.cfgfile import load_cfg, twin_model_from_cfg
 
     try:
-        cfg, bounds = model_from_cfg(load_cfg(run.model.cfg_path))
+        cfg, bounds = twin_model_from_cfg(load_cfg(run.model.cfg_path))
         return [step.label for step in replay_in_twin(cfg, bounds, list(run.trace))], None
     except TraceMismatch as err:
         return names, str(err)

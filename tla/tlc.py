@@ -145,9 +145,9 @@ class TlcRun:
 def temporal_properties(cfg_text: str) -> list[str]:
     """PROPERTY names in a cfg that TLC checks as temporal formulas."""
     from spec.cfgfile import parse_cfg
-    from spec.properties import LIVENESS_PROPERTIES
+    from tla.manifest import liveness_properties
 
-    return [p for p in parse_cfg(cfg_text).properties if p in LIVENESS_PROPERTIES]
+    return [p for p in parse_cfg(cfg_text).properties if p in liveness_properties()]
 
 
 def outcome_of(out: ToolOutput, cfg_text: str) -> str:

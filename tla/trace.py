@@ -56,6 +56,37 @@ def state_from_tlc(cfg: Config, assignments: dict[str, str]) -> State:
     )
 
 
+def failover_state_from_tlc(cfg, assignments: dict[str, str]):
+    """A TLC trace state of MCAckOrderFailover as a spec.failover.state.FState."""
+    from spec.failover.state import BROKER_SET_VALUED, PER_BROKER, FCounters, FRequest, FState
+
+    v = {name: parse_value(text) for name, text in assignments.items()}
+
+    def per_broker(name: str) -> tuple:
+        fn = v[name]
+        if not isinstance(fn, FunctionValue):
+            raise TraceMismatch(f"expected a function over Brokers for {name}, got {fn!r}")
+        by_name = {str(k): x for k, x in fn.items()}
+        out = []
+        for b in cfg.brokers:
+            x = by_name[b]
+            if name in BROKER_SET_VALUED:
+                x = _names(x)
+            elif name == "bMasterId":
+                x = str(x)
+            elif name == "epochCache":
+                x = tuple(tuple(e) for e in x)
+            out.append(x)
+        return tuple(out)
+
+    return FState(
+        masterId=str(v["masterId"]), masterEpoch=v["masterEpoch"], syncStateSet=_names(v["syncStateSet"]),
+        sssEpoch=v["sssEpoch"], **{name: per_broker(name) for name in PER_BROKER},
+        reqs=tuple(FRequest(r["off"], r["status"], r["epoch"], str(r["master"])) for r in v["reqs"]),
+        inv_pcLost=frozenset(v["inv_pcLost"]), aux_ctrs=FCounters(**dict(v["aux_ctrs"])),
+    )
+
+
 @attrs.frozen
 class TwinStep:
     label: str          # the twin's action label, parameters included
@@ -63,18 +94,27 @@ class TwinStep:
 
 
 def replay_in_twin(cfg: Config, bounds: Bounds, trace: list[TraceState]) -> list[TwinStep]:
-    """Match every TLC step with a twin step; raise TraceMismatch if one has none."""
+    """Match every TLC step with a twin step; raise TraceMismatch if one has none.
+    ``cfg`` is the write path's Config or the failover module's FailoverConfig."""
+    from spec.failover.config import FailoverConfig
+
+    if isinstance(cfg, FailoverConfig):
+        from spec.failover.actions import successors as next_states
+
+        to_state = failover_state_from_tlc
+    else:
+        next_states, to_state = successors, state_from_tlc
     out: list[TwinStep] = []
     previous: State | None = None
     for step in trace:
         if step.action == "Stuttering" or step.action.startswith("Back to"):
             out.append(TwinStep(step.action, previous))
             continue
-        state = state_from_tlc(cfg, step.as_dict())
+        state = to_state(cfg, step.as_dict())
         if previous is None:
             label = "Init"
         else:
-            labels = [lab for lab, t in successors(cfg, bounds, previous) if t == state]
+            labels = [lab for lab, t in next_states(cfg, bounds, previous) if t == state]
             if not labels:
                 raise TraceMismatch(f"TLC step {step.number} ({step.action}) is not a step of the twin")
             matching = [lab for lab in labels if lab.split("(")[0] == step.action]

@@ -72,8 +72,13 @@ class TlcCounts:
 
 def twin_check(model: Model, tlc: TlcCounts | None = None) -> TwinCheck:
     """Explore the twin on ``model``; compare with a TLC run (one worker) or the manifest."""
-    assert model.in_manifest_spec, f"{model.model}: the twin only knows this project's spec"
-    result = explore_cfg(load_cfg(model.cfg_path))
+    assert model.in_manifest_spec, f"{model.model}: the twin only knows this project's specs"
+    if model.is_failover:
+        from spec.failover.explore import explore_failover_cfg
+
+        result = explore_failover_cfg(load_cfg(model.cfg_path))
+    else:
+        result = explore_cfg(load_cfg(model.cfg_path))
     depth = len([s for lab, s in result.violation.trace if lab != "Stuttering" and not lab.startswith("Cycle")]) \
         if result.violation else result.depth
     if tlc is not None:

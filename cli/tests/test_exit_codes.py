@@ -71,7 +71,7 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     (["stateful", "--examples", "0"], ["--examples"]),
     (["run", "--models", "nope"], ["unknown model 'nope'"]),
     (["run", "--fuzz-seeds", "0"], ["--fuzz-seeds must be positive"]),
-    (["load", "--target", "nowhere"], ["--target HOST:PORT"]),
+    (["load", "--target", "nowhere"], ["--target 'nowhere'", "HOST:PORT"]),
     (["bench", "ack", "--producers", "x"], ["--producers 'x'"]),
     (["no-such-command"], ["invalid choice"]),
 ])

@@ -43,7 +43,8 @@ def test_a_small_run_plans_reports_and_gives_one_verdict(tmp_path):
 def test_ctrl_c_keeps_what_finished_and_resume_continues():
     proc = subprocess.Popen([sys.executable, "-m", "cli", "run", "--models", "BugAckOnWrote,sync_flush,sync_master_any",
                              "--jobs", "1", "--skip", "fuzz", "--skip", "prove"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"})
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"})
     lines = []
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -60,7 +61,10 @@ def test_ctrl_c_keeps_what_finished_and_resume_continues():
     assert not subprocess.run(["pgrep", "-f", "tlc2.TLC.*sync_master_any"], capture_output=True).stdout
     where = run_dir(out)
     done = [json.loads(x) for x in (where / "tlc.jsonl").read_text().splitlines()]
-    assert [d["model"] for d in done] == ["BugAckOnWrote"]
+    # The signal races the next model on a loaded machine: what finished is a proper prefix of the plan.
+    finished = [d["model"] for d in done]
+    assert finished in (["BugAckOnWrote"], ["BugAckOnWrote", "sync_flush"]), finished
     resumed = ackorder("run", "--resume", str(where), timeout=300)
     assert resumed.returncode == errors.OK, resumed.stdout + resumed.stderr
-    assert "1 model(s) already checked in this run, 2 to go" in resumed.stdout
+    left = 3 - len(finished)
+    assert f"{len(finished)} model(s) already checked in this run, {left} to go" in resumed.stdout

@@ -5,6 +5,7 @@ its stats line."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -13,13 +14,35 @@ import time
 from pathlib import Path
 
 
+def _entry(tree: Path | None) -> str:
+    """The CLI module of a source tree: ``cli`` now, ``spec.cli`` in trees from before issue 13."""
+    if tree is None or (Path(tree) / "cli" / "__main__.py").exists():
+        return "cli"
+    return "spec.cli"
+
+
 class Broker:
-    def __init__(self, argv: list[str], log_path: Path) -> None:
+    def __init__(self, argv: list[str], log_path: Path, tree: Path | None = None, prefix: list[str] = ()) -> None:
+        """``tree``: run the broker from another source tree (a baseline to compare with);
+        ``prefix``: interpreter options before ``-m cli`` (e.g. a profiler)."""
         self.log_path = log_path
         self._log = open(log_path, "w")
-        self.popen = subprocess.Popen([sys.executable, "-m", "cli", *argv], stdout=self._log,
-                                      stderr=subprocess.STDOUT, text=True)
+        env = dict(os.environ, PYTHONPATH=str(tree)) if tree else None
+        self.popen = subprocess.Popen([sys.executable, *prefix, "-m", _entry(tree), *argv], stdout=self._log,
+                                      stderr=subprocess.STDOUT, text=True, cwd=tree, env=env)
         self.port = self.ha_port = 0
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU this process used so far."""
+        fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_kib(self) -> tuple[int, int]:
+        """(resident set now, peak resident set) in KiB."""
+        status = Path(f"/proc/{self.popen.pid}/status").read_text()
+        now = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))
+        peak = int(re.search(r"VmHWM:\s+(\d+)", status).group(1))
+        return now, peak
 
     def text(self) -> str:
         return self.log_path.read_text()
@@ -48,18 +71,18 @@ class Broker:
         return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))} if m else {}
 
 
-def start_master(directory: Path, flags: list[str]) -> Broker:
+def start_master(directory: Path, flags: list[str], tree: Path | None = None, prefix: list[str] = ()) -> Broker:
     directory.mkdir(parents=True, exist_ok=True)
     b = Broker(["broker", "master", "--dir", str(directory), "--port", "0", "--ha-port", "0", *flags],
-               directory.parent / f"{directory.name}.log")
+               directory.parent / f"{directory.name}.log", tree, prefix)
     m = b.wait_for(r"listening host=\S+ port=(\d+) ha_port=(\d+)")
     b.port, b.ha_port = int(m.group(1)), int(m.group(2))
     return b
 
 
-def start_replica(directory: Path, ha_port: int, name: str, flags: list[str]) -> Broker:
+def start_replica(directory: Path, ha_port: int, name: str, flags: list[str], tree: Path | None = None) -> Broker:
     directory.mkdir(parents=True, exist_ok=True)
     b = Broker(["broker", "replica", "--dir", str(directory), "--master", f"127.0.0.1:{ha_port}",
-                "--name", name, *flags], directory.parent / f"{directory.name}.log")
+                "--name", name, *flags], directory.parent / f"{directory.name}.log", tree)
     b.wait_for(r"recovered")
     return b

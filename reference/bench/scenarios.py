@@ -9,12 +9,16 @@ the ratios between them.  Nothing here asserts a speed: it measures.
 * ``groupcommit`` (seed 003): SYNC_FLUSH with group commit vs one fsync per
   message, against this disk's raw fdatasync rate and write bandwidth.
 * ``sim``: simulated steps/s of the core on one core, checked and unchecked.
+* ``rss``: peak resident memory of a master and a slave while 2 GiB go through them.
+* ``cpu``: CPU per message of the master and the slave, before (a baseline source tree) and
+  after, side by side, with a profile of this master.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,22 +29,30 @@ from reference.real.load import run_load
 
 Progress = Callable[[str], None]
 WARM_UP_MESSAGES = 20
+# The producers share one connection, as a RocketMQ client's sending threads share one channel per
+# broker (NettyRemotingClient): the broker reads many requests and answers many per system call.
+CONNECTIONS = 1
 
 
-def _point(work: Path, flags: list[str], producers: int, count: int, size: int, delay_ms: float | None) -> dict:
-    """One measurement: a fresh master (and slave behind the proxy), a warm-up, the load."""
-    master = start_master(work / "master", flags)
+def _point(work: Path, flags: list[str], producers: int, count: int, size: int, delay_ms: float | None,
+           tree: Path | None = None, profile: Path | None = None, connections: int | None = CONNECTIONS) -> dict:
+    """One measurement: a fresh master (and slave behind the proxy), a warm-up, the load; with
+    the CPU each process spent per message (user + system, from /proc) and the load average."""
+    prefix = ["-m", "cProfile", "-o", str(profile)] if profile else []
+    master = start_master(work / "master", flags, tree, prefix)
     proxy = replica = None
     try:
         if delay_ms is not None:
             proxy = DelayProxy(("127.0.0.1", master.ha_port), delay_ms)
-            replica = start_replica(work / "r1", proxy.port, "r1", [])
+            replica = start_replica(work / "r1", proxy.port, "r1", [], tree)
             master.wait_for(r"slave r1 connected")
         target = ("127.0.0.1", master.port)
         warm = run_load(target, 1, WARM_UP_MESSAGES, size, first_key=10_000_000)   # connections, page cache
+        cpu_before = (master.cpu_seconds(), replica.cpu_seconds() if replica else 0.0, time.process_time())
         before = time.perf_counter()
-        result = run_load(target, producers, count, size)
+        result = run_load(target, producers, count, size, connections=connections)
         seconds = time.perf_counter() - before
+        cpu_after = (master.cpu_seconds(), replica.cpu_seconds() if replica else 0.0, time.process_time())
     finally:
         if replica:
             replica.stop()
@@ -48,10 +60,13 @@ def _point(work: Path, flags: list[str], producers: int, count: int, size: int, 
             proxy.close()
         stats = master.stop()
     ok = result.statuses.get("PUT_OK", 0)
+    per_msg = [round(1e6 * (b - a) / max(result.sent, 1), 1) for a, b in zip(cpu_before, cpu_after)]
     return {"producers": producers, "messages": result.sent, "seconds": round(seconds, 3),
             "msgs_per_s": round(result.sent / seconds, 1), "avg_ms": result.latency_ms["avg"],
             "p50_ms": result.latency_ms["p50"], "p99_ms": result.latency_ms["p99"], "statuses": result.statuses,
-            "put_ok": ok, "fsyncs": stats.get("fsyncs", 0), "warm_up_ok": warm.statuses.get("PUT_OK", 0)}
+            "put_ok": ok, "fsyncs": stats.get("fsyncs", 0), "warm_up_ok": warm.statuses.get("PUT_OK", 0),
+            "cpu_us_per_msg": {"master": per_msg[0], "replica": per_msg[1], "load": per_msg[2]},
+            "load_average": round(os.getloadavg()[0], 2)}
 
 
 def _fresh(work: Path, name: str) -> Path:
@@ -89,7 +104,14 @@ def ack(work: Path, producers: list[int], count: int, size: int = 256, delay_ms:
                      p_seq, count, size, delay_ms)
         both.append({"flush_then_replica": name, "mode": mode, **row})
     return {"scenario": "ack", "delay_ms_each_way": delay_ms, "rtt_ms": 2 * delay_ms, "pool": pool,
-            "size_bytes": size, "rows": rows, "ratios": ratios, "sync_flush_sync_master": both}
+            "size_bytes": size, "rows": rows, "ratios": ratios, "sync_flush_sync_master": both,
+            "headline": _headline(ratios, "throughput_ratio")}
+
+
+def _headline(ratios: list[dict], key: str) -> dict:
+    """The ratio at 64 producers (the seeds' figure), or at the largest count measured."""
+    at = next((r for r in ratios if r["producers"] == 64), ratios[-1])
+    return {"producers": at["producers"], key: at[key]}
 
 
 def tsp(work: Path, producers: list[int], count: int, size: int = 256, delay_ms: float = 0.0,
@@ -129,11 +151,15 @@ def raw_disk(directory: Path, seconds: float = 1.5, write_mib: int = 64) -> dict
     try:
         block = b"\0" * 4096
         n, start = 0, time.perf_counter()
+        latencies = []
         while time.perf_counter() - start < seconds:
             os.write(fd, block)
+            t = time.perf_counter()
             os.fdatasync(fd)
+            latencies.append(time.perf_counter() - t)
             n += 1
         fsync_rate = n / (time.perf_counter() - start)
+        latencies.sort()
         os.ftruncate(fd, 0)
         chunk = b"\1" * (1 << 20)
         start = time.perf_counter()
@@ -144,7 +170,9 @@ def raw_disk(directory: Path, seconds: float = 1.5, write_mib: int = 64) -> dict
     finally:
         os.close(fd)
         path.unlink()
-    return {"fdatasyncs_per_s": round(fsync_rate, 1), "write_mib_per_s": round(bandwidth, 1)}
+    return {"fdatasyncs_per_s": round(fsync_rate, 1), "write_mib_per_s": round(bandwidth, 1),
+            "fdatasync_ms": {"p50": round(1000 * latencies[len(latencies) // 2], 3),
+                             "p90": round(1000 * latencies[int(len(latencies) * 0.9)], 3)}}
 
 
 def groupcommit(work: Path, producers: list[int], count: int, size: int = 256,
@@ -154,11 +182,12 @@ def groupcommit(work: Path, producers: list[int], count: int, size: int = 256,
     common = ["--flush-disk-type", "SYNC_FLUSH", "--broker-role", "ASYNC_MASTER", "--sync-flush-timeout-ms", "60000",
               "--wait-time-in-send-queue-ms", "60000"]
     rows = []
-    for name, flag in (("group_commit", "false"), ("fsync_per_message", "true")):
+    for name, flag in (("group_commit", "false"), ("fsync_per_message", "true"), ("async_flush", None)):
         for p in producers:
             progress(f"groupcommit {name} {p} producers")
-            row = _point(_fresh(work, f"gc-{name}-{p}"), [*common, "--flush-one-message-per-fsync", flag],
-                         p, count, size, None)
+            flags = ([*common, "--flush-one-message-per-fsync", flag] if flag else
+                     [*[c if c != "SYNC_FLUSH" else "ASYNC_FLUSH" for c in common]])
+            row = _point(_fresh(work, f"gc-{name}-{p}"), flags, p, count, size, None)
             fsyncs = max(row["fsyncs"], 1)               # the warm-up's fsyncs are in the master's count
             batch = (row["put_ok"] + row["warm_up_ok"]) / fsyncs
             limit = disk["fdatasyncs_per_s"] * batch
@@ -169,8 +198,110 @@ def groupcommit(work: Path, producers: list[int], count: int, size: int = 256,
     for p in producers:
         g = next(r for r in rows if r["mode"] == "group_commit" and r["producers"] == p)
         f = next(r for r in rows if r["mode"] == "fsync_per_message" and r["producers"] == p)
-        ratios.append({"producers": p, "throughput_ratio": round(g["msgs_per_s"] / f["msgs_per_s"], 2)})
-    return {"scenario": "groupcommit", "disk": disk, "size_bytes": size, "rows": rows, "ratios": ratios}
+        a = next(r for r in rows if r["mode"] == "async_flush" and r["producers"] == p)
+        ratios.append({"producers": p, "throughput_ratio": round(g["msgs_per_s"] / f["msgs_per_s"], 2),
+                       "sync_over_async_flush": round(g["msgs_per_s"] / a["msgs_per_s"], 2)})
+    return {"scenario": "groupcommit", "disk": disk, "size_bytes": size, "rows": rows, "ratios": ratios,
+            "headline": {**_headline(ratios, "throughput_ratio"),
+                         "sync_over_async_flush": _headline(ratios, "sync_over_async_flush")["sync_over_async_flush"]}}
+
+
+def rss(work: Path, gib: float = 2.0, size: int = 16 * 1024, producers: int = 16, tree: Path | None = None,
+        progress: Progress = print) -> dict:
+    """Issue 12's memory bound: write ``gib`` GiB through a real master and slave under SYNC_FLUSH +
+    SYNC_MASTER and sample both processes' resident set as the log grows; the peak (VmHWM) of
+    each is the figure.  Memory that grows with the log would show in the samples."""
+    flags = ["--flush-disk-type", "SYNC_FLUSH", "--broker-role", "SYNC_MASTER", "--replicas", "r1",
+             "--slave-timeout-ms", "20000", "--sync-flush-timeout-ms", "20000",
+             "--wait-time-in-send-queue-ms", "60000", "--max-message-size", str(2 * max(size, 4096))]
+    master = start_master(work / "master", flags, tree)
+    replica = None
+    samples = []
+    try:
+        replica = start_replica(work / "r1", master.ha_port, "r1", [], tree)
+        master.wait_for(r"slave r1 connected")
+        record = size + 20
+        count = int(gib * (1 << 30)) // record + 1
+        acked = [0]
+        stop = threading.Event()
+        box: dict = {}
+
+        def load() -> None:
+            box["result"] = run_load(("127.0.0.1", master.port), producers, count, size, timeout_s=60, stop=stop,
+                                     on_ack=lambda a: acked.__setitem__(0, acked[0] + 1))
+        loader = threading.Thread(target=load, daemon=True)
+        start = time.perf_counter()
+        loader.start()
+        while loader.is_alive():
+            loader.join(0.25)
+            written = acked[0] * record
+            samples.append({"seconds": round(time.perf_counter() - start, 2), "written_mib": round(written / (1 << 20), 1),
+                            "master_rss_mib": round(master.rss_kib()[0] / 1024, 1),
+                            "replica_rss_mib": round(replica.rss_kib()[0] / 1024, 1)})
+            progress(f"rss: {written / (1 << 30):.2f} of {gib} GiB written")
+        seconds = time.perf_counter() - start
+        result = box["result"]
+        peaks = {"master_peak_rss_mib": round(master.rss_kib()[1] / 1024, 1),
+                 "replica_peak_rss_mib": round(replica.rss_kib()[1] / 1024, 1)}
+    finally:
+        if replica:
+            replica.stop()
+        master.stop()
+    quarter = [min(samples, key=lambda x: abs(x["written_mib"] - q * samples[-1]["written_mib"]))
+               for q in (0.25, 0.5, 0.75, 1.0)] if samples else []
+    return {"scenario": "rss", "gib": gib, "size_bytes": size, "producers": producers, "tree": str(tree or "current"),
+            "messages": result.statuses.get("PUT_OK", 0), "statuses": result.statuses,
+            "written_gib": round(acked[0] * (size + 20) / (1 << 30), 3), "seconds": round(seconds, 1),
+            "msgs_per_s": round(result.sent / seconds, 1), **peaks, "at_quarters": quarter,
+            "samples": samples[:: max(1, len(samples) // 200)], "goal_mib": 150}
+
+
+def cpu(work: Path, count: int, size: int = 256, delay_ms: float = 2.0, baseline: Path | None = None,
+        profile_to: Path | None = None, progress: Progress = print) -> dict:
+    """Per-message CPU (µs, user + system) of the master and the slave at 64 producers: SYNC_MASTER
+    DECOUPLED behind the 2 ms proxy, and SYNC_FLUSH group commit; the same points run from a
+    ``baseline`` source tree (the code before issue 12) side by side; a profile of this master."""
+    points = (("sync_master_decoupled", ["--broker-role", "SYNC_MASTER", "--replicas", "r1", "--ack-mode",
+                                         "DECOUPLED", "--slave-timeout-ms", "10000",
+                                         "--wait-time-in-send-queue-ms", "60000"], delay_ms),
+              ("sync_flush_group_commit", ["--flush-disk-type", "SYNC_FLUSH", "--sync-flush-timeout-ms", "60000",
+                                           "--wait-time-in-send-queue-ms", "60000"], None))
+    rows = []
+    for tree_name, tree in (("before", baseline), ("after", None)):
+        if tree_name == "before" and baseline is None:
+            continue
+        for name, flags, delay in points:
+            progress(f"cpu {tree_name}: {name}")
+            row = _point(_fresh(work, f"cpu-{tree_name}-{name}"), flags, 64, count, size, delay, tree)
+            rows.append({"mode": f"{tree_name} {name}", "tree": str(tree or "current"), **row})
+    out = {"scenario": "cpu", "size_bytes": size, "rows": rows, "ratios": []}
+    if profile_to is not None:
+        progress("cpu: profiling this master")
+        prof = work / "master.prof"
+        _point(_fresh(work, "cpu-profile"), points[0][1], 64, count, size, delay_ms, profile=prof)
+        out["profile"] = profile_summary(prof, profile_to)
+    if baseline is not None:
+        for name, _, _ in points:
+            b = next(r for r in rows if r["mode"] == f"before {name}")
+            a = next(r for r in rows if r["mode"] == f"after {name}")
+            out["ratios"].append({"point": name, "master_us_before": b["cpu_us_per_msg"]["master"],
+                                  "master_us_after": a["cpu_us_per_msg"]["master"],
+                                  "throughput_after_over_before": round(a["msgs_per_s"] / b["msgs_per_s"], 2)})
+    return out
+
+
+def profile_summary(prof: Path, out: Path, top: int = 25) -> str:
+    """The top functions of a cProfile run by own time, as text (written to ``out``)."""
+    import io
+    import pstats
+
+    text = io.StringIO()
+    pstats.Stats(str(prof), stream=text).sort_stats("tottime").print_stats(top)
+    body = text.getvalue()
+    body = body[body.index("ncalls"):] if "ncalls" in body else body
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(body)
+    return body
 
 
 def sim(seeds: int = 20, steps: int = 2_000, progress: Progress = print) -> dict:

@@ -1,8 +1,13 @@
 """Segment files on a real filesystem: pwrite into the page cache,
-fdatasync to make it durable, and the recovery read.
+fdatasync to make it durable, reading a segment back, and the recovery scan.
 
 Files are named by their start offset, 20 digits, as RocketMQ names its
-commit-log files; each is preallocated to the segment size.
+commit-log files; each is preallocated to the segment size, and the
+directory is fsync'd when one is created or removed (a new file's name is
+not durable before that).  Every file operation goes through ``FileOps``
+(create, pwrite, ftruncate, fdatasync, rename, unlink, the directory fsync),
+so a recorder can sit under the store (reference/real/powerloss.py) and the
+crash states a power loss may leave can be rebuilt from what it saw.
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ import errno
 import os
 from pathlib import Path
 
-from reference.record import RecoveryReport, recover_log
+from reference.record import LogScan, OnRecord, scan_log
 
 NAME_DIGITS = 20
 WRITE_FAULTS = ("eio", "enospc", "short")
+MAX_OPEN_SEGMENTS = 16      # descriptors kept open (the newest segments); jobs use their own dup
 
 
 class ShortWrite(OSError):
@@ -25,11 +31,55 @@ class ShortWrite(OSError):
         self.written = written
 
 
+class FileOps:
+    """The store's file operations on the real filesystem (one method per kind)."""
+
+    def open(self, path: Path) -> int:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def size(self, fd: int) -> int:
+        return os.fstat(fd).st_size
+
+    def ftruncate(self, path: Path, fd: int, size: int) -> None:
+        os.ftruncate(fd, size)
+
+    def pwrite(self, path: Path, fd: int, data, position: int) -> int:
+        return os.pwrite(fd, data, position)
+
+    def pread(self, fd: int, length: int, position: int) -> bytes:
+        return os.pread(fd, length, position)
+
+    def fdatasync(self, path: Path, fd: int) -> None:
+        os.fdatasync(fd)
+
+    def rename(self, src: Path, dst: Path) -> None:
+        os.rename(src, dst)
+
+    def unlink(self, path: Path) -> None:
+        path.unlink()
+
+    def fsync_dir(self, directory: Path) -> None:
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def close(self, fd: int) -> None:
+        os.close(fd)
+
+    def dup(self, fd: int) -> int:
+        return os.dup(fd)
+
+
 class SegmentStore:
-    def __init__(self, directory: Path, segment_size: int) -> None:
+    def __init__(self, directory: Path, segment_size: int, ops: FileOps | None = None) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
+        if not os.access(self.dir, os.W_OK):
+            raise PermissionError(errno.EACCES, f"data directory {self.dir} is not writable")
         self.segment_size = segment_size
+        self.ops = ops or FileOps()
         self._fds: dict[int, int] = {}
         self.fail_fsync_after: int | None = None    # fault tests: fsyncs after this many raise EIO
         self.fail_write_after: int | None = None    # fault tests: writes after this many fail...
@@ -43,66 +93,98 @@ class SegmentStore:
     def _fd(self, start: int) -> int:
         fd = self._fds.get(start)
         if fd is None:
-            fd = os.open(self.path(start), os.O_RDWR | os.O_CREAT, 0o644)
-            if os.fstat(fd).st_size < self.segment_size:
-                os.ftruncate(fd, self.segment_size)
+            path = self.path(start)
+            existed = path.exists()
+            fd = self.ops.open(path)
+            if self.ops.size(fd) < self.segment_size:
+                self.ops.ftruncate(path, fd, self.segment_size)
             self._fds[start] = fd
+            if not existed:
+                self.ops.fsync_dir(self.dir)      # the new file's name is durable from here
+            for old in [s for s in sorted(self._fds) if s != start][:len(self._fds) - MAX_OPEN_SEGMENTS]:
+                self.ops.close(self._fds.pop(old))
         return fd
 
     def create(self, start: int) -> None:
         self._fd(start)
 
-    def write(self, start: int, position: int, data: bytes) -> None:
+    def write(self, start: int, position: int, data) -> None:
         """pwrite; raises OSError (ShortWrite when some bytes were copied) on failure."""
         assert position + len(data) <= self.segment_size
         if self.fail_write_after is not None and self._writes_done >= self.fail_write_after:
             self._injected_write_fault(start, position, data)
         self._writes_done += 1
-        written = os.pwrite(self._fd(start), data, position)
+        written = self.ops.pwrite(self.path(start), self._fd(start), data, position)
         if written != len(data):
             raise ShortWrite(written, f"short write to segment {start}: {written} of {len(data)} bytes")
 
-    def _injected_write_fault(self, start: int, position: int, data: bytes) -> None:
+    def _injected_write_fault(self, start: int, position: int, data) -> None:
         if self.fail_write_kind == "enospc":
             raise OSError(errno.ENOSPC, "injected fault: pwrite failed with ENOSPC")
         if self.fail_write_kind == "short" and len(data) > 1:
-            written = os.pwrite(self._fd(start), data[: len(data) // 2], position)
+            written = self.ops.pwrite(self.path(start), self._fd(start), data[: len(data) // 2], position)
             raise ShortWrite(written, f"injected fault: short write, {written} of {len(data)} bytes")
         raise OSError(errno.EIO, "injected fault: pwrite failed with EIO")
 
     def read(self, start: int, position: int, length: int) -> bytes:
-        if not self.path(start).exists():
+        if start not in self._fds and not self.path(start).exists():
             return bytes(length)
-        return os.pread(self._fd(start), length, position).ljust(length, b"\0")
+        return self.ops.pread(self._fd(start), length, position).ljust(length, b"\0")
+
+    def read_segment_job(self, start: int):
+        """A job for a worker thread: the whole segment as the page cache holds it (the
+        file descriptor is opened here, on the loop's thread)."""
+        fd = self.ops.dup(self._fd(start))
+        size, ops = self.segment_size, self.ops
+
+        def job() -> bytes:
+            try:
+                return ops.pread(fd, size, 0).ljust(size, b"\0")
+            finally:
+                ops.close(fd)
+        return job
+
+    def fsync_job(self, start: int, upto: int):
+        """A job for the flush thread: fdatasync every segment from ``start`` that holds
+        bytes below ``upto`` (descriptors resolved here, on the loop's thread)."""
+        targets = []
+        seg = start
+        while seg < upto:
+            targets.append((self.path(seg), self.ops.dup(self._fd(seg))))
+            seg += self.segment_size
+        fail = self.fail_fsync_after is not None and self._fsyncs_done >= self.fail_fsync_after
+        self._fsyncs_done += 1
+        ops = self.ops
+
+        def job() -> int:
+            try:
+                if fail:
+                    raise OSError(errno.EIO, "injected fault: fdatasync failed with EIO")
+                for path, fd in targets:
+                    ops.fdatasync(path, fd)
+            finally:
+                for _, fd in targets:
+                    ops.close(fd)
+            return upto
+        return job
 
     def fsync(self, start: int, upto: int) -> None:
         """fdatasync every segment from ``start`` that holds bytes below ``upto``."""
-        if self.fail_fsync_after is not None and self._fsyncs_done >= self.fail_fsync_after:
-            raise OSError(errno.EIO, "injected fault: fdatasync failed with EIO")
-        self._fsyncs_done += 1
-        seg = start
-        while seg < upto:
-            os.fdatasync(self._fd(seg))
-            seg += self.segment_size
+        self.fsync_job(start, upto)()
 
     def zero_tail(self, start: int, position: int) -> None:
         """Recovery: zero a segment from ``position`` and delete every later segment."""
         if self.path(start).exists() and position < self.segment_size:
             self.write(start, position, bytes(self.segment_size - position))
-            os.fdatasync(self._fd(start))
-        for later in [s for s in self.segments() if s > start]:
-            fd = self._fds.pop(later, None)
+            self._fdatasync(start)
+        later = [s for s in self.segments() if s > start]
+        for s in later:
+            fd = self._fds.pop(s, None)
             if fd is not None:
-                os.close(fd)
-            self.path(later).unlink()
-        self._fsync_dir()
-
-    def _fsync_dir(self) -> None:
-        fd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+                self.ops.close(fd)
+            self.ops.unlink(self.path(s))
+        if later:
+            self.ops.fsync_dir(self.dir)
 
     def segments(self) -> list[int]:
         out = []
@@ -111,31 +193,36 @@ class SegmentStore:
                 out.append(int(p.name))
         return sorted(out)
 
-    def read_all(self) -> dict[int, bytes]:
-        out = {}
-        for start in self.segments():
-            data = self.path(start).read_bytes()
-            if len(data) != self.segment_size:
-                data = data[: self.segment_size].ljust(self.segment_size, b"\0")
-            out[start] = data
-        return out
+    def _read_whole(self, start: int) -> bytes:
+        fd = self._fd(start)
+        return self.ops.pread(fd, self.segment_size, 0).ljust(self.segment_size, b"\0")
 
-    def recover(self, keep_torn: bool = False) -> tuple[RecoveryReport, dict[int, bytes]]:
-        """CRC recovery: scan, truncate at the first bad record (zeroing what
-        follows, so it cannot come back), and fsync what is kept."""
-        data = self.read_all()
-        report = recover_log(data, self.segment_size, keep_torn)
-        end = report.end_offset
+    def read_all(self) -> dict[int, bytes]:
+        """Every segment in memory (tests and tools only; recovery reads one at a time)."""
+        return {start: self._read_whole(start) for start in self.segments()}
+
+    def recover(self, keep_torn: bool = False, on_record: OnRecord | None = None) -> LogScan:
+        """CRC recovery, one segment in memory at a time: scan, truncate at the first bad
+        record (zeroing what follows, so it cannot come back), and fsync what is kept."""
+        for start in self.segments():
+            if not self.path(start).is_file():
+                raise IsADirectoryError(errno.EISDIR, f"{self.path(start)} is not a regular file")
+        scan = scan_log(self.segments(), self._read_whole, self.segment_size, keep_torn, on_record)
+        end = scan.end_offset
         self.zero_tail(end - end % self.segment_size, end % self.segment_size)
         for start in self.segments():
             if start < end:
-                os.fdatasync(self._fd(start))
-        return report, data
+                self._fdatasync(start)
+        return scan
 
-    def machine_crash(self, cut: int) -> None:
-        raise NotImplementedError("a real disk cannot lose power on demand; use the simulator")
+    def _fdatasync(self, start: int) -> None:
+        """An fdatasync on the loop's thread (recovery), counted by the fault injection."""
+        if self.fail_fsync_after is not None and self._fsyncs_done >= self.fail_fsync_after:
+            raise OSError(errno.EIO, f"fdatasync of {self.path(start)} failed with EIO (injected fault)")
+        self._fsyncs_done += 1
+        self.ops.fdatasync(self.path(start), self._fd(start))
 
     def close(self) -> None:
         for fd in self._fds.values():
-            os.close(fd)
+            self.ops.close(fd)
         self._fds.clear()

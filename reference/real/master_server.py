@@ -1,296 +1,388 @@
-"""The real master: the sans-IO MasterCore driven by files, fdatasync, TCP
-sockets and threads.
+"""The real master: MasterCore and Admission driven by one event loop
+(reference/real/loop.py) over real files, fdatasync and TCP sockets.
 
-Threads, named after RocketMQ's: connection readers put requests in a
-bounded send queue; ``send_message_thread_pool_nums`` processor threads take
-them (in BLOCKING mode a processor waits until its request is answered, as
-before RocketMQ 4.7); one service thread runs the core's timers (commit,
-group commit rounds, deadlines, HA transfer); one flush thread performs the
-fdatasyncs; each slave connection has a reader and a writer.  One lock
-guards the core; every effect is performed under it in the order the core
-emitted it (page-cache writes, answered at once with write_done or
-write_failed; frames and closes are non-blocking queue operations).
+One thread owns both state machines and performs their effects in the order
+they were emitted: page-cache writes (every WriteData of a batch in one
+pwritev, answered at once with write_done or write_failed), responses and
+DATA frames into per-connection buffers (one send per connection per turn),
+closes.  Two worker threads do the blocking work and hand the result back
+as a call on the loop: the flush thread (fdatasync; GroupCommitService and
+FlushRealTimeService issue one at a time) and the reader (a segment read
+back for a slave that lags).  Every decision is the cores': this module only
+moves bytes, keeps the producers' routes (which connection asked what), and
+closes connections that are idle, over the limit, malformed, or that the
+core refused, each with one log line.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections import deque
-import queue
+import selectors
 import signal
 import sys
-import threading
-import time
 from collections import Counter
-from pathlib import Path
-
-import attrs
+from collections.abc import Callable
 
 from reference import effects as fx
+from reference.admission import Admission
 from reference.commitlog import CommitLog
-from reference.config import StoreConfig
-from reference.frames import Ack, Data, Handshake, Put, Response
-from reference.master import MasterCore
-from reference.real.disk import SegmentStore, ShortWrite
-from reference.real.net import Connection, listen
+from reference.frames import Ack, Data, Handshake, Put, Refuse, encode_response
+from reference.master import DISCARD, MasterCore
+from reference.real.disk import FileOps, SegmentStore, ShortWrite
+from reference.real.loop import Conn, Loop, Worker, listen, now_ms
+from reference.real.options import MasterOptions
 from reference.status import PutStatus
 
-SEND_QUEUE_CAPACITY = 10_000
+PRODUCER, SLAVE = "producer", "slave"
+ACCEPTS_PER_TURN = 64
+MAX_TURN_ROUNDS = 8              # tick + perform rounds per turn while the core has work due now
+PRODUCER_OUT_BYTES = 16 << 20    # responses a producer has not read yet
+IDLE_CHECK_MS = 1000
+PUTS_PER_TURN = 16
 
 
-def now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
-
-@attrs.define
-class Pending:
-    conn: Connection
-    client_req_id: int
-    done: threading.Event | None = None
-
-
-class MasterServer:
-    def __init__(self, directory: Path, config: StoreConfig, replicas: tuple[str, ...],
-                 host: str = "127.0.0.1", port: int = 0, ha_port: int = 0, log=print) -> None:
-        self.cfg = config
+class MasterRuntime:
+    def __init__(self, opts: MasterOptions, log: Callable[[str], None] = print, ops: FileOps | None = None) -> None:
+        cfg = self.cfg = opts.config
+        self.opts = opts
         self.log = log
-        self.store = SegmentStore(Path(directory) / "commitlog", config.mapped_file_size_commit_log)
-        report, data = self.store.recover(keep_torn=config.bug("BugRecoveryKeepsTorn"))
-        self.recovery = report
-        commitlog = CommitLog.recovered(config.mapped_file_size_commit_log, config.transient_store_pool_enable,
-                                        report, data)
-        self.core = MasterCore(config, replicas, now_ms(), log=commitlog)
-        self.lock = threading.Lock()
-        self.send_queue: queue.Queue = queue.Queue(SEND_QUEUE_CAPACITY)
-        self.pending: dict[int, Pending] = {}
-        self._ids = itertools.count(1)
-        self._wake = threading.Event()
-        self._fsyncs: queue.Queue = queue.Queue()
-        self._stop = threading.Event()
-        self.ha_conns: dict[int, Connection] = {}       # by connection id (the core's name for it)
-        self._conn_ids = itertools.count(1)
-        self.stats: Counter = Counter()
-        self.client_sock = listen(host, port)
-        self.ha_sock = listen(host, ha_port)
+        self.store = SegmentStore(opts.directory / "commitlog", cfg.mapped_file_size_commit_log, ops)
+        self.store.fail_fsync_after = opts.inject_fsync_eio_after
+        self.store.fail_write_after = opts.inject_write_fault_after
+        self.store.fail_write_kind = opts.inject_write_fault
+        self.recovery = self.store.recover(keep_torn=cfg.bug("BugRecoveryKeepsTorn"))
+        commitlog = CommitLog.recovered(cfg.mapped_file_size_commit_log, cfg.transient_store_pool_enable,
+                                        self.recovery)
+        self.core = MasterCore(cfg, opts.replicas, now_ms(), log=commitlog)
+        self.core.spec_steps = DISCARD
+        self.admission = Admission(cfg)
+        self.loop = Loop()
+        self.client_sock = listen(opts.host, opts.port)
+        try:
+            self.ha_sock = listen(opts.host, opts.ha_port)
+        except OSError:
+            self.client_sock.close()
+            raise
         self.port = self.client_sock.getsockname()[1]
         self.ha_port = self.ha_sock.getsockname()[1]
-        self._threads: list[threading.Thread] = []
+        self.loop.selector.register(self.client_sock, selectors.EVENT_READ, PRODUCER)
+        self.loop.selector.register(self.ha_sock, selectors.EVENT_READ, SLAVE)
+        self.conns: dict[int, Conn] = {}
+        self._conn_ids = itertools.count(1)
+        self._req_ids = itertools.count(1)
+        self.routes: dict[int, tuple[Conn, int]] = {}     # request id -> (producer connection, its id)
+        self._dirty: set[Conn] = set()
+        self.flusher = Worker(self.loop, "flush")
+        self.reader = Worker(self.loop, "segment-reader")
+        self.stats: Counter = Counter()
+        self.statuses: Counter = Counter()          # answers by PutStatus value
+        self._core_due_ms = 0
+        self._clean_due_ms: int | None = None
+        # Puts started per turn: a wave of requests is written, shipped and answered in slices, so
+        # the first of them need not wait for the whole wave to be processed (the rest follow at
+        # once: the next turn does not wait for sockets).
+        self.puts_per_turn = PUTS_PER_TURN
+        self._more_puts = False
+        self.max_frame_bytes = max(cfg.max_message_size + 64, 1024)
+        self.loop.call_at(now_ms() + IDLE_CHECK_MS, self._check_idle)
 
-    # ------------------------------------------------------------ lifecycle
+    # ------------------------------------------------------------------ the loop
 
-    def start(self) -> None:
-        targets = [("client-acceptor", self._accept_clients), ("ha-acceptor", self._accept_slaves),
-                   ("service", self._service_loop), ("flush", self._flush_loop)]
-        targets += [(f"SendMessageThread_{i}", self._processor_loop) for i in range(self.cfg.send_message_thread_pool_nums)]
-        for name, target in targets:
-            t = threading.Thread(target=target, name=name, daemon=True)
-            t.start()
-            self._threads.append(t)
+    def run(self) -> None:
+        """Serve until ``stop`` (from a signal handler or another thread)."""
+        try:
+            while not self.loop.stopping:
+                due = [self._core_due_ms] + ([self._clean_due_ms] if self._clean_due_ms is not None else [])
+                wait = 0 if self._more_puts else max(0, min(due) - now_ms())
+                self.loop.run_once(wait, self._on_event)
+                self._turn()
+        finally:
+            self._shutdown()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
+        self.loop.stop()
+
+    def _turn(self) -> None:
+        """After the sockets and completions of one wake-up: admit, run the services
+        that are due, perform every effect in order, then one send per connection."""
+        now = now_ms()
+        if self._clean_due_ms is not None and now >= self._clean_due_ms:
+            self.admission.clean(now)
+        for _ in range(self.puts_per_turn):
+            if (q := self.admission.next_runnable()) is None:
+                break
+            self.core.put(q.req_id, q.key, q.body, now)
+            self.admission.appended(q.req_id)
+        self._more_puts = bool(self.admission.queue) and len(self.admission.holding) < self.admission.slots
+        self._perform(now)
+        for _ in range(MAX_TURN_ROUNDS):
+            if self.core.next_wakeup_ms(now) > now:
+                break
+            self.core.tick(now)
+            self._perform(now)
+        self._core_due_ms = self.core.next_wakeup_ms(now)
+        self._clean_due_ms = self.admission.next_clean_ms(now)
+        dirty, self._dirty = self._dirty, set()
+        for conn in dirty:
+            self._flush(conn)
+
+    def _on_event(self, key: selectors.SelectorKey, mask: int) -> None:
+        if isinstance(key.data, str):
+            self._accept(key.fileobj, key.data)
+            return
+        conn: Conn = key.data
+        if mask & selectors.EVENT_WRITE:
+            self._flush(conn)
+        if mask & selectors.EVENT_READ and not conn.closed:
+            now = now_ms()
+            frames, problem = conn.read_frames(now)
+            if conn.kind == PRODUCER:
+                self._producer_frames(conn, frames, problem, now)
+            else:
+                self._slave_frames(conn, frames, problem, now)
+
+    # ------------------------------------------------------------------ connections
+
+    def _accept(self, listener, kind: str) -> None:
+        for _ in range(ACCEPTS_PER_TURN):
+            try:
+                sock, addr = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as err:          # EMFILE and friends: say so, keep serving
+                self.log(f"accept on the {kind} port failed: {err}")
+                return
+            if len(self.conns) >= self.opts.max_connections:
+                self.log(f"{kind} connection from {addr[0]}:{addr[1]} refused: the connection limit "
+                         f"({self.opts.max_connections}) is reached")
+                sock.close()
+                continue
+            out_bytes = PRODUCER_OUT_BYTES if kind == PRODUCER else self.cfg.ha_send_window_bytes * 2 + (1 << 20)
+            conn = Conn(next(self._conn_ids), sock, kind, self.max_frame_bytes if kind == PRODUCER else 1 << 20,
+                        out_bytes, now_ms())
+            self.conns[conn.id] = conn
+            self.loop.selector.register(sock, selectors.EVENT_READ, conn)
+            if kind == SLAVE:     # it must greet within the housekeeping interval (the core's timer)
+                self.core.replica_connection_opened(conn.id, conn.last_active_ms)
+
+    def _close(self, conn: Conn, reason: str, tell_core: bool = True) -> None:
+        """Close a connection and log why (once)."""
+        if not conn.close(reason):
+            return
+        try:
+            self.loop.selector.unregister(conn.sock)
+        except (KeyError, ValueError):
+            pass
+        self.conns.pop(conn.id, None)
+        self._dirty.discard(conn)
+        self.stats[f"closed_{conn.kind}"] += 1
+        self.log(f"{conn.kind} connection {conn.id} from {conn.peer} closed: {reason}")
+        if conn.kind == SLAVE and tell_core:
+            self.core.replica_disconnected(conn.id)
+
+    def _flush(self, conn: Conn) -> None:
+        if conn.closed:
+            return
+        problem = conn.flush()
+        if problem is not None:
+            self._close(conn, problem)
+            return
+        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out else 0)
+        if conn.writing != bool(conn.out):
+            conn.writing = bool(conn.out)
+            self.loop.selector.modify(conn.sock, want, conn)
+
+    def _check_idle(self) -> None:
+        now = now_ms()
+        limit = self.opts.idle_timeout_ms
+        for conn in [c for c in self.conns.values() if now - c.last_active_ms > limit]:
+            self._close(conn, f"idle for {now - conn.last_active_ms} ms (the limit is {limit} ms)")
+        self.loop.call_at(now + min(IDLE_CHECK_MS, limit), self._check_idle)
+
+    # ------------------------------------------------------------------ input
+
+    def _producer_frames(self, conn: Conn, frames: list, problem: str | None, now: int) -> None:
+        for frame in frames:
+            if not isinstance(frame, Put):
+                problem = f"a producer sent a {type(frame).__name__} frame"
+                break
+            req_id = next(self._req_ids)
+            self.routes[req_id] = (conn, frame.req_id)
+            self.admission.arrive(req_id, frame.key, frame.body, now)
+        if problem is not None:
+            self._close(conn, problem)
+
+    def _slave_frames(self, conn: Conn, frames: list, problem: str | None, now: int) -> None:
+        core = self.core
+        for frame in frames:
+            if conn.closed:
+                return
+            if isinstance(frame, Handshake):
+                core.replica_handshake(conn.id, frame.name, frame.offset, frame.chain, now, frame.records)
+                if core.name_of(conn.id) == frame.name:
+                    self.log(f"slave {frame.name} connected at offset {frame.offset} (connection {conn.id})")
+            elif isinstance(frame, Ack):
+                core.replica_ack(conn.id, frame.offset, now, frame.records)
+            else:
+                core.replica_bad_input(conn.id, f"a slave sent a {type(frame).__name__} frame")
+            self._perform(now)
+        if problem is not None and not conn.closed:
+            if problem.startswith("malformed"):
+                core.replica_bad_input(conn.id, problem)     # the core closes it (and forgets it)
+                self._perform(now)
+            else:
+                self._close(conn, problem)
+
+    # ------------------------------------------------------------------ effects
+
+    def _perform(self, now: int) -> None:
+        """Every effect of the admission and the core, in the order they were emitted."""
+        for _ in range(1 << 20):
+            effects = self.admission.take_effects()
+            effects += self.core.take_effects()
+            if not effects:
+                return
+            i = 0
+            while i < len(effects):
+                e = effects[i]
+                if isinstance(e, fx.WriteData):
+                    j = i + 1
+                    while (j < len(effects) and isinstance(effects[j], fx.WriteData)
+                           and effects[j].start == e.start and effects[j].offset == effects[j - 1].end):
+                        j += 1
+                    self._write(effects[i:j], now)
+                    i = j
+                    continue
+                self._perform_one(e, now)
+                i += 1
+        raise AssertionError("effects did not settle")
+
+    def _perform_one(self, e, now: int) -> None:
+        if isinstance(e, fx.Respond):
+            self._respond(e)
+        elif isinstance(e, fx.SendData):
+            conn = self.conns.get(e.conn)
+            if conn is not None and not conn.closed:
+                if conn.queue(Data(e.offset, e.data)):
+                    self._dirty.add(conn)
+                else:
+                    self._close(conn, "the slave does not read what it is sent")
+        elif isinstance(e, fx.Fsync):
+            seg = self.cfg.mapped_file_size_commit_log
+            if e.upto > e.start + seg or e.upto % seg == 0:
+                # a flush across a segment roll: one fsync of two files (the padding and the record
+                # after it), or the first pass of a round that continues in the next segment
+                self.stats["fsyncs_across_segment_roll"] += 1
+            try:
+                job = self.store.fsync_job(e.start, e.upto)
+            except OSError as err:
+                self._fsync_failed(e, err)
+                return
+            self.flusher.submit(job, lambda upto, e=e: self._fsync_done(e), lambda err, e=e: self._fsync_failed(e, err))
+        elif isinstance(e, fx.CreateSegment):
+            try:
+                self.store.create(e.start)
+            except OSError as err:      # the write into it will fail and say so
+                self.log(f"creating segment {e.start} failed: {err}")
+        elif isinstance(e, fx.ReadSegment):
+            try:
+                job = self.store.read_segment_job(e.start)
+            except OSError as err:
+                self.core.segment_read_failed(e.start, f"segment {e.start} could not be read back: {err}", now)
+                return
+            self.reader.submit(job, lambda data, s=e.start: self._segment_read(s, data),
+                               lambda err, s=e.start: self.core.segment_read_failed(
+                                   s, f"segment {s} could not be read back: {err}", now_ms()))
+        elif isinstance(e, fx.CloseReplica):
+            conn = self.conns.get(e.conn)
+            if conn is not None:
+                conn.queue(Refuse(e.reason))
+                conn.flush()
+                self._close(conn, e.reason, tell_core=False)
+        else:
+            raise AssertionError(f"unexpected effect {e!r}")
+
+    def _write(self, run: list[fx.WriteData], now: int) -> None:
+        """One pwritev for a run of contiguous WriteData; the core hears about each, in order."""
+        first = run[0]
+        try:
+            self.store.write(first.start, first.position, b"".join(e.data for e in run) if len(run) > 1
+                             else first.data)
+            written = None
+        except OSError as err:
+            written = err.written if isinstance(err, ShortWrite) else 0
+            self.stats["write_failures"] += 1
+            self.log(f"write of {sum(len(e.data) for e in run)} bytes at {first.offset} failed after {written} "
+                     f"bytes ({err}); the store stops accepting writes")
+        self.stats["pwrites"] += 1
+        if written is None:
+            self.core.writes_done([(e.start, e.position, len(e.data)) for e in run], now)
+            return
+        for e in run:
+            if written >= len(e.data):
+                self.core.write_done(e.start, e.position, len(e.data), now)
+                written -= len(e.data)
+            else:
+                self.core.write_failed(e.start, e.position, len(e.data), written, now)
+                written = 0
+
+    def _respond(self, e: fx.Respond) -> None:
+        self.statuses[e.status] += 1
+        self.admission.answered(e.req_id)
+        route = self.routes.pop(e.req_id, None) if e.final else self.routes.get(e.req_id)
+        if route is None:
+            return
+        conn, client_req_id = route
+        if conn.closed:
+            return
+        if conn.queue_bytes(encode_response(client_req_id, e.status, e.next_offset)):
+            self._dirty.add(conn)
+        else:
+            self._close(conn, "the producer does not read its responses")
+
+    def _fsync_done(self, e: fx.Fsync) -> None:
+        self.stats["fsyncs"] += 1
+        self.core.fsync_done(e.start, e.upto, now_ms())
+
+    def _fsync_failed(self, e: fx.Fsync, err: OSError) -> None:
+        self.log(f"fsync failed ({err}): the store turns read-only")
+        self.core.fsync_failed(e.start, e.upto, now_ms())
+
+    def _segment_read(self, start: int, data: bytes) -> None:
+        self.stats["segment_reads"] += 1
+        self.core.segment_read(start, data, now_ms())
+
+    # ------------------------------------------------------------------ shutdown
+
+    def _shutdown(self) -> None:
+        for conn in list(self.conns.values()):
+            self._close(conn, "master stopping", tell_core=False)
         for sock in (self.client_sock, self.ha_sock):
             try:
                 sock.close()
             except OSError:
                 pass
-        for conn in list(self.ha_conns.values()):
-            conn.close("master stopping")
+        self.flusher.stop()
+        self.reader.stop()
         self.store.close()
+        self.loop.close()
 
-    # ------------------------------------------------------------ the core
-
-    def _call(self, fn, *args) -> None:
-        """Call the core under the lock and perform its effects, in order, under the lock."""
-        with self.lock:
-            fn(*args)
-            pending = deque(self.core.take_effects())
-            while pending:
-                e = pending.popleft()
-                if isinstance(e, fx.WriteData):
-                    self._write(e)
-                    pending.extend(self.core.take_effects())
-                elif isinstance(e, fx.CreateSegment):
-                    try:
-                        self.store.create(e.start)
-                    except OSError as err:      # the write into it will fail and say so
-                        self.log(f"creating segment {e.start} failed: {err}")
-                elif isinstance(e, fx.Fsync):
-                    self._fsyncs.put(e)
-                elif isinstance(e, fx.Respond):
-                    self._respond(e)
-                elif isinstance(e, fx.SendData):
-                    conn = self.ha_conns.get(e.conn)
-                    if conn is not None:
-                        conn.send(Data(e.offset, e.data))
-                elif isinstance(e, fx.CloseReplica):
-                    conn = self.ha_conns.pop(e.conn, None)
-                    if conn is not None:
-                        conn.close(e.reason)
-                    self.log(f"slave connection {e.conn} closed: {e.reason}")
-                else:
-                    raise AssertionError(f"unexpected effect {e!r}")
-
-    def _write(self, e: fx.WriteData) -> None:
-        """pwrite into the page cache; the core hears at once whether it worked."""
-        try:
-            self.store.write(e.start, e.position, e.data)
-        except OSError as err:
-            written = err.written if isinstance(err, ShortWrite) else 0
-            self.stats["write_failures"] += 1
-            self.log(f"write of {len(e.data)} bytes at {e.offset} failed after {written} bytes ({err}); "
-                     f"the store stops accepting writes")
-            self.core.write_failed(e.start, e.position, len(e.data), written, now_ms())
-            return
-        self.core.write_done(e.start, e.position, len(e.data), now_ms())
-
-    def _respond(self, e: fx.Respond) -> None:
-        self.stats[PutStatus(e.status).name] += 1
-        p = self.pending.pop(e.req_id, None) if not self.cfg.bug("BugDoubleResponse") else self.pending.get(e.req_id)
-        if p is None:
-            return
-        p.conn.send(Response(p.client_req_id, e.status, e.next_offset))
-        if p.done is not None:
-            p.done.set()
-
-    # ------------------------------------------------------------ producers
-
-    def _accept_clients(self) -> None:
-        while not self._stop.is_set():
-            try:
-                sock, _ = self.client_sock.accept()
-            except OSError:
-                return
-            conn = Connection(sock, self.cfg.max_message_size + 64, "producer")
-            threading.Thread(target=self._read_client, args=(conn,), daemon=True).start()
-
-    def _read_client(self, conn: Connection) -> None:
-        for frame in conn.frames():
-            if not isinstance(frame, Put):
-                conn.close(f"a producer sent a {type(frame).__name__} frame")
-                break
-            internal = next(self._ids)
-            self.pending[internal] = Pending(conn, frame.req_id)
-            try:
-                self.send_queue.put_nowait((internal, frame.key, frame.body, time.monotonic()))
-            except queue.Full:
-                self._respond(fx.Respond(internal, int(PutStatus.OS_PAGE_CACHE_BUSY), 0))
-        if conn.close_reason and conn.close_reason.startswith("malformed"):
-            self.log(f"producer connection closed: {conn.close_reason}")
-
-    def _processor_loop(self) -> None:
-        """SendMessageProcessor: take a request, put it, and (BLOCKING) wait for its answer."""
-        limit_s = self.cfg.wait_time_in_send_queue_ms / 1000
-        blocking = self.cfg.ack_mode == "BLOCKING"
-        max_wait_s = (max(self.cfg.sync_flush_timeout_ms, self.cfg.slave_timeout_ms) + 5000) / 1000
-        while not self._stop.is_set():
-            try:
-                internal, key, body, enqueued = self.send_queue.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            if time.monotonic() - enqueued > limit_s:     # BrokerFastFailure: TIMEOUT_CLEAN_QUEUE
-                self._respond(fx.Respond(internal, int(PutStatus.OS_PAGE_CACHE_BUSY), 0))
-                continue
-            done = threading.Event() if blocking else None
-            p = self.pending.get(internal)
-            if p is not None and done is not None:
-                p.done = done
-            self._call(self.core.put, internal, key, body, now_ms())
-            self._wake.set()
-            if done is not None and internal in self.pending:
-                done.wait(max_wait_s)
-
-    # ------------------------------------------------------------ services
-
-    def _service_loop(self) -> None:
-        while not self._stop.is_set():
-            now = now_ms()
-            self._call(self.core.tick, now)
-            with self.lock:
-                wait_ms = self.core.next_wakeup_ms(now_ms()) - now_ms()
-            self._wake.wait(min(max(wait_ms, 0), 5) / 1000)
-            self._wake.clear()
-
-    def _flush_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                e = self._fsyncs.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            try:
-                self.store.fsync(e.start, e.upto)
-                self.stats["fsyncs"] += 1
-            except OSError as err:
-                self.log(f"fsync failed ({err}): the store turns read-only")
-                self._call(self.core.fsync_failed, e.start, e.upto, now_ms())
-                continue
-            self._call(self.core.fsync_done, e.start, e.upto, now_ms())
-
-    # ------------------------------------------------------------ slaves
-
-    def _accept_slaves(self) -> None:
-        while not self._stop.is_set():
-            try:
-                sock, _ = self.ha_sock.accept()
-            except OSError:
-                return
-            conn = Connection(sock, max(self.cfg.ha_transfer_batch_size, 1024) + 64, "slave")
-            threading.Thread(target=self._read_slave, args=(conn,), daemon=True).start()
-
-    def _read_slave(self, conn: Connection) -> None:
-        """Move frames from one HA connection to the core; the core decides everything."""
-        conn_id = next(self._conn_ids)
-        with self.lock:
-            self.ha_conns[conn_id] = conn
-        self._call(self.core.replica_connection_opened, conn_id, now_ms())
-        greeted = False
-        for frame in conn.frames():
-            if isinstance(frame, Handshake):
-                greeted = True
-                self._call(self.core.replica_handshake, conn_id, frame.name, frame.offset, frame.chain, now_ms(),
-                           frame.records)
-                if self.core.name_of(conn_id) == frame.name:
-                    self.log(f"slave {frame.name} connected at offset {frame.offset} (connection {conn_id})")
-            elif isinstance(frame, Ack) and greeted:
-                self._call(self.core.replica_ack, conn_id, frame.offset, now_ms(), frame.records)
-            else:
-                what = "the first frame of a slave must be HANDSHAKE" if not greeted else "a slave sends ACKs only"
-                self._call(self.core.replica_bad_input, conn_id, f"{type(frame).__name__} frame: {what}")
-        with self.lock:
-            self.ha_conns.pop(conn_id, None)
-        self._call(self.core.replica_disconnected, conn_id)
-        self.log(f"slave connection {conn_id} ended: {conn.close_reason}")
+    def stats_line(self) -> str:
+        stats = self.stats + Counter({PutStatus(k).name: v for k, v in self.statuses.items()})
+        return "stats " + " ".join(f"{k}={v}" for k, v in sorted(stats.items()))
 
 
-def serve_master(args) -> int:
-    """`ackorder broker master`: run until killed."""
-    from reference.config import store_config_from_args
-
-    cfg = store_config_from_args(args)
-    replicas = tuple(r for r in args.replicas.split(",") if r) if args.replicas else ()
-    server = MasterServer(Path(args.dir), cfg, replicas, args.host, args.port, args.ha_port,
-                          log=lambda msg: print(msg, flush=True))
-    server.store.fail_fsync_after = args.inject_fsync_eio_after
-    server.store.fail_write_after = args.inject_write_fault_after
-    server.store.fail_write_kind = args.inject_write_fault
-    r = server.recovery
-    print(f"recovered {len(r.records)} records, log ends at {r.end_offset}"
+def serve_master(opts: MasterOptions) -> int:
+    """`ackorder broker master`: run until SIGTERM or SIGINT, then print the stats line."""
+    runtime = MasterRuntime(opts, log=lambda msg: print(msg, flush=True))
+    r = runtime.recovery
+    print(f"recovered {r.record_count} records, log ends at {r.end_offset}"
           + "".join(f"; dropped: {d}" for d in r.dropped), flush=True)
-    server.start()
-    print(f"listening host={args.host} port={server.port} ha_port={server.ha_port}", flush=True)
-
-    def stop_on_sigterm(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop_on_sigterm)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.stop()
+    print(f"listening host={opts.host} port={runtime.port} ha_port={runtime.ha_port}", flush=True)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: runtime.stop())
+    runtime.run()
     # The last line: what a benchmark needs to know (fsyncs per message).
-    sys.stdout.write("stats " + " ".join(f"{k}={v}" for k, v in sorted(server.stats.items())) + "\n")
+    sys.stdout.write(runtime.stats_line() + "\n")
     sys.stdout.flush()
     return 0
-

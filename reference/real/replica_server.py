@@ -1,93 +1,260 @@
-"""The real slave: ReplicaCore driven by files and a TCP connection to the
-master's HA port; reconnects (with a handshake) whenever the link drops."""
+"""The real slave: ReplicaCore driven by one event loop over its segment files
+and one TCP connection to the master's HA port.  It reconnects (with a
+handshake) whenever the link drops, reports on a heartbeat timer, and
+fdatasyncs its own files on a flush thread (its acks are page-cache acks, as
+a RocketMQ slave's are).  Every decision is the core's."""
 
 from __future__ import annotations
 
+import errno
+import selectors
+import signal
 import socket
-import threading
-import time
-from pathlib import Path
+from collections.abc import Callable
 
 from reference import effects as fx
-from reference.frames import Ack, Data, Handshake
-from reference.real.disk import SegmentStore
-from reference.real.net import Connection
+from reference.frames import Ack, Data, Handshake, Refuse
+from reference.master import DISCARD
+from reference.real.disk import FileOps, SegmentStore
+from reference.real.loop import Conn, Loop, Worker, now_ms
+from reference.real.options import ReplicaOptions
 from reference.replica import ReplicaCore
 
-RECONNECT_S = 0.2
-FSYNC_EVERY_S = 1.0   # the slave's own durability; its acks are page-cache acks (as in RocketMQ)
+RECONNECT_MS = 200
+REFUSED_RETRY_MS = 5000      # after the master refused this slave (a diverged log): retry, slowly
+CONNECT_TIMEOUT_MS = 2000
+OUT_BYTES = 1 << 20
 
 
-class ReplicaServer:
-    def __init__(self, directory: Path, name: str, master: tuple[str, int], segment_size: int,
-                 max_frame_bytes: int = 1 << 20, log=print) -> None:
-        self.name, self.master, self.log = name, master, log
-        self.store = SegmentStore(Path(directory) / "commitlog", segment_size)
-        report, data = self.store.recover()
-        self.recovery = report
-        self.core = ReplicaCore.recovered(name, segment_size, report, data)
-        self.max_frame_bytes = max_frame_bytes
-        self._stop = threading.Event()
-        self.conn: Connection | None = None
+class SlaveStopped(RuntimeError):
+    """The slave's own disk failed: it cannot hold what it would acknowledge."""
 
-    def _effects(self) -> None:
-        for e in self.core.take_effects():
+
+class ReplicaRuntime:
+    def __init__(self, opts: ReplicaOptions, log: Callable[[str], None] = print, ops: FileOps | None = None) -> None:
+        self.opts = opts
+        self.log = log
+        self.store = SegmentStore(opts.directory / "commitlog", opts.segment_size, ops)
+        self.recovery = self.store.recover()
+        self.core = ReplicaCore.recovered(opts.name, opts.segment_size, self.recovery)
+        self.core.spec_steps = DISCARD
+        self.loop = Loop()
+        self.flusher = Worker(self.loop, "flush")
+        self.conn: Conn | None = None
+        self._connecting: socket.socket | None = None
+        self._connect_deadline_ms = 0
+        self._conn_ids = 0
+        self._unsynced_from: int | None = None    # lowest offset written since the last fdatasync
+        self._fsync_in_flight = False
+        self.failure: str | None = None
+        self._refused = False
+        now = now_ms()
+        self.loop.call_at(now, self._connect)
+        self.loop.call_at(now + opts.heartbeat_interval_ms, self._heartbeat)
+        self.loop.call_at(now + opts.fsync_interval_ms, self._fsync_tick)
+
+    def run(self) -> None:
+        try:
+            while not self.loop.stopping:
+                self.loop.run_once(1000, self._on_event)
+                self._perform()
+                if self.conn is not None and not self.conn.closed:
+                    self._flush()
+        finally:
+            if self.conn is not None:
+                self._close("slave stopping", reconnect=False)
+            self.flusher.stop()
+            self.store.close()
+            self.loop.close()
+        if self.failure is not None:
+            raise SlaveStopped(self.failure)
+
+    def stop(self) -> None:
+        self.loop.stop()
+
+    # ------------------------------------------------------------------ the connection
+
+    def _connect(self) -> None:
+        if self.loop.stopping or self.conn is not None or self._connecting is not None:
+            return
+        host, port = self.opts.master
+        try:
+            family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        except OSError as err:
+            self.log(f"cannot resolve the master {host}:{port}: {err}; retrying")
+            self.loop.call_at(now_ms() + RECONNECT_MS * 5, self._connect)
+            return
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        code = sock.connect_ex((host, port))
+        if code not in (0, errno.EINPROGRESS):
+            sock.close()
+            self.loop.call_at(now_ms() + RECONNECT_MS, self._connect)
+            return
+        self._connecting = sock
+        self._connect_deadline_ms = now_ms() + CONNECT_TIMEOUT_MS
+        self.loop.selector.register(sock, selectors.EVENT_WRITE, "connecting")
+        self.loop.call_at(self._connect_deadline_ms, self._connect_timeout)
+
+    def _connect_timeout(self) -> None:
+        if self._connecting is not None and now_ms() >= self._connect_deadline_ms:
+            self._abandon_connect()
+
+    def _abandon_connect(self) -> None:
+        sock, self._connecting = self._connecting, None
+        self.loop.selector.unregister(sock)
+        sock.close()
+        self.loop.call_at(now_ms() + RECONNECT_MS, self._connect)
+
+    def _connected(self) -> None:
+        sock = self._connecting
+        if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) != 0:
+            self._abandon_connect()
+            return
+        self._connecting = None
+        self.loop.selector.unregister(sock)
+        self._conn_ids += 1
+        self.conn = Conn(self._conn_ids, sock, "master", 1 << 24, OUT_BYTES, now_ms())
+        self.loop.selector.register(sock, selectors.EVENT_READ, self.conn)
+        self.core.connect()
+        self._perform()
+
+    def _close(self, reason: str, reconnect: bool = True) -> None:
+        conn, self.conn = self.conn, None
+        if conn is None or not conn.close(reason):
+            return
+        try:
+            self.loop.selector.unregister(conn.sock)
+        except (KeyError, ValueError):
+            pass
+        self.log(f"master connection {conn.id} ({conn.peer}) closed: {reason}")
+        self.core.disconnected()
+        if reconnect and not self.loop.stopping:
+            self.loop.call_at(now_ms() + (REFUSED_RETRY_MS if self._refused else RECONNECT_MS), self._connect)
+        self._refused = False
+
+    def _flush(self) -> None:
+        conn = self.conn
+        problem = conn.flush()
+        if problem is not None:
+            self._close(problem)
+            return
+        if conn.writing != bool(conn.out):
+            conn.writing = bool(conn.out)
+            self.loop.selector.modify(conn.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out else 0),
+                                      conn)
+
+    def _on_event(self, key: selectors.SelectorKey, mask: int) -> None:
+        if key.data == "connecting":
+            self._connected()
+            return
+        conn = key.data
+        if conn is not self.conn:
+            return
+        if mask & selectors.EVENT_WRITE:
+            self._flush()
+        if mask & selectors.EVENT_READ and self.conn is conn:
+            frames, problem = conn.read_frames(now_ms())
+            for frame in frames:
+                if self.conn is not conn:
+                    return
+                if isinstance(frame, Data):
+                    self.core.on_data(frame.offset, frame.data)
+                elif isinstance(frame, Refuse):
+                    self.log(f"the master refused this slave: {frame.reason}")
+                    self._refused = True
+                else:
+                    self.core.on_bad_input(f"a master sent a {type(frame).__name__} frame")
+                self._perform()
+            if problem is not None and self.conn is conn:
+                if problem.startswith("malformed"):
+                    self.core.on_bad_input(problem)
+                    self._perform()
+                else:
+                    self._close(problem)
+
+    # ------------------------------------------------------------------ timers
+
+    def _heartbeat(self) -> None:
+        self.core.heartbeat()
+        self._perform()
+        self.loop.call_at(now_ms() + self.opts.heartbeat_interval_ms, self._heartbeat)
+
+    def _fsync_tick(self) -> None:
+        if self._unsynced_from is not None and not self._fsync_in_flight:
+            start = self._unsynced_from - self._unsynced_from % self.opts.segment_size
+            self._unsynced_from = None
+            self._fsync_in_flight = True
+            self.flusher.submit(self.store.fsync_job(start, self.core.received_end), self._fsync_done,
+                                self._fsync_failed)
+        self.loop.call_at(now_ms() + self.opts.fsync_interval_ms, self._fsync_tick)
+
+    def _fsync_done(self, upto: int) -> None:
+        self._fsync_in_flight = False
+
+    def _fsync_failed(self, err: OSError) -> None:
+        self._fsync_in_flight = False
+        self._fail(f"fdatasync failed: {err}")
+
+    def _fail(self, why: str) -> None:
+        self.failure = why
+        self.log(f"the slave stops: {why}")
+        self.loop.stop()
+
+    # ------------------------------------------------------------------ effects
+
+    def _perform(self) -> None:
+        try:
+            self._perform_effects()
+        except OSError as err:           # this slave's own disk failed (create, zero a tail)
+            self._fail(f"disk operation failed: {err}")
+            self._close(f"this slave's disk failed: {err}", reconnect=False)
+
+    def _perform_effects(self) -> None:
+        effects = self.core.take_effects()
+        i = 0
+        while i < len(effects):
+            e = effects[i]
             if isinstance(e, fx.WriteData):
-                self.store.write(e.start, e.position, e.data)
-            elif isinstance(e, fx.CreateSegment):
+                j = i + 1
+                while (j < len(effects) and isinstance(effects[j], fx.WriteData)
+                       and effects[j].start == e.start and effects[j].position == effects[j - 1].position + len(
+                           effects[j - 1].data)):
+                    j += 1
+                data = b"".join(x.data for x in effects[i:j]) if j > i + 1 else e.data
+                try:
+                    self.store.write(e.start, e.position, data)
+                except OSError as err:
+                    self._fail(f"write of {len(data)} bytes at {e.start + e.position} failed: {err}")
+                    self._close(f"this slave's disk failed: {err}", reconnect=False)
+                    return
+                offset = e.start + e.position
+                self._unsynced_from = offset if self._unsynced_from is None else min(self._unsynced_from, offset)
+                i = j
+                continue
+            if isinstance(e, fx.CreateSegment):
                 self.store.create(e.start)
             elif isinstance(e, fx.ZeroTail):
                 self.store.zero_tail(e.start, e.position)
-            elif isinstance(e, fx.SendHandshake):
-                self.conn.send(Handshake(e.offset, e.chain, self.name, e.records))
-            elif isinstance(e, fx.SendAck):
-                self.conn.send(Ack(e.offset, e.records))
+            elif isinstance(e, (fx.SendHandshake, fx.SendAck)):
+                if self.conn is not None:
+                    frame = (Ack(e.offset, e.records) if isinstance(e, fx.SendAck)
+                             else Handshake(e.offset, e.chain, self.opts.name, e.records))
+                    if not self.conn.queue(frame):
+                        self._close("the master does not read what this slave sends")
             elif isinstance(e, fx.CloseMaster):
-                self.log(f"dropping the master connection: {e.reason}")
-                self.conn.close(e.reason)
+                self._close(e.reason)
             else:
                 raise AssertionError(f"unexpected effect {e!r}")
-
-    def run(self) -> None:
-        last_fsync = time.monotonic()
-        while not self._stop.is_set():
-            try:
-                sock = socket.create_connection(self.master, timeout=2)
-                sock.settimeout(None)
-            except OSError:
-                time.sleep(RECONNECT_S)
-                continue
-            self.conn = Connection(sock, self.max_frame_bytes, "master")
-            self.core.connect()
-            self._effects()
-            for frame in self.conn.frames():
-                if isinstance(frame, Data):
-                    self.core.on_data(frame.offset, frame.data)
-                    self._effects()
-                if time.monotonic() - last_fsync > FSYNC_EVERY_S:
-                    for start in self.store.segments():
-                        self.store.fsync(start, start + 1)
-                    last_fsync = time.monotonic()
-            self.core.disconnected()
-            self.log(f"master connection closed: {self.conn.close_reason}")
-            time.sleep(RECONNECT_S)
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self.conn is not None:
-            self.conn.close("stopping")
-        self.store.close()
+            i += 1
 
 
-def serve_replica(args) -> int:
-    """`ackorder broker replica`: run until killed."""
-    host, _, port = args.master.rpartition(":")
-    server = ReplicaServer(Path(args.dir), args.name, (host or "127.0.0.1", int(port)),
-                           args.mapped_file_size_commit_log, log=lambda m: print(m, flush=True))
-    print(f"slave {args.name}: recovered {len(server.recovery.records)} records, "
-          f"log ends at {server.recovery.end_offset}", flush=True)
-    try:
-        server.run()
-    except KeyboardInterrupt:
-        server.stop()
+def serve_replica(opts: ReplicaOptions) -> int:
+    """`ackorder broker replica`: run until SIGTERM or SIGINT."""
+    runtime = ReplicaRuntime(opts, log=lambda m: print(m, flush=True))
+    print(f"slave {opts.name}: recovered {runtime.recovery.record_count} records, "
+          f"log ends at {runtime.recovery.end_offset}", flush=True)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: runtime.stop())
+    runtime.run()
     return 0

@@ -34,7 +34,7 @@ class Abstraction:
         names = c.replica_names
         if c.mstate == UP:
             m, log = c.master, c.master.log
-            idx = log.index
+            idx = log.ghost
             mlog = self._cached_ids("master", idx.keys, to_ids)
             committed, flushed = idx.records_upto(log.committed), idx.records_upto(log.flushed)
             durable = idx.records_upto(c.durable_end)
@@ -58,7 +58,7 @@ class Abstraction:
             mstate=c.mstate, log=mlog, committed=committed, flushed=flushed, durable=durable,
             writable=writable, unwritten=unwritten, landed=landed, reqs=self._observed_requests(labels), connected=connected,
             ack=ack, push2SlaveMaxOffset=push2, syncStateSet=frozenset(names),
-            rlog=tuple(self._cached_ids(r, c.replicas[r].core.index.keys, to_ids) for r in names),
+            rlog=tuple(self._cached_ids(r, c.replicas[r].core.ghost.keys, to_ids) for r in names),
             rUp=tuple(c.replicas[r].up for r in names), inv_responses=frozenset(),
             # A forged report is indistinguishable from a true one at the master, so
             # the implementation cannot count them: that bound comes from the shadow.
@@ -106,8 +106,7 @@ class Abstraction:
         c = self.c
         if req_id in c.aborted:
             return SpecRequest(off, c.aborted[req_id], "CLIENT_TIMEOUT")
-        req = c.master.requests.get(req_id) if c.mstate == UP else None
-        req = req if req is not None else c.history[req_id]
+        req = c.history[req_id]
         if req.status is None:
             return SpecRequest(off, c.master.flush_leg_done(req), "WAITING")
         return SpecRequest(off, req.flush_done_when_answered, req.status.name)

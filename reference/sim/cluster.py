@@ -27,7 +27,7 @@ from collections.abc import Callable
 import attrs
 
 from reference import effects as fx
-from reference.commitlog import CommitLog
+from reference.commitlog import CommitLog, LogIndex
 from reference.config import StoreConfig
 from reference.frames import Ack, Data, FrameDecoder, FrameError, Handshake, encode
 from reference.master import MasterCore
@@ -92,7 +92,7 @@ class Cluster:
         self.mstate = UP
         self.incarnation = 0
         self.master_disk = disk_factory("master", seg)
-        self.master = MasterCore(cfg, replicas, 0)
+        self.master = MasterCore(cfg, replicas, 0, log=CommitLog(seg, cfg.transient_store_pool_enable, ghost=True))
         # Every core records its spec steps into this one list, so they keep the order
         # in which they happened even when the master and a slave act in one step.
         self.spec_log: list[tuple] = []
@@ -100,7 +100,7 @@ class Cluster:
         self.durable_end = 0          # bytes of the master's log known fsync'd
         self.page_end = 0             # bytes of the master's log in the page cache, contiguously
         self.down: dict | None = None
-        self.replicas = {r: ReplicaNode(r, ReplicaCore(r, seg), disk_factory(r, seg)) for r in replicas}
+        self.replicas = {r: ReplicaNode(r, ReplicaCore(r, seg, ghost=True), disk_factory(r, seg)) for r in replicas}
         for node in self.replicas.values():
             node.core.spec_steps = self.spec_log
         self.connections: dict[int, Connection] = {}
@@ -115,7 +115,7 @@ class Cluster:
         self.next_req = 1
         self.responses: dict[int, list[int]] = {}
         self.aborted: dict[int, bool] = {}
-        self.history: dict[int, object] = {}
+        self.history: dict[int, object] = {}           # every request of every incarnation (the cores forget)
         self.counters: Counter = Counter()             # spec fault kinds (aux_ctrs)
         self.faults: Counter = Counter()               # injected faults by kind (for reports)
         self.action_counts: Counter = Counter()
@@ -126,6 +126,7 @@ class Cluster:
         assert trace is None or check, "a trace needs the refinement check"
         self.trace = TraceWriter(trace, self.checker.cfg, cfg.bugs, accepted_conn=self.accepted_conn) \
             if trace is not None else None
+        self.master.request_log = self.history
         self.abstraction = Abstraction(self)
         self.failed = False
         self.coverage = Coverage()        # branches and property antecedents of the spec steps taken
@@ -197,7 +198,7 @@ class Cluster:
         left there is for the disk, not the master, to know)."""
         if self.mstate != UP:
             return self.down["committed"]
-        return self.master.log.records_upto(self.page_end)
+        return self.master.log.ghost.records_upto(self.page_end)
 
     def caught_up(self, name: str) -> bool | None:
         """ReplicasCatchUp for one slave: True when connected to a live master with all it
@@ -205,7 +206,7 @@ class Cluster:
         node, m = self.replicas[name], self.master
         core = node.core
         if self.mstate == UP and (core.parsed_end > m.log.committed
-                                  or m.log.index.chain.get(core.parsed_end) != core.index.chain[core.parsed_end]):
+                                  or m.log.ghost.chain_at(core.parsed_end) != core.index.chain_at(core.parsed_end)):
             return None
         hc = m.conns.get(name) if self.mstate == UP else None
         return (node.up and hc is not None and hc.conn == node.conn and core.received_end == m.log.committed
@@ -289,7 +290,7 @@ class Cluster:
             # What really is in the page cache: the bytes copied before the error, and the
             # whole write if the bytes it missed happen to be there already (zeros, a retry).
             landed = e.end if self.master_disk.read(e.start, e.position, len(e.data)) == e.data else e.offset + written
-            self.page_end = self.master.log.index.boundary_at_or_below(landed)
+            self.page_end = self.master.log.ghost.boundary_at_or_below(landed)
         self.master.write_failed(e.start, e.position, len(e.data), written, self.now)
 
     def _master_effect(self, e) -> None:
@@ -298,6 +299,9 @@ class Cluster:
             self._write(e)
         elif isinstance(e, fx.CreateSegment):
             disk.create(e.start)
+        elif isinstance(e, fx.ReadSegment):
+            # A segment the master no longer keeps in memory, read back from its page cache.
+            self.master.segment_read(e.start, disk.read(e.start, 0, self.cfg.mapped_file_size_commit_log), self.now)
         elif isinstance(e, fx.Fsync):
             assert self.pending_fsync is None, "the core issued two fsyncs at once"
             self.pending_fsync, self.fsync_incarnation = e, self.incarnation
@@ -468,6 +472,13 @@ class Cluster:
         self._finish(f"{name} connects" if opened else f"{name}: no connection")
         return opened
 
+    def heartbeat(self, name: str) -> None:
+        """The slave's periodic report (HAClient's heartbeat): what it holds, again."""
+        node = self.replicas[name]
+        if node.up and node.conn is not None:
+            node.core.heartbeat()
+        self._finish(f"{name} heartbeat")
+
     def disconnect(self, name: str) -> None:
         node = self.replicas[name]
         if node.conn is not None:
@@ -494,8 +505,8 @@ class Cluster:
             self.faults["impostor" if node else "unknown_slave"] += 1
             conn = self._open_conn(name, None)
             offset = node.core.parsed_end if node else 0
-            chain = bytes(b ^ 0xFF for b in (node.core.index.chain[offset] if node else bytes(16)))
-            records = len(node.core.index.ends) if node else 0
+            chain = bytes(b ^ 0xFF for b in (node.core.index.chain_at(offset) if node else bytes(16)))
+            records = node.core.index.count if node else 0
             self._send(conn, TO_MASTER, Handshake(offset, chain, name, records))
         self._finish(f"impostor connects as {name}")
 
@@ -573,8 +584,8 @@ class Cluster:
             return self._finish(f"{name} already up")
         node.disk.close()
         node.disk = self.disk_factory(name, self.cfg.mapped_file_size_commit_log, node.disk)
-        report, data = node.disk.recover()
-        node.core = ReplicaCore.recovered(name, self.cfg.mapped_file_size_commit_log, report, data)
+        scan, ghost = _recover(node.disk, self.cfg.mapped_file_size_commit_log)
+        node.core = ReplicaCore.recovered(name, self.cfg.mapped_file_size_commit_log, scan, ghost)
         node.core.spec_steps = self.spec_log
         node.up = True
         self._finish(f"{name} restarts", [("ReplicaRestart", name)])
@@ -602,10 +613,10 @@ class Cluster:
         if self.mstate != UP:
             return self._finish("no crash: master down")
         self.counters["process"] += 1
-        log, idx = self.master.log, self.master.log.index
+        log, idx = self.master.log, self.master.log.ghost
         self._kill_master()
         kept = idx.records_upto(self.page_end)      # the page cache survives; the pool's write buffer is gone
-        self.down = {"log": idx.keys[:kept], "committed": kept,
+        self.down = {"log": list(idx.keys[:kept]), "committed": kept,
                      "flushed": min(idx.records_upto(log.flushed), kept),
                      "durable": min(idx.records_upto(self.durable_end), kept), "index": idx}
         self.mstate = PROC_DOWN
@@ -614,7 +625,7 @@ class Cluster:
 
     def machine_crash_bounds(self) -> tuple[int, int, list[int]]:
         """(durable end, page-cache end, record ends in between): where a cut may fall."""
-        idx = self.master.log.index if self.mstate == UP else self.down["index"]
+        idx = self.master.log.ghost if self.mstate == UP else self.down["index"]
         low, high = min(self.durable_end, self.page_end), self.page_end
         return low, high, [e for e in idx.ends if low < e < high]
 
@@ -626,7 +637,7 @@ class Cluster:
         low, high, _ = self.machine_crash_bounds()
         assert low <= cut <= high, (low, cut, high)
         self.counters["machine"] += 1
-        idx = self.master.log.index if self.mstate == UP else self.down["index"]
+        idx = self.master.log.ghost if self.mstate == UP else self.down["index"]
         if self.mstate == UP:
             self._kill_master()
         keep = idx.records_upto(cut)
@@ -634,7 +645,7 @@ class Cluster:
         self.lookalike_sizes = deque(idx.ends[i] - idx.starts[i] - HEADER_SIZE for i in range(keep, len(idx.ends)))
         self.master_disk.machine_crash(cut)
         self.durable_end = self.page_end = cut
-        self.down = {"log": idx.keys[:keep] + ([None] if torn else []), "committed": keep,
+        self.down = {"log": list(idx.keys[:keep]) + ([None] if torn else []), "committed": keep,
                      "flushed": keep, "durable": keep, "index": idx}
         self.mstate = MACHINE_DOWN
         self.incarnation += 1
@@ -645,14 +656,15 @@ class Cluster:
             return self._finish("no restart: master up")
         self.master_disk.close()
         self.master_disk = self.disk_factory("master", self.cfg.mapped_file_size_commit_log, self.master_disk)
-        report, data = self.master_disk.recover(keep_torn=self.cfg.bug("BugRecoveryKeepsTorn"))
-        self.durable_end = self.page_end = report.end_offset
-        log = CommitLog.recovered(self.cfg.mapped_file_size_commit_log, self.cfg.transient_store_pool_enable,
-                                  report, data)
+        seg = self.cfg.mapped_file_size_commit_log
+        scan, ghost = _recover(self.master_disk, seg, keep_torn=self.cfg.bug("BugRecoveryKeepsTorn"))
+        self.durable_end = self.page_end = scan.end_offset
+        log = CommitLog.recovered(seg, self.cfg.transient_store_pool_enable, scan, ghost)
         self.master = MasterCore(self.cfg, self.replica_names, self.now, log=log)
         self.master.spec_steps = self.spec_log
+        self.master.request_log = self.history
         self.mstate, self.down = UP, None
-        self._finish(f"master restarts ({len(report.records)} records, {len(report.dropped)} dropped)",
+        self._finish(f"master restarts ({scan.record_count} records, {len(scan.dropped)} dropped)",
                      [("Recover",)])
 
     def observe(self):
@@ -662,3 +674,12 @@ class Cluster:
 
 # Spec actions that bump aux_ctrs, and which counter (the others are counted where they happen).
 _COUNTED = {"FlushFail": "fsync", "WriteFail": "write", "ReplicaDisconnect": "disconnect"}
+
+
+def _recover(disk, segment_size: int, keep_torn: bool = False):
+    """CRC recovery of a node's disk, and the ghost index of everything it kept (for observers)."""
+    ghost = LogIndex(segment_size)
+    scan = disk.recover(keep_torn=keep_torn, on_record=ghost.add_record)
+    for cp in scan.checkpoints:
+        ghost.checkpoints.setdefault(cp.start, cp)
+    return scan, ghost

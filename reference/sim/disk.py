@@ -9,7 +9,7 @@ covered.  Same interface as reference.real.disk.SegmentStore.
 
 from __future__ import annotations
 
-from reference.record import RecoveryReport, recover_log
+from reference.record import LogScan, OnRecord, scan_log
 
 
 class SimDisk:
@@ -42,12 +42,12 @@ class SimDisk:
         """Keep [0, cut), lose the rest."""
         self.zero_tail(cut - cut % self.segment_size, cut % self.segment_size)
 
-    def recover(self, keep_torn: bool = False) -> tuple[RecoveryReport, dict[int, bytes]]:
-        data = {start: bytes(seg) for start, seg in sorted(self.segments.items())}
-        report = recover_log(data, self.segment_size, keep_torn)
-        end = report.end_offset
+    def recover(self, keep_torn: bool = False, on_record: OnRecord | None = None) -> LogScan:
+        scan = scan_log(list(self.segments), lambda start: bytes(self.segments[start]), self.segment_size,
+                        keep_torn, on_record)
+        end = scan.end_offset
         self.zero_tail(end - end % self.segment_size, end % self.segment_size)
-        return report, data
+        return scan
 
     def close(self) -> None:
         """Nothing to release."""

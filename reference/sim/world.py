@@ -20,6 +20,7 @@ from reference.sim.disk import sim_disk_factory
 from reference.sim.params import SimParams
 
 MAX_QUEUED_EVENTS = 1_000_000
+HEARTBEAT_MS = (200, 1500)        # a slave reports what it holds this often (virtual time)
 
 
 @attrs.define
@@ -68,6 +69,7 @@ class World:
         self._schedule(0, "put")
         for name in params.replicas:
             self._schedule(self._delay((0, 5)), "connect", name)
+            self._schedule(self._delay(HEARTBEAT_MS), "heartbeat", name)
         for kind, rate in self._fault_rates().items():
             if rate > 0:
                 self._schedule(self._exp(rate), kind)
@@ -209,6 +211,10 @@ class World:
             self.cluster.deliver(*key)
         # else: the connection closed with this frame in flight; it is lost
 
+    def _on_heartbeat(self, name: str) -> None:
+        self.cluster.heartbeat(name)
+        self._schedule(self._delay(HEARTBEAT_MS), "heartbeat", name)
+
     def _on_connect(self, name: str) -> None:
         """HAClient.connectMaster; it retries while the master is away."""
         c = self.cluster
@@ -273,13 +279,13 @@ class World:
         kind = self.rng.choice(("buffer", "beyond", "mangled"))
         if kind == "buffer" and log.wrote > log.committed:
             offset = self.rng.randint(log.committed + 1, log.wrote)
-            c.forge_ack(name, offset, log.records_upto(offset))
+            c.forge_ack(name, offset, log.ghost.records_upto(offset))
         elif kind == "mangled" and log.committed > 0:
             offset = self.rng.randint(1, log.committed)
-            c.forge_ack(name, offset, log.records_upto(offset) + self.rng.choice((-1, 1, 7)) % 1000)
+            c.forge_ack(name, offset, log.ghost.records_upto(offset) + self.rng.choice((-1, 1, 7)) % 1000)
         else:
             offset = log.wrote + self.rng.randint(1, 4096)
-            c.forge_ack(name, offset, len(log.index.ends) + self.rng.randint(0, 3))
+            c.forge_ack(name, offset, log.ghost.count + self.rng.randint(0, 3))
 
     def _on_impostor(self) -> None:
         c = self.cluster

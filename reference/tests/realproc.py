@@ -1,10 +1,14 @@
-"""Start real master and slave processes on 127.0.0.1 for tests; stop them by pid."""
+"""Start real master and slave processes on 127.0.0.1 for tests; stop them by pid.
+A thread drains each process's output (a broker logs one line per closed
+connection: a pipe nobody reads would block it)."""
 
 from __future__ import annotations
 
+import queue
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,46 +21,65 @@ class Proc:
     lines: list[str]
     port: int = 0
     ha_port: int = 0
+    pending: queue.Queue = attrs.Factory(queue.Queue)   # lines not yet looked at by wait_for_line
 
     def stop(self) -> None:
         if self.popen.poll() is None:
             self.popen.kill()
         self.popen.wait(timeout=10)
 
-
-def _wait_for(proc: subprocess.Popen, pattern: str, timeout_s: float = 30) -> tuple[re.Match, list[str]]:
-    lines = []
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            if proc.poll() is not None:
-                raise RuntimeError(f"process exited ({proc.returncode}): {''.join(lines)}")
-            continue
-        lines.append(line)
-        if m := re.search(pattern, line):
-            return m, lines
-    proc.kill()
-    raise TimeoutError(f"no {pattern!r} within {timeout_s} s: {''.join(lines)}")
+    def output(self) -> str:
+        """Everything the process printed so far."""
+        while True:
+            try:
+                self.lines.append(self.pending.get_nowait())
+            except queue.Empty:
+                return "".join(self.lines)
 
 
-def start_master(directory: Path, *flags: str) -> Proc:
-    cmd = [sys.executable, "-m", "cli", "broker", "master", "--dir", str(directory),
-           "--port", "0", "--ha-port", "0", *flags]
+def _drain(popen: subprocess.Popen, out: queue.Queue) -> None:
+    for line in popen.stdout:
+        out.put(line)
+    out.put(None)
+
+
+def _spawn(cmd: list[str]) -> Proc:
     popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
-    m, lines = _wait_for(popen, r"listening host=\S+ port=(\d+) ha_port=(\d+)")
-    return Proc(popen, lines, int(m.group(1)), int(m.group(2)))
-
-
-def start_replica(directory: Path, master: Proc, name: str, *flags: str) -> Proc:
-    cmd = [sys.executable, "-m", "cli", "broker", "replica", "--dir", str(directory),
-           "--master", f"127.0.0.1:{master.ha_port}", "--name", name, *flags]
-    popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
-    _, lines = _wait_for(popen, r"recovered")
-    return Proc(popen, lines)
+    proc = Proc(popen, [])
+    threading.Thread(target=_drain, args=(popen, proc.pending), daemon=True).start()
+    return proc
 
 
 def wait_for_line(proc: Proc, pattern: str, timeout_s: float = 30) -> re.Match:
-    m, lines = _wait_for(proc.popen, pattern, timeout_s)
-    proc.lines += lines
-    return m
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            line = proc.pending.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            line = ""
+        if line is None:
+            proc.pending.put(None)
+            proc.popen.wait(timeout=10)
+            raise RuntimeError(f"process exited ({proc.popen.returncode}): {''.join(proc.lines)}")
+        if line:
+            proc.lines.append(line)
+            if m := re.search(pattern, line):
+                return m
+        if time.monotonic() >= deadline:
+            proc.popen.kill()
+            raise TimeoutError(f"no {pattern!r} within {timeout_s} s: {''.join(proc.lines)}")
+
+
+def start_master(directory: Path, *flags: str) -> Proc:
+    proc = _spawn([sys.executable, "-m", "cli", "broker", "master", "--dir", str(directory),
+                   "--port", "0", "--ha-port", "0", *flags])
+    m = wait_for_line(proc, r"listening host=\S+ port=(\d+) ha_port=(\d+)")
+    proc.port, proc.ha_port = int(m.group(1)), int(m.group(2))
+    return proc
+
+
+def start_replica(directory: Path, master: Proc, name: str, *flags: str) -> Proc:
+    proc = _spawn([sys.executable, "-m", "cli", "broker", "replica", "--dir", str(directory),
+                   "--master", f"127.0.0.1:{master.ha_port}", "--name", name, *flags])
+    wait_for_line(proc, r"recovered")
+    return proc

@@ -9,6 +9,7 @@ from cli.main import build_parser
 def test_bench_all_tiny_writes_docs(tmp_path):
     args = build_parser().parse_args(["bench", "all", "--producers", "1,4", "--count", "40",
                                       "--tsp-producers", "4", "--tsp-count", "40", "--campaign-seeds", "8",
+                                      "--rss-gib", "0.005", "--rss-size", "4096", "--cpu-count", "40",
                                       "--docs", str(tmp_path / "docs"), "--json", str(tmp_path / "all.json")])
     assert args.func(args) == 0
     results = json.loads((tmp_path / "all.json").read_text())
@@ -26,8 +27,14 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     assert results["sim"]["checked"]["steps"] == results["sim"]["unchecked"]["steps"] > 0
     assert results["sim"]["local[1]"]["seeds"] == results["sim"]["local[2]"]["seeds"] == 8
     text = (tmp_path / "docs" / "benchmarks.md").read_text()
-    assert all(f"## `{name}`" in text for name in ("ack", "groupcommit", "tsp", "sim"))
-    for name in ("ack", "groupcommit", "tsp", "sim"):
+    rss = results["rss"]
+    assert rss["written_gib"] >= 0.005 and rss["master_peak_rss_mib"] > 0 and rss["replica_peak_rss_mib"] > 0
+    cpu = results["cpu"]
+    assert [r["mode"] for r in cpu["rows"]] == ["after sync_master_decoupled", "after sync_flush_group_commit"]
+    assert all(r["cpu_us_per_msg"]["master"] >= 0 for r in cpu["rows"]) and "tottime" in cpu["profile"]   # /proc ticks: 10 ms
+    assert "## The ratios" in text and "## What bounds these figures" in text
+    assert all(f"## `{name}`" in text for name in ("ack", "groupcommit", "tsp", "sim", "rss", "cpu"))
+    for name in ("ack", "groupcommit", "tsp", "sim", "rss", "cpu"):
         assert (tmp_path / "docs" / "benchmarks" / f"{name}.png").stat().st_size > 1000
 
 

@@ -122,7 +122,7 @@ def test_a_second_connection_under_a_name_never_touches_the_first():
     d = Driver(attrs.evolve(BASE, broker_role="SYNC_MASTER", slave_timeout_ms=100))
     r1 = connect(d, "r1")
     first = d.conn_of["r1"]
-    hs_offset, chain = r1.parsed_end, r1.index.chain[r1.parsed_end]
+    hs_offset, chain = r1.parsed_end, r1.index.chain_at(r1.parsed_end)
     for conn in (7, 8, 9):                       # impostors, including one with the very same handshake
         d.core.replica_handshake(conn, "r1", hs_offset, chain, d.now, 0)
         d.run()
@@ -140,7 +140,7 @@ def test_unknown_names_and_a_second_handshake_are_refused():
     d.core.replica_handshake(5, "nobody", 0, bytes(16), d.now, 0)
     d.run()
     assert d.closed[-1].conn == 5 and "unknown" in d.closed[-1].reason
-    d.core.replica_handshake(d.conn_of["r1"], "r1", r1.parsed_end, r1.index.chain[r1.parsed_end], d.now, 0)
+    d.core.replica_handshake(d.conn_of["r1"], "r1", r1.parsed_end, r1.index.chain_at(r1.parsed_end), d.now, 0)
     d.run()
     assert d.closed[-1].conn == d.conn_of["r1"] and "second HANDSHAKE" in d.closed[-1].reason
     assert "r1" not in d.core.conns and ("ReplicaDisconnect", "r1") in d.core.spec_steps
@@ -188,7 +188,7 @@ def test_a_connection_that_never_greets_is_closed_by_housekeeping():
 
 
 def connect_chain() -> bytes:
-    return ReplicaCore("r1", BASE.mapped_file_size_commit_log).index.chain[0]
+    return ReplicaCore("r1", BASE.mapped_file_size_commit_log).index.chain_at(0)
 
 
 def test_write_results_must_come_in_order():

@@ -60,3 +60,10 @@ def test_a_flipped_bit_is_never_another_valid_frame(frame):
         except FrameError:
             continue
         assert got == [], f"bit {bit} flipped gave {got}"
+
+
+def test_the_fast_response_encoding_is_the_encoding():
+    from reference.frames import Response, encode, encode_response
+
+    for args in [(1, 0, 0), (2**64 - 1, 8, 2**63), (42, 6, 123456)]:
+        assert encode_response(*args) == encode(Response(*args))

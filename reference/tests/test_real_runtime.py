@@ -158,3 +158,25 @@ def test_kill_9_under_sync_flush_load_loses_no_acknowledged_message(tmp_path, pr
     record_property("kills", KILLS)
     record_property("acked_messages_checked", acked_total)
     print(f"\nkill -9 rounds: {KILLS}, acknowledged messages checked: {acked_total}")
+
+
+def test_load_records_every_acknowledged_message(tmp_path, procs):
+    import subprocess
+    import sys
+
+    from reference.real.load import read_record
+
+    master = start_master(tmp_path / "m", "--flush-disk-type", "SYNC_FLUSH", *SMALL)
+    procs.append(master)
+    record = tmp_path / "acked.jsonl"
+    result = subprocess.run([sys.executable, "-m", "cli", "load", "--target", f"127.0.0.1:{master.port}",
+                             "--producers", "4", "--connections", "2", "--count", "60", "--size", "100",
+                             "--record", str(record)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    acked = read_record(record)
+    assert sorted(a.key for a in acked) == list(range(1, 61))
+    master.stop()
+    stored = stored_keys(tmp_path / "m")
+    assert all(stored[a.key] == body_for(a.key, a.size) for a in acked)
+    ends = sorted(a.next_offset for a in acked)
+    assert ends == sorted(set(ends)) and ends[-1] == 60 * 120         # each at its own offset

@@ -6,7 +6,7 @@ from reference.replica import ReplicaCore
 
 
 def master_log(n: int, size: int = 30) -> CommitLog:
-    log = CommitLog(256, False)
+    log = CommitLog(256, False, ghost=True)
     for k in range(1, n + 1):
         log.append(k, b"v" * size)
     log.confirm(log.issued)        # the page cache has it all
@@ -15,13 +15,15 @@ def master_log(n: int, size: int = 30) -> CommitLog:
 
 def test_frames_at_the_end_are_appended_and_acked():
     log = master_log(5)
-    r = ReplicaCore("r1", 256)
+    r = ReplicaCore("r1", 256, ghost=True)
     r.connect()
     r.take_effects()
     for start, end in ((0, 100), (100, 256), (256, log.wrote)):   # the fifth record rolled to segment 256
         r.on_data(start, log.data(start, end))
     effects = r.take_effects()
-    assert r.index.keys == [1, 2, 3, 4, 5] and r.index.chain == log.index.chain
+    assert list(r.ghost.keys) == [1, 2, 3, 4, 5]
+    assert all(r.ghost.chain_at(b) == log.index.chain_at(b) for b in (0, *log.index.ends, 256))
+    assert r.index.base == 256 and list(r.index.keys) == [5] and set(r.segments) == {256}   # bounded
     assert [e.offset for e in effects if isinstance(e, fx.SendAck)] == [100, 256, log.wrote]
     assert [s[0] for s in r.spec_steps] == ["Transfer"] * 5
 
@@ -53,4 +55,4 @@ def test_reconnect_forgets_a_partial_record_and_reports_the_boundary():
     r.take_effects()
     r.connect()
     hs = [e for e in r.take_effects() if isinstance(e, fx.SendHandshake)][0]
-    assert hs.offset == 50 and hs.records == 1 and hs.chain == log.index.chain[50]
+    assert hs.offset == 50 and hs.records == 1 and hs.chain == log.index.chain_at(50)

@@ -24,7 +24,7 @@ def ledger_rows(out, summary):
 
 def test_campaign_writes_one_row_per_seed(spark, tmp_path):
     spec = CampaignSpec(seeds=24, out=tmp_path, steps=STEPS, batch_seeds=10)
-    summary = run_campaign(spark, spec, progress=False)
+    summary = run_campaign(spark, spec)
     rows = ledger_rows(tmp_path, summary)
     assert sorted(r["index"] for r in rows) == list(range(24))
     assert all(r["seed"] == derive_seed(summary["campaign"], r["index"]) for r in rows)
@@ -38,12 +38,12 @@ def test_campaign_writes_one_row_per_seed(spark, tmp_path):
 
 def test_resume_runs_only_what_the_ledger_lacks(spark, tmp_path):
     spec = CampaignSpec(seeds=12, out=tmp_path, steps=STEPS, batch_seeds=6, audit=False)
-    first = run_campaign(spark, spec, progress=False)
+    first = run_campaign(spark, spec)
     # A driver killed while writing a batch leaves it without _SUCCESS: that batch is run again.
     torn = ledger.complete_batches(tmp_path, first["campaign"])[1]
     (torn / "_SUCCESS").unlink()
     more = run_campaign(spark, CampaignSpec(seeds=20, out=tmp_path, steps=STEPS, batch_seeds=6, resume=True,
-                                            audit=False), progress=False)
+                                            audit=False))
     assert more["seeds_run_now"] == 6 + 8
     rows = ledger_rows(tmp_path, more)
     assert sorted(r["index"] for r in rows) == list(range(20))      # each seed exactly once
@@ -51,10 +51,8 @@ def test_resume_runs_only_what_the_ledger_lacks(spark, tmp_path):
 
 
 def test_rows_do_not_depend_on_partitioning(spark, tmp_path):
-    a = run_campaign(spark, CampaignSpec(seeds=16, out=tmp_path / "a", steps=STEPS, batch_seeds=16, audit=False),
-                     progress=False)
-    b = run_campaign(spark, CampaignSpec(seeds=16, out=tmp_path / "b", steps=STEPS, batch_seeds=5, audit=False),
-                     progress=False)
+    a = run_campaign(spark, CampaignSpec(seeds=16, out=tmp_path / "a", steps=STEPS, batch_seeds=16, audit=False))
+    b = run_campaign(spark, CampaignSpec(seeds=16, out=tmp_path / "b", steps=STEPS, batch_seeds=5, audit=False))
     key = lambda rows: sorted((r["index"], r["seed"], r["trace_hash"], r["outcome"]) for r in rows)  # noqa: E731
     assert key(ledger_rows(tmp_path / "a", a)) == key(ledger_rows(tmp_path / "b", b))
     plain = [run_job(Job(a["campaign"], i, (), None, STEPS)) for i in range(16)]
@@ -66,7 +64,7 @@ def test_config_matrix_entries_are_used_and_checked(spark, tmp_path):
     matrix.write_text(json.dumps([{"flush_disk_type": "SYNC_FLUSH", "replicas": 1},
                                   {"broker_role": "ASYNC_MASTER", "transient_store_pool_enable": True}]))
     summary = run_campaign(spark, CampaignSpec(seeds=6, out=tmp_path, steps=STEPS, matrix_path=matrix,
-                                               audit=False), progress=False)
+                                               audit=False))
     configs = [json.loads(r["config"]) for r in sorted(ledger_rows(tmp_path, summary), key=lambda r: r["index"])]
     assert all(c["flush_disk_type"] == "SYNC_FLUSH" and c["replicas"] == 1 for c in configs[0::2])
     assert all(c["broker_role"] == "ASYNC_MASTER" and c["transient_store_pool_enable"] for c in configs[1::2])
@@ -97,7 +95,7 @@ def test_signature_names_the_breaking_action_and_the_last_fault():
 @pytest.mark.parametrize("bug", BUG_NAMES)
 def test_campaign_finds_bug_with_a_reproducer(spark, tmp_path, bug):
     spec = CampaignSpec(seeds=BUG_SEEDS, out=tmp_path, steps=STEPS, bug=bug, batch_seeds=100, max_failures=1)
-    summary = run_campaign(spark, spec, progress=False)
+    summary = run_campaign(spark, spec)
     found = set(summary["outcomes"]) - {"ok"}
     assert found & EXPECTED[bug], f"{bug}: {summary['outcomes']} in {summary['seeds']} seeds"
     rep = next(r for r in summary["reproducers"] if r["outcome"] in EXPECTED[bug])

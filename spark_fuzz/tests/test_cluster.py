@@ -40,7 +40,7 @@ def test_standalone_cluster_matches_local_and_survives_a_lost_worker(tmp_path):
     spec = dict(seeds=SEEDS, steps=STEPS, batch_seeds=BATCH, audit=False)
     local = spark_session("local[2]")
     try:
-        on_local = run_campaign(local, CampaignSpec(out=tmp_path / "local", **spec), progress=False)
+        on_local = run_campaign(local, CampaignSpec(out=tmp_path / "local", **spec))
     finally:
         local.stop()
 
@@ -51,7 +51,7 @@ def test_standalone_cluster_matches_local_and_survives_a_lost_worker(tmp_path):
             campaign = CampaignSpec(out=out, **spec).campaign_id([()])
             killer = Killer(cluster, out, campaign)
             killer.start()
-            on_cluster = run_campaign(spark, CampaignSpec(out=out, **spec), progress=False)
+            on_cluster = run_campaign(spark, CampaignSpec(out=out, **spec))
             killer.join(timeout=10)
         finally:
             spark.stop()

@@ -40,7 +40,7 @@ def campaign(spark, tmp_path_factory):
     """A --bug campaign: failures with reproducers and traces to report."""
     out = tmp_path_factory.mktemp("report")
     summary = run_campaign(spark, CampaignSpec(seeds=40, out=out, steps=150, bug="BugAckOnWrote", batch_seeds=20,
-                                               audit=False), progress=False)
+                                               audit=False))
     assert summary["reproducers"], summary["outcomes"]
     return out, summary
 

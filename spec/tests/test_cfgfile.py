@@ -2,7 +2,7 @@
 
 import pytest
 
-from spec.cfgfile import CfgError, load_cfg, model_from_cfg, parse_cfg
+from spec.cfgfile import CfgError, load_cfg, model_from_cfg, parse_cfg, twin_model_from_cfg
 from tla.manifest import load_manifest
 
 GOOD = """\\* a comment
@@ -31,8 +31,43 @@ INVARIANT NoAckBeforeFlush
 
 def test_every_project_cfg_loads():
     for model in load_manifest():
-        cfg, bounds = model_from_cfg(load_cfg(model.cfg_path))
-        assert cfg.replicas and bounds.max_puts >= 1
+        cfg, bounds = twin_model_from_cfg(load_cfg(model.cfg_path))
+        if model.is_failover:
+            assert cfg.brokers and cfg.initial_master in cfg.brokers and bounds.max_puts >= 1
+        else:
+            assert cfg.replicas and bounds.max_puts >= 1
+
+
+FAILOVER = """CONSTANTS
+    Brokers = {b1, b2, b3} InitialMaster = b1 NoBroker = NoBroker ActiveBug = "BugNoAllAck"
+    MaxPuts = 1 MaxBrokerCrashes = 1 MaxPowerLosses = 0 MaxCutOffs = 0 MaxDisconnects = 0
+    MaxSssProposals = 2 MaxElections = 1
+INIT Init
+NEXT MCNext
+SYMMETRY FollowerSymmetry
+INVARIANT TypeOK
+"""
+
+
+def test_parse_failover_cfg():
+    cfg, bounds = twin_model_from_cfg(parse_cfg(FAILOVER, "f.cfg"))
+    assert cfg.brokers == ("b1", "b2", "b3") and cfg.initial_master == "b1" and cfg.bugs == {"BugNoAllAck"}
+    assert bounds.max_sss_proposals == 2 and bounds.max_elections == 1
+
+
+@pytest.mark.parametrize(
+    "change, what",
+    [
+        (("InitialMaster = b1", "InitialMaster = b9"), "InitialMaster = b9: not one of Brokers"),
+        (('ActiveBug = "BugNoAllAck"', 'ActiveBug = "BugNope"'), "unknown failover bug switch BugNope"),
+        (("MaxElections = 1", "MaxElections = 1 Replicas = {r1}"), "unknown constants Replicas"),
+        (("MaxPuts = 1 ", ""), "missing constants MaxPuts"),
+        (("NoBroker = NoBroker", 'NoBroker = "none"'), "NoBroker must be a model value"),
+    ],
+)
+def test_malformed_failover_cfg_names_the_problem(change, what):
+    with pytest.raises(CfgError, match=what):
+        twin_model_from_cfg(parse_cfg(FAILOVER.replace(*change), "f.cfg"))
 
 
 def test_parse_good_cfg():

@@ -12,7 +12,7 @@ from spec.config import Bounds
 from spec.functions import is_prefix
 from spec.properties import INVARIANTS
 from spec.proofs import SAFETY_HALF, cti_path
-from tla.manifest import spec_configs as manifest_configs
+from tla.manifest import FAILOVER_MODULE, spec_configs as manifest_configs
 from spec.state import WAITING
 
 BOUNDS = Bounds(max_puts=4, max_master_process_crashes=2, max_master_machine_crashes=2, max_replica_crashes=2,
@@ -29,8 +29,9 @@ def test_prove_proves_green_and_finds_a_reachable_cti_for_every_bug(tmp_path):
     assert out["ok"]
     assert all(r["result"] == "proved" for g in out["green"] for r in g["results"])
     assert all(not g["vacuous"] for g in out["green"])
+
     bugs = {b["config"]: b for b in out["bugs"]}
-    assert set(bugs) == {name for name, _, _ in manifest_configs("bug")}
+    assert set(bugs) == {name for name, _, _ in [*manifest_configs("bug"), *manifest_configs("bug", FAILOVER_MODULE)]}
     for b in bugs.values():
         assert b["result"] == "CTI" and b["cti"]["reachable_in"] is not None, b
 

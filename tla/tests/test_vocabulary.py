@@ -9,7 +9,9 @@ from spec.config import BUG_NAMES
 from spec.properties import ACTION_PROPERTIES, INVARIANTS, LIVENESS_PROPERTIES, SAFETY
 from tla.manifest import TLA_DIR, load_manifest
 
-MODELS = load_manifest()
+ALL_MODELS = load_manifest()
+MODELS = [m for m in ALL_MODELS if not m.is_failover]          # the write path (MCAckOrder)
+FAILOVER_MODELS = [m for m in ALL_MODELS if m.is_failover]     # controller-driven failover (MCAckOrderFailover)
 
 
 def snake(name: str) -> str:
@@ -71,3 +73,94 @@ def test_green_models_check_every_safety_property():
             assert cfg.invariants == SAFETY, m.model
         if m.kind == "bug" and cfg.specification is None:
             assert cfg.invariants == SAFETY, m.model  # the bug must be caught with everything else checked
+
+
+# --- the failover module (tla/AckOrderFailover*.tla, spec/failover/) -----------------------
+
+def test_every_failover_action_has_a_twin_function_of_the_same_name():
+    from spec.failover import actions as failover_actions
+
+    text = (TLA_DIR / "AckOrderFailover.tla").read_text()
+    names = re.findall(r"\(\* ACTION: (\w+)", text)
+    assert len(names) >= 18
+    missing = [n for n in names if not callable(getattr(failover_actions, snake(n), None))]
+    assert not missing
+    for name in names:
+        assert re.search(rf"^{name}(\([\w, ]+\))? ==", text, re.M), name
+    for header in re.findall(r"\(\* ACTION: .*?\*{20,}\)", text, re.S):   # every header says who and which code
+        assert "(* WHO:" in header and "(* CODE:" in header, header[:60]
+    fair = re.search(r"^FairnessOver\(ids\) ==(.*?)^SpecOver", text, re.M | re.S).group(1)
+    assert set(re.findall(r"WF_vars\((\w+?)(?:If)?\(", fair)) | {"ElectMaster"} == set(failover_actions.FAIR_ACTIONS)
+
+
+def test_every_failover_twin_property_is_defined_in_tla():
+    from spec.failover.properties import ACTION_PROPERTIES as F_ACTION, INVARIANTS as F_INV, LIVENESS_PROPERTIES
+
+    text = (TLA_DIR / "AckOrderFailoverProperties.tla").read_text() + (TLA_DIR / "AckOrderFailoverTypes.tla").read_text()
+    for name in [*F_INV, *F_ACTION, "MasterEventuallyStable"]:
+        assert re.search(rf"^{name} ==", text, re.M), name
+    mc = (TLA_DIR / "MCAckOrderFailover.tla").read_text()
+    for name in [*F_INV, *F_ACTION, *LIVENESS_PROPERTIES]:
+        assert re.search(rf"^{name}\s+== FO!", mc, re.M), name
+
+
+def test_failover_bug_switches_are_the_same_in_tla_and_python():
+    from spec.failover.config import FAILOVER_BUG_NAMES
+
+    types = (TLA_DIR / "AckOrderFailoverTypes.tla").read_text()
+    mc = (TLA_DIR / "MCAckOrderFailover.tla").read_text()
+    declared = re.findall(r"^\s+(Bug\w+),?\s", types[types.index("CONSTANTS\n    BugNoAllAck"):], re.M)
+    assert tuple(declared) == FAILOVER_BUG_NAMES
+    assert not set(FAILOVER_BUG_NAMES) & set(BUG_NAMES)
+    for bug in FAILOVER_BUG_NAMES:
+        assert re.search(rf'{bug}\s+<- ActiveBug = "{bug}"', mc), bug
+        assert f'"{bug}"' in mc[mc.index("BugNames =="):mc.index("ASSUME ActiveBug")], bug
+
+
+def test_each_failover_bug_switch_has_one_bug_model_and_it_fails():
+    from spec.failover.config import FAILOVER_BUG_NAMES
+
+    active = {}
+    for m in FAILOVER_MODELS:
+        bug = load_cfg(m.cfg_path).constants["ActiveBug"][0]
+        if bug != "none":
+            assert m.kind == "bug" and m.model == bug, m.model
+            active.setdefault(bug, []).append(m)
+    assert sorted(active) == sorted(FAILOVER_BUG_NAMES)
+    assert all(len(ms) == 1 and ms[0].expected != "pass" for ms in active.values())
+
+
+def test_at_least_eight_zoo_bugs_are_modelled_with_their_rocketmq_issue():
+    zoo = {m.title.split(",")[0] for m in FAILOVER_MODELS if m.kind == "bug" and m.title.startswith("B")}
+    assert len(zoo & {"B10", "B11", "B12", "B13", "B14", "B16", "B19", "B21", "B24"}) >= 8, zoo
+    doc = (TLA_DIR.parent / "docs" / "model.md").read_text()
+    for m in FAILOVER_MODELS:
+        if m.kind == "bug":
+            assert m.model in doc, f"docs/model.md does not name {m.model}"
+
+
+def test_every_failover_property_is_bitten_by_a_bug_model():
+    from spec.failover.properties import LIVENESS_PROPERTIES, SAFETY as F_SAFETY
+
+    bitten = {m.expected for m in FAILOVER_MODELS if m.kind == "bug"}
+    must_bite = (set(F_SAFETY) - {"TypeOK"}) | set(LIVENESS_PROPERTIES) - {"EveryRequestAnswered"}
+    assert must_bite <= bitten, must_bite - bitten
+
+
+def test_every_failover_debug_invariant_has_a_reachability_model():
+    from spec.failover.properties import ACTION_PROPERTIES as F_ACTION, INVARIANTS as F_INV
+
+    debug = {n for n in [*F_INV, *F_ACTION] if n.startswith("Debug_")}
+    assert debug == {m.expected for m in FAILOVER_MODELS if m.kind == "reach"}
+
+
+def test_failover_green_and_bug_models_check_every_safety_property():
+    from spec.failover.properties import SAFETY as F_SAFETY
+
+    for m in FAILOVER_MODELS:
+        cfg = load_cfg(m.cfg_path)
+        if m.kind in ("green", "bug") and cfg.specification is None:
+            assert cfg.invariants == F_SAFETY, m.model
+            assert cfg.symmetry == "FollowerSymmetry", m.model
+        if cfg.specification is not None:
+            assert cfg.symmetry is None, m.model   # symmetry is unsound for liveness

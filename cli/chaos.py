@@ -1,0 +1,117 @@
+"""`ackorder chaos`: argument parsing, a progress bar, the Jepsen-style summary
+and the exit code over reference/real/chaos.py (and, with --power-loss,
+reference/real/powerloss.py).  Exit 0: every acknowledged message survived;
+1: a loss, a corruption or a duplicate; 2: bad options."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cli.broker import guarded
+from spec.config import BUG_NAMES
+from cli.ui import console as make_console
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("chaos", help="kill -9 a real master under load (and corrupt, inject I/O errors, "
+                                     "cut the power); check every acknowledged message")
+    p.add_argument("--kills", type=int, default=10, help="SIGKILLs of the master (default 10)")
+    p.add_argument("--replicas", type=int, default=1, help="slaves (SYNC_MASTER when > 0; default 1)")
+    p.add_argument("--corrupt", action="store_true", help="corrupt the unacknowledged segment tail between restarts")
+    p.add_argument("--io-errors", action="store_true", help="inject write and fsync errors in some incarnations")
+    p.add_argument("--power-loss", action="store_true",
+                   help="record the store's file operations and check every crash state a power loss could "
+                        "leave (ALICE/CrashMonkey style) instead of kill -9")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--producers", type=int, default=8)
+    p.add_argument("--size", type=int, default=200, help="message body bytes")
+    p.add_argument("--segment-bytes", type=int, default=None,
+                   help="small, so that runs cross segment rolls (default 256 KiB; with --power-loss 8 KiB)")
+    p.add_argument("--messages", type=int, default=150, help="--power-loss: messages per recorded run")
+    p.add_argument("--max-load-s", type=float, default=1.0, help="longest load before a kill (seconds)")
+    p.add_argument("--bug", action="append", default=[], choices=BUG_NAMES, metavar="NAME",
+                   help="run the master with a seeded defect (to see the checks bite)")
+    p.add_argument("--dir", type=Path, default=None, help="keep the nodes' data and logs here")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the full report as JSON")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from reference.real.chaos import ChaosAborted
+
+    try:
+        return guarded("chaos", lambda: _main(args))
+    except ChaosAborted as err:
+        print(f"ackorder chaos: {err}", file=sys.stderr)
+        return 3
+
+
+def _main(args: argparse.Namespace) -> int:
+    if args.power_loss:
+        return _power_loss(args)
+    from reference.real.chaos import ChaosOptions, run_chaos
+
+    opts = ChaosOptions(kills=args.kills, replicas=args.replicas, corrupt=args.corrupt, io_errors=args.io_errors,
+                        seed=args.seed, producers=args.producers, size=args.size,
+                        segment_bytes=args.segment_bytes or ChaosOptions.segment_bytes_default(),
+                        max_load_s=max(args.max_load_s, 0.2), directory=args.dir, keep=args.dir is not None,
+                        bugs=tuple(args.bug))
+    console = make_console()
+    report = _with_progress(console, "kill -9", opts.kills, lambda progress: run_chaos(opts, progress))
+    out = report.to_json()
+    table = Table(title=f"ackorder chaos: {opts.kills} kills, {opts.replicas} slave(s)"
+                        + (", corrupt tails" if opts.corrupt else "") + (", I/O errors" if opts.io_errors else ""),
+                  title_justify="left", show_header=False)
+    for key in ("acked", "lost", "corrupt", "duplicated", "resurrected_corrupt", "recovered_regions",
+                "replica_checks", "replicas_reseeded", "seconds"):
+        table.add_row(key, str(out[key]))
+    table.add_row("faults", json.dumps(out["faults"]))
+    console.print(table)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+    return _verdict(console, report.valid)
+
+
+def _with_progress(console, label: str, total: int, run):
+    """``run(progress)`` under a rich progress bar; ``progress(done, what happens now)``."""
+    columns = [TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.description}")]
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("", total=total)
+        return run(lambda done, text: bar.update(task, completed=done, description=text))
+
+
+def _verdict(console, valid: bool) -> int:
+    if valid:
+        console.print("[bold green]Everything looks good! ヽ(‘ー`)ノ[/]")
+        return 0
+    console.print("[bold red]Analysis invalid! (ﾉಥ益ಥ）ﾉ ┻━┻[/]")
+    return 1
+
+
+def _power_loss(args: argparse.Namespace) -> int:
+    from reference.real.powerloss import PowerLossOptions, explore_power_loss
+
+    opts = PowerLossOptions(runs=args.kills, seed=args.seed, producers=args.producers, size=args.size,
+                            messages=args.messages, bugs=tuple(args.bug),
+                            **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}))
+    console = make_console()
+    report = _with_progress(console, "power loss", opts.runs, lambda progress: explore_power_loss(opts, progress))
+    out = report.to_json()
+    table = Table(title=f"ackorder chaos --power-loss: {opts.runs} recorded runs", title_justify="left",
+                  show_header=False)
+    for key, value in out.items():
+        if key not in ("violations", "options"):
+            table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
+    console.print(table)
+    for v in out["violations"][:10]:
+        console.print(f"[red]violation:[/] {v}")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+    return _verdict(console, report.valid)

@@ -1,0 +1,127 @@
+"""What a real master or slave process is started with, validated (attrs
+validators, ConfigError naming the option and the fix): the store
+configuration, addresses, the connection limit and idle timeout, and the
+fault-injection switches."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import attrs
+
+from reference.config import StoreConfig
+from reference.real.disk import WRITE_FAULTS
+from spec.config import ConfigError
+
+NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+MIN_SEGMENT_BYTES = 4096
+
+
+def _port(instance, attribute, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 65535:
+        raise ConfigError(f"--{attribute.name.replace('_', '-')} {value!r}: a port is 0..65535 (0: any free port)")
+
+
+def _positive(instance, attribute, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"--{attribute.name.replace('_', '-')} {value!r}: must be a positive integer")
+
+
+def _count_or_none(instance, attribute, value) -> None:
+    if value is not None and (not isinstance(value, int) or value < 0):
+        raise ConfigError(f"--{attribute.name.replace('_', '-')} {value!r}: must be 0 or more")
+
+
+def _host(instance, attribute, value) -> None:
+    if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+        raise ConfigError(f"--host {value!r}: expected an address such as 127.0.0.1")
+
+
+def _directory(instance, attribute, value) -> None:
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--dir {value}: exists and is not a directory")
+    if (path / "commitlog").exists() and not (path / "commitlog").is_dir():
+        raise ConfigError(f"--dir {value}: {path / 'commitlog'} exists and is not a directory")
+
+
+def _replica_name(name: str, flag: str) -> None:
+    if not NAME.match(name):
+        raise ConfigError(f"{flag} {name!r}: a slave name is 1-64 letters, digits, '.', '_' or '-'")
+
+
+def parse_replicas(text: str) -> tuple[str, ...]:
+    """``--replicas r1,r2``: names, each once."""
+    names = tuple(n.strip() for n in text.split(",")) if text.strip() else ()
+    for n in names:
+        _replica_name(n, "--replicas")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"--replicas {text!r}: a slave is named twice")
+    return names
+
+
+def parse_address(text: str, flag: str) -> tuple[str, int]:
+    """``HOST:PORT`` (HOST may be empty: 127.0.0.1)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise ConfigError(f"{flag} {text!r}: expected HOST:PORT with a port 1..65535")
+    host = host.strip("[]") or "127.0.0.1"
+    if any(c.isspace() for c in host):
+        raise ConfigError(f"{flag} {text!r}: the host has white space in it")
+    return host, int(port)
+
+
+@attrs.frozen
+class MasterOptions:
+    directory: Path = attrs.field(converter=Path, validator=_directory)
+    config: StoreConfig
+    replicas: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    host: str = attrs.field(default="127.0.0.1", validator=_host)
+    port: int = attrs.field(default=10911, validator=_port)
+    ha_port: int = attrs.field(default=10912, validator=_port)
+    max_connections: int = attrs.field(default=1024, validator=_positive)
+    idle_timeout_ms: int = attrs.field(default=120_000, validator=_positive)   # serverChannelMaxIdleTimeSeconds
+    inject_fsync_eio_after: int | None = attrs.field(default=None, validator=_count_or_none)
+    inject_write_fault_after: int | None = attrs.field(default=None, validator=_count_or_none)
+    inject_write_fault: str = "eio"
+
+    def __attrs_post_init__(self) -> None:
+        for name in self.replicas:
+            _replica_name(name, "--replicas")
+        if len(set(self.replicas)) != len(self.replicas):
+            raise ConfigError(f"--replicas {','.join(self.replicas)}: a slave is named twice")
+        if self.inject_write_fault not in WRITE_FAULTS:
+            raise ConfigError(f"--inject-write-fault {self.inject_write_fault!r}: one of {', '.join(WRITE_FAULTS)}")
+        if self.port == self.ha_port != 0:
+            raise ConfigError(f"--port and --ha-port are both {self.port}: producers and slaves need two ports")
+        cfg = self.config
+        if cfg.sync_master and not self.replicas:
+            raise ConfigError("--broker-role SYNC_MASTER with no slave would answer every put SLAVE_NOT_AVAILABLE: "
+                              "name the slaves with --replicas r1[,r2...], or use --broker-role ASYNC_MASTER")
+        if cfg.sync_master and cfg.ack_policy == "AT_LEAST_K" and cfg.in_sync_replicas > 1 + len(self.replicas):
+            raise ConfigError(f"--in-sync-replicas {cfg.in_sync_replicas} (master included) needs at least "
+                              f"{cfg.in_sync_replicas - 1} slaves, --replicas names {len(self.replicas)}")
+
+
+@attrs.frozen
+class ReplicaOptions:
+    directory: Path = attrs.field(converter=Path, validator=_directory)
+    name: str
+    master: tuple[str, int]
+    segment_size: int = attrs.field(default=16 * 1024 * 1024, validator=_positive)
+    heartbeat_interval_ms: int = attrs.field(default=5_000, validator=_positive)   # haSendHeartbeatInterval
+    fsync_interval_ms: int = attrs.field(default=1_000, validator=_positive)
+
+    def __attrs_post_init__(self) -> None:
+        _replica_name(self.name, "--name")
+        if self.segment_size < MIN_SEGMENT_BYTES:
+            raise ConfigError(f"--mapped-file-size-commit-log {self.segment_size}: at least {MIN_SEGMENT_BYTES} "
+                              f"bytes, and the same as the master's")
+
+
+def check_segment_room(segment_bytes: int, body_bytes: int) -> None:
+    """A test's segments: at least MIN_SEGMENT_BYTES, and room for a message and a blank record."""
+    if segment_bytes < MIN_SEGMENT_BYTES or body_bytes + 20 + 64 > segment_bytes:
+        raise ConfigError(f"--segment-bytes {segment_bytes}: at least {MIN_SEGMENT_BYTES}, and room for a message "
+                          f"of {body_bytes} bytes")

@@ -1,0 +1,60 @@
+"""`ackorder chaos` (kill -9 of a real master under load, corrupt tails, injected
+I/O errors) and its power-loss mode (crash states of the real store's recorded
+file operations).  Each check is also shown to bite: a master with a seeded
+recovery defect, an acknowledgement before the fsync, a flush that skips the
+second file of a segment roll."""
+
+import json
+import subprocess
+import sys
+
+from reference.real.chaos import ChaosOptions, run_chaos
+from reference.real.powerloss import PowerLossOptions, explore_power_loss
+
+
+def test_a_small_chaos_run_loses_no_acknowledged_message(tmp_path):
+    report = run_chaos(ChaosOptions(kills=3, replicas=1, corrupt=True, io_errors=True, seed=1,
+                                    max_load_s=0.8, directory=tmp_path / "chaos"))
+    out = report.to_json()
+    assert out["valid"], {k: out[k] for k in ("lost", "corrupt", "duplicated", "resurrected_corrupt",
+                                               "lost_keys", "corrupt_keys")}
+    assert out["acked"] > 100 and out["kills"] == 3
+    assert out["replica_checks"] >= 1                 # at least one slave was caught up and checked
+    assert out["faults"]["master_kill_9"] == 3
+
+
+def test_chaos_catches_a_recovery_that_keeps_a_torn_record(tmp_path):
+    report = run_chaos(ChaosOptions(kills=6, replicas=0, corrupt=True, seed=0, max_load_s=0.6,
+                                    bugs=("BugRecoveryKeepsTorn",), directory=tmp_path / "chaos"))
+    assert not report.valid
+    assert report.lost or report.corrupt or report.resurrected
+
+
+def test_the_command_writes_json_and_exits_0(tmp_path):
+    out = tmp_path / "chaos.json"
+    result = subprocess.run([sys.executable, "-m", "cli", "chaos", "--kills", "1", "--replicas", "0",
+                             "--max-load-s", "0.3", "--json", str(out)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = json.loads(out.read_text())
+    assert data["valid"] and data["kills"] == 1 and data["acked"] > 0
+    assert "Everything looks good" in result.stdout
+
+
+def test_power_loss_crash_states_of_the_real_store_lose_nothing_acknowledged():
+    report = explore_power_loss(PowerLossOptions(runs=2, seed=3))
+    out = report.to_json()
+    assert out["valid"], out["violations"][:5]
+    assert out["crash_states"] > 500 and out["distinct_states_recovered"] > 100
+    assert out["flushes_across_segment_roll"] >= 1      # group commit synced two files in one flush
+    assert {"prefix", "torn", "subset"} <= set(out["states_by_kind"])
+    assert out["ack_checks"] > 1000
+
+
+def test_power_loss_catches_an_ack_before_the_fsync():
+    report = explore_power_loss(PowerLossOptions(runs=1, seed=3, bugs=("BugAckOnWrote",)))
+    assert not report.valid and any("lost" in v for v in report.violations)
+
+
+def test_power_loss_catches_a_flush_that_misses_the_new_file_after_a_roll():
+    report = explore_power_loss(PowerLossOptions(runs=3, seed=3, broken_fsync=True))
+    assert not report.valid and any("lost" in v for v in report.violations)
