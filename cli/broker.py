@@ -40,6 +40,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         help="fault injection: every page-cache write after the first N fails")
     master.add_argument("--inject-write-fault", choices=("eio", "enospc", "short"), default="eio",
                         help="how an injected write fails (default eio; short: half the bytes, then EIO)")
+    master.add_argument("--trace", type=Path, default=None, metavar="FILE",
+                        help="write this process's trace (NDJSON, the spec's vocabulary) for `ackorder trace-check`; "
+                             "the store must start empty")
     add_store_flags(master)
     master.set_defaults(func=_master)
     replica = roles.add_parser("replica", help="a slave")
@@ -50,6 +53,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                          help="segment bytes, the same as the master's")
     replica.add_argument("--heartbeat-interval-ms", type=int, default=5_000,
                          help="report to the master at least this often (haSendHeartbeatInterval)")
+    replica.add_argument("--trace", type=Path, default=None, metavar="FILE",
+                         help="write this slave's trace (merged with the master's by `ackorder trace-check`); "
+                              "the store must start empty")
     replica.set_defaults(func=_replica)
 
     load = sub.add_parser("load", help="send messages to a master and report throughput and latency")
@@ -102,7 +108,8 @@ def _master(args) -> int:
             directory=args.dir, config=store_config_from_args(args), replicas=parse_replicas(args.replicas),
             host=args.host, port=args.port, ha_port=args.ha_port, max_connections=args.max_connections,
             idle_timeout_ms=args.idle_timeout_ms, inject_fsync_eio_after=args.inject_fsync_eio_after,
-            inject_write_fault_after=args.inject_write_fault_after, inject_write_fault=args.inject_write_fault)
+            inject_write_fault_after=args.inject_write_fault_after, inject_write_fault=args.inject_write_fault,
+            trace=args.trace)
         return serve_master(opts)
     return guarded("broker master", body)
 
@@ -114,7 +121,7 @@ def _replica(args) -> int:
 
         opts = ReplicaOptions(directory=args.dir, name=args.name, master=parse_address(args.master, "--master"),
                               segment_size=args.mapped_file_size_commit_log,
-                              heartbeat_interval_ms=args.heartbeat_interval_ms)
+                              heartbeat_interval_ms=args.heartbeat_interval_ms, trace=args.trace)
         try:
             return serve_replica(opts)
         except SlaveStopped as err:

@@ -149,5 +149,5 @@ class ReplicaCore:
             if self.ghost is not None:
                 self.ghost.add_record(self.parsed_end, header, self.parsed_end + total, key)
             self.parsed_end += total
-            self.spec_steps.append(("Transfer", self.name))
+            self.spec_steps.append(("Transfer", self.name, key))   # the key: for a trace writer
         return None

@@ -227,8 +227,9 @@ def check_steps(cfg: Config, steps: list[Step] | tuple[Step, ...], complete: boo
 
 def check_trace(trace: Trace) -> TraceVerdict:
     """One trace file (in spec ids, or keys translated by its own order)."""
-    from spec.tracemerge import spec_ids
+    from spec.tracemerge import adopt_config, spec_ids
 
+    (trace,) = adopt_config([trace])
     return check_steps(trace.config, spec_ids([trace]), trace.complete)
 
 

@@ -10,6 +10,10 @@ A trace file is one JSON object per line.  The first line is the header::
                   "push2SlaveMaxOffset", "syncStateSet"],
      "bugs": [], "source": "how the trace was made"}
 
+A slave's runtime does not know the master's configuration (flush mode, role, the other slaves):
+its file may leave ``config`` out, and takes the configuration of the files it is merged with
+(spec/tracemerge.py), which must name it among their ``Replicas``.
+
 ``process`` names who wrote the file (``master``, a replica's name, or ``sim`` for a simulator that
 sees everything); ``observes`` the TLA+ variables it sees, whole (``log``) or one replica's entry of a
 per-replica function (``rlog[r1]``).  ``ids`` says how requests are named: ``spec`` (the spec's
@@ -97,6 +101,7 @@ ACTIONS = ACTIONS_NO_PARAM + ACTIONS_REQUEST + ACTIONS_REPLICA
 REQUEST_CREATING = ("Put", "WriteFail")     # WriteFail creates a request only without the pool
 REQUEST_FIELDS = {"off": int, "flushDone": bool, "status": str}
 
+REPLICA_NAME = r"[A-Za-z_]\w*"      # a TLA+ model value
 _LABEL = re.compile(r"^([A-Za-z]+)(?:\(([A-Za-z0-9_]+)\))?$")
 
 
@@ -160,6 +165,7 @@ class Trace:
     bugs: tuple[str, ...] = ()
     source: str = ""
     header: dict = attrs.field(factory=dict, eq=False, hash=False, repr=False)
+    config_known: bool = True         # False: a slave's file without "config" (the merge supplies it)
 
 
 def label_text(action: str, param) -> str:
@@ -221,7 +227,7 @@ def config_from_json(c: object, where: str) -> Config:
         raise TraceError(f"{where}: config: " + "; ".join(
             ([f"missing {', '.join(missing)}"] if missing else []) + ([f"unknown {', '.join(unknown)}"] if unknown else [])))
     reps = c["Replicas"]
-    if not isinstance(reps, list) or not all(isinstance(r, str) and re.fullmatch(r"[A-Za-z_]\w*", r) for r in reps):
+    if not isinstance(reps, list) or not all(isinstance(r, str) and re.fullmatch(REPLICA_NAME, r) for r in reps):
         raise TraceError(f"{where}: config.Replicas: expected a list of names such as \"r1\"")
     checks = {"FlushMode": FLUSH_MODES, "ReplMode": REPL_MODES, "AckPolicy": ACK_POLICIES}
     for key, allowed in checks.items():
@@ -242,10 +248,16 @@ def config_from_json(c: object, where: str) -> Config:
         raise TraceError(f"{where}: config: {err}") from None
 
 
-def header(process: str, cfg: Config, observes: Iterable[str], ids: str = "spec", bugs: Iterable[str] = (),
+def header(process: str, cfg: Config | None, observes: Iterable[str], ids: str = "spec", bugs: Iterable[str] = (),
            source: str = "") -> dict:
-    return {"ackorder_trace": VERSION, "process": process, "ids": ids, "config": config_to_json(cfg),
+    """A file's first line (``cfg`` None: a slave that does not know the configuration)."""
+    head = {"ackorder_trace": VERSION, "process": process, "ids": ids, "config": None,
             "observes": list(observes), "bugs": sorted(bugs), "source": source}
+    if cfg is None:
+        del head["config"]
+    else:
+        head["config"] = config_to_json(cfg)
+    return head
 
 
 # ------------------------------------------------------------------ validating one line
@@ -424,7 +436,17 @@ def read_trace(path: Path | str, text: str | None = None) -> Trace:
     ids = head.get("ids", "spec")
     if ids not in ("spec", "keys"):
         raise TraceError(f"{where}: header.ids: expected \"spec\" or \"keys\", got {ids!r}")
-    cfg = config_from_json(head.get("config"), where)
+    config_known = "config" in head
+    if config_known:
+        cfg = config_from_json(head["config"], where)
+    elif process in ("master", "sim"):
+        raise TraceError(f"{where}: header.config: the {process}'s file must give the configuration")
+    else:
+        # A slave's file: its steps are its own, validated as those of a one-slave group for now.
+        if not re.fullmatch(REPLICA_NAME, process):
+            raise TraceError(f"{where}: header.process {process!r}: a slave's name is a letter or '_', then "
+                             "letters, digits or '_' (a TLA+ model value)")
+        cfg = Config(replicas=(process,), flush_mode=FLUSH_MODES[0], repl_mode=REPL_MODES[0])
     observes_list = head.get("observes")
     if not isinstance(observes_list, list):
         raise TraceError(f"{where}: header.observes: expected a list of variable names")
@@ -501,7 +523,7 @@ def read_trace(path: Path | str, text: str | None = None) -> Trace:
         bad = next(ln for ln, o in objects[1:] if ln > trailer_lines[0] and "end" not in o and "violation" not in o)
         raise TraceError(f"{name}:{bad}: nothing but trailers may follow the trailer on line {trailer_lines[0]}")
     return Trace(name, process, cfg, ids, observes, tuple(steps), tuple(notes), complete, verdict,
-                 tuple(bugs), str(head.get("source", "")), head)
+                 tuple(bugs), str(head.get("source", "")), head, config_known)
 
 
 # ------------------------------------------------------------------ writing

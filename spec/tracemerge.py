@@ -62,10 +62,34 @@ def _touches_replica(step: Step) -> set[str]:
     return {p for _, p in step.actions if isinstance(p, str)}
 
 
-def merge(traces: list[Trace]) -> tuple[list[Step], bool]:
-    """The steps of all files in one causal order, and whether every file ended complete."""
+def adopt_config(traces: list[Trace]) -> list[Trace]:
+    """The files of one run, each with the run's configuration: a slave's file that gives none
+    (its runtime does not know the master's) takes the one the other files give."""
     if not traces:
         raise MergeError("no trace files")
+    known = [t for t in traces if t.config_known]
+    if not known:
+        raise MergeError(f"{traces[0].path}: no file gives the configuration (a slave's file is checked together "
+                         "with its master's)")
+    source = known[0]
+    out = []
+    for t in traces:
+        if not t.config_known:
+            if t.process not in source.config.replicas:
+                raise MergeError(f"{t.path}: slave {t.process!r} is not among the Replicas of {source.path} "
+                                 f"({', '.join(source.config.replicas)})")
+            t = attrs.evolve(t, config=source.config, config_known=True)
+        out.append(t)
+    return out
+
+
+def merge(traces: list[Trace]) -> tuple[list[Step], bool]:
+    """The steps of all files in one causal order, and whether every file ended complete
+    (``traces`` as ``adopt_config`` returns them)."""
+    if not traces:
+        raise MergeError("no trace files")
+    if not all(t.config_known for t in traces):
+        traces = adopt_config(traces)
     first = traces[0]
     for t in traces[1:]:
         if t.config != first.config:

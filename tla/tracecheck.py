@@ -254,9 +254,9 @@ class TraceCheck:
 def read_and_merge(paths: list[Path]) -> tuple[Config, list[Step], bool, list]:
     """Read, validate and merge the files (TraceError / MergeError on bad input)."""
     from spec.traceformat import read_trace
-    from spec.tracemerge import merge, spec_ids
+    from spec.tracemerge import adopt_config, merge, spec_ids
 
-    traces = [read_trace(p) for p in paths]
+    traces = adopt_config([read_trace(p) for p in paths])
     steps, complete = merge(traces)
     return traces[0].config, spec_ids(traces, steps), complete, traces
 

@@ -32,6 +32,7 @@ from reference.real.disk import FileOps, SegmentStore, ShortWrite
 from reference.real.loop import Conn, Loop, Worker, listen, now_ms
 from reference.real.options import MasterOptions
 from reference.status import PutStatus
+from spec.config import ConfigError
 
 PRODUCER, SLAVE = "producer", "slave"
 ACCEPTS_PER_TURN = 64
@@ -55,6 +56,9 @@ class MasterRuntime:
                                         self.recovery)
         self.core = MasterCore(cfg, opts.replicas, now_ms(), log=commitlog)
         self.core.spec_steps = DISCARD
+        self.trace_out = None
+        if opts.trace is not None:
+            self._start_trace(opts.trace)
         self.admission = Admission(cfg)
         self.loop = Loop()
         self.client_sock = listen(opts.host, opts.port)
@@ -85,6 +89,22 @@ class MasterRuntime:
         self._more_puts = False
         self.max_frame_bytes = max(cfg.max_message_size + 64, 1024)
         self.loop.call_at(now_ms() + IDLE_CHECK_MS, self._check_idle)
+
+    def _start_trace(self, path) -> None:
+        """--trace: the core wrapped so that a trace hook sees every one of its events
+        (reference/tracehook.py); slave connections are named by the slave's address."""
+        from reference.refinement import spec_config
+        from reference.tracehook import MasterTraceHook, TracedMaster
+
+        if self.recovery.end_offset:
+            raise ConfigError(f"--trace {path}: the store in {self.opts.directory} already holds "
+                              f"{self.recovery.end_offset} bytes; a trace starts where the spec does, "
+                              "at an empty store")
+        self.core.spec_steps = []
+        self.trace_out = open(path, "w", buffering=1)      # whole lines: a killed master leaves a prefix
+        hook = MasterTraceHook(self.trace_out, self.core, spec_config(self.cfg, self.opts.replicas),
+                               conn_id=lambda cid: self.conns[cid].peer if cid in self.conns else str(cid))
+        self.core = TracedMaster(self.core, hook, now_ms)
 
     # ------------------------------------------------------------------ the loop
 
@@ -173,12 +193,12 @@ class MasterRuntime:
             self.loop.selector.unregister(conn.sock)
         except (KeyError, ValueError):
             pass
-        self.conns.pop(conn.id, None)
         self._dirty.discard(conn)
         self.stats[f"closed_{conn.kind}"] += 1
         self.log(f"{conn.kind} connection {conn.id} from {conn.peer} closed: {reason}")
         if conn.kind == SLAVE and tell_core:
             self.core.replica_disconnected(conn.id)
+        self.conns.pop(conn.id, None)      # after the core heard (a trace names the connection by it)
 
     def _flush(self, conn: Conn) -> None:
         if conn.closed:
@@ -366,6 +386,11 @@ class MasterRuntime:
         self.reader.stop()
         self.store.close()
         self.loop.close()
+        if self.trace_out is not None:
+            unhealed = self.core.close()
+            if unhealed is not None:
+                self.log(f"trace {self.opts.trace} ends as a prefix (no \"complete\" trailer): {unhealed}")
+            self.trace_out.close()
 
     def stats_line(self) -> str:
         stats = self.stats + Counter({PutStatus(k).name: v for k, v in self.statuses.items()})

@@ -1,7 +1,7 @@
 """What a real master or slave process is started with, validated (attrs
 validators, ConfigError naming the option and the fix): the store
-configuration, addresses, the connection limit and idle timeout, and the
-fault-injection switches."""
+configuration, addresses, the connection limit and idle timeout, the
+fault-injection switches, and the trace file (reference/tracehook.py)."""
 
 from __future__ import annotations
 
@@ -72,6 +72,26 @@ def parse_address(text: str, flag: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _trace_path(instance, attribute, value) -> None:
+    if value is None:
+        return
+    path = Path(value)
+    if path.is_dir():
+        raise ConfigError(f"--trace {value}: is a directory (expected a file to write the trace to)")
+    if not path.parent.is_dir():
+        raise ConfigError(f"--trace {value}: the directory {path.parent} does not exist")
+
+
+def _traceable_names(names: tuple[str, ...], flag: str) -> None:
+    """A traced slave's name is a TLA+ model value (the trace checker's Replicas)."""
+    from spec.traceformat import REPLICA_NAME
+
+    for n in names:
+        if not re.fullmatch(REPLICA_NAME, n):
+            raise ConfigError(f"{flag} {n!r}: with --trace a slave's name is a letter or '_', then letters, "
+                              "digits or '_' (TLC names it)")
+
+
 @attrs.frozen
 class MasterOptions:
     directory: Path = attrs.field(converter=Path, validator=_directory)
@@ -85,10 +105,13 @@ class MasterOptions:
     inject_fsync_eio_after: int | None = attrs.field(default=None, validator=_count_or_none)
     inject_write_fault_after: int | None = attrs.field(default=None, validator=_count_or_none)
     inject_write_fault: str = "eio"
+    trace: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path), validator=_trace_path)
 
     def __attrs_post_init__(self) -> None:
         for name in self.replicas:
             _replica_name(name, "--replicas")
+        if self.trace is not None:
+            _traceable_names(self.replicas, "--replicas")
         if len(set(self.replicas)) != len(self.replicas):
             raise ConfigError(f"--replicas {','.join(self.replicas)}: a slave is named twice")
         if self.inject_write_fault not in WRITE_FAULTS:
@@ -112,9 +135,12 @@ class ReplicaOptions:
     segment_size: int = attrs.field(default=16 * 1024 * 1024, validator=_positive)
     heartbeat_interval_ms: int = attrs.field(default=5_000, validator=_positive)   # haSendHeartbeatInterval
     fsync_interval_ms: int = attrs.field(default=1_000, validator=_positive)
+    trace: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path), validator=_trace_path)
 
     def __attrs_post_init__(self) -> None:
         _replica_name(self.name, "--name")
+        if self.trace is not None:
+            _traceable_names((self.name,), "--name")
         if self.segment_size < MIN_SEGMENT_BYTES:
             raise ConfigError(f"--mapped-file-size-commit-log {self.segment_size}: at least {MIN_SEGMENT_BYTES} "
                               f"bytes, and the same as the master's")

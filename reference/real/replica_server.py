@@ -19,6 +19,7 @@ from reference.real.disk import FileOps, SegmentStore
 from reference.real.loop import Conn, Loop, Worker, now_ms
 from reference.real.options import ReplicaOptions
 from reference.replica import ReplicaCore
+from spec.config import ConfigError
 
 RECONNECT_MS = 200
 REFUSED_RETRY_MS = 5000      # after the master refused this slave (a diverged log): retry, slowly
@@ -38,6 +39,9 @@ class ReplicaRuntime:
         self.recovery = self.store.recover()
         self.core = ReplicaCore.recovered(opts.name, opts.segment_size, self.recovery)
         self.core.spec_steps = DISCARD
+        self.trace_out = None
+        if opts.trace is not None:
+            self._start_trace(opts.trace)
         self.loop = Loop()
         self.flusher = Worker(self.loop, "flush")
         self.conn: Conn | None = None
@@ -53,6 +57,21 @@ class ReplicaRuntime:
         self.loop.call_at(now + opts.heartbeat_interval_ms, self._heartbeat)
         self.loop.call_at(now + opts.fsync_interval_ms, self._fsync_tick)
 
+    def _start_trace(self, path) -> None:
+        """--trace: the core wrapped so that a trace hook sees every one of its events
+        (reference/tracehook.py); the HANDSHAKE note names the connection by this end's address."""
+        from reference.tracehook import ReplicaTraceHook, TracedReplica
+
+        if self.recovery.end_offset:
+            raise ConfigError(f"--trace {path}: the store in {self.opts.directory} already holds "
+                              f"{self.recovery.end_offset} bytes; a trace starts where the spec does, "
+                              "at an empty store")
+        self.core.spec_steps = []
+        self.trace_out = open(path, "w", buffering=1)
+        hook = ReplicaTraceHook(self.trace_out, self.core)
+        self.core = TracedReplica(self.core, hook, now_ms,
+                                  lambda: "%s:%d" % self.conn.sock.getsockname()[:2])
+
     def run(self) -> None:
         try:
             while not self.loop.stopping:
@@ -66,6 +85,10 @@ class ReplicaRuntime:
             self.flusher.stop()
             self.store.close()
             self.loop.close()
+            if self.trace_out is not None:
+                if self.failure is None:         # a clean stop: nothing of this slave is left to happen
+                    self.core.close()
+                self.trace_out.close()
         if self.failure is not None:
             raise SlaveStopped(self.failure)
 

@@ -28,13 +28,23 @@ class Proc:
             self.popen.kill()
         self.popen.wait(timeout=10)
 
+    def terminate(self, timeout_s: float = 30) -> int:
+        """SIGTERM (a clean stop: the runtime finishes what it writes), then the exit code."""
+        if self.popen.poll() is None:
+            self.popen.terminate()
+        return self.popen.wait(timeout=timeout_s)
+
     def output(self) -> str:
         """Everything the process printed so far."""
         while True:
             try:
-                self.lines.append(self.pending.get_nowait())
+                line = self.pending.get_nowait()
             except queue.Empty:
                 return "".join(self.lines)
+            if line is None:              # the end of the output (kept for wait_for_line)
+                self.pending.put(None)
+                return "".join(self.lines)
+            self.lines.append(line)
 
 
 def _drain(popen: subprocess.Popen, out: queue.Queue) -> None:

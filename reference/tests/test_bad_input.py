@@ -53,7 +53,7 @@ def spots(tmp_path_factory):
     master.stop()
     yield {"file": str(base / "a-file"), "has_file": str(base / "has-file"), "seg_dir": str(base / "seg-dir"),
            "busy": str(busy.getsockname()[1]), "nowhere": str(base / "no" / "such" / "dir" / "rec.jsonl"),
-           "data": str(data), "ok": str(base / "ok")}
+           "data": str(data), "ok": str(base / "ok"), "trace": str(base / "trace.ndjson")}
     busy.close()
 
 
@@ -94,6 +94,12 @@ BAD_COMMAND_LINES = [
     ([*M, "--flush-commit-log-least-pages", "-1"], True),
     (["broker", "master", "--dir", "{data}", "--port", "0", "--ha-port", "0", "--inject-fsync-eio-after", "0",
       *SMALL], True),                                                           # fsync fails during recovery
+    ([*M, "--trace", "{nowhere}"], True),                                        # its directory does not exist
+    ([*M, "--trace", "{has_file}"], True),                                       # a directory
+    ([*M, "--broker-role", "SYNC_MASTER", "--replicas", "r-1", "--trace", "{trace}"], True),   # no TLA+ name
+    (["broker", "master", "--dir", "{data}", "--port", "0", "--ha-port", "0", "--trace", "{trace}", *SMALL],
+     True),                                                                     # a trace starts at an empty store
+    (["broker", "replica", "--dir", "{ok}", "--master", "127.0.0.1:1", "--name", "r.1", "--trace", "{trace}"], True),
     ([*R, "--mapped-file-size-commit-log", "0"], True),
     (["broker", "replica", "--dir", "{ok}", "--master", "nohostport", "--name", "r1"], True),
     (["broker", "replica", "--dir", "{ok}", "--master", "127.0.0.1:0", "--name", "r1"], True),

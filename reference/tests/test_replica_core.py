@@ -26,6 +26,7 @@ def test_frames_at_the_end_are_appended_and_acked():
     assert r.index.base == 256 and list(r.index.keys) == [5] and set(r.segments) == {256}   # bounded
     assert [e.offset for e in effects if isinstance(e, fx.SendAck)] == [100, 256, log.wrote]
     assert [s[0] for s in r.spec_steps] == ["Transfer"] * 5
+    assert [s[2] for s in r.spec_steps] == [1, 2, 3, 4, 5]      # keys a trace writer needs (the index forgets)
 
 
 def test_a_frame_at_the_wrong_offset_drops_the_connection():

@@ -12,7 +12,7 @@ from spec import actions as sa
 from spec import traceformat as tf
 from spec.config import Bounds, Config
 from spec.tracecheck import check_steps, check_trace
-from spec.tracemerge import MergeError, merge, spec_ids
+from spec.tracemerge import MergeError, adopt_config, merge, spec_ids
 
 CFGS = [
     Config(replicas=("r1", "r2"), flush_mode="SYNC_FLUSH", repl_mode="SYNC_MASTER", ack_policy="ALL_IN_SYNC",
@@ -148,6 +148,24 @@ def test_files_of_different_runs_do_not_merge():
         merge([a, b])
     with pytest.raises(MergeError, match="two files of process 'master'"):
         merge([a, a])
+
+
+def test_a_slaves_file_takes_the_masters_configuration():
+    """A slave's runtime does not know the configuration: its file gives none, and takes the one
+    of the files it is merged with, which must name it."""
+    master = tf.read_trace("m.ndjson", json.dumps(tf.header("master", CFGS[0], tf.MASTER_OBSERVES)) + "\n")
+    slave = tf.read_trace("r1.ndjson", json.dumps(tf.header("r1", None, tf.replica_observes("r1"))) + "\n")
+    assert not slave.config_known
+    merged = adopt_config([slave, master])
+    assert [t.config for t in merged] == [CFGS[0], CFGS[0]] and all(t.config_known for t in merged)
+    assert merge([slave, master]) == ([], False)
+    stranger = tf.read_trace("r9.ndjson", json.dumps(tf.header("r9", None, tf.replica_observes("r9"))) + "\n")
+    with pytest.raises(MergeError, match="r9.ndjson: slave 'r9' is not among the Replicas of m.ndjson"):
+        adopt_config([master, stranger])
+    with pytest.raises(MergeError, match="no file gives the configuration"):
+        check_trace(slave)
+    with pytest.raises(tf.TraceError, match="m2.ndjson:1: header.config: the master's file must give"):
+        tf.read_trace("m2.ndjson", json.dumps(tf.header("master", None, tf.MASTER_OBSERVES)) + "\n")
 
 
 def test_a_complete_trace_must_end_at_rest():
