@@ -31,6 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--campaign-seeds", type=int, default=2_000, help="seeds of the fuzz-campaign part of sim")
     p.add_argument("--trace-events", default="2000,20000",
                    help="simulator events of the traces checked (traces; comma-separated)")
+    p.add_argument("--trace-real-messages", type=int, default=300,
+                   help="messages through a real master and slave whose traces are checked (traces; 0: none)")
     p.add_argument("--sim-model", default="sync_both_all_large", help="the model TLC simulates (tlcsim)")
     p.add_argument("--sim-traces", type=int, default=20_000, help="behaviours TLC simulates (tlcsim, tlcbugs)")
     p.add_argument("--sim-tasks", type=int, default=8, help="TLC tasks on Spark (tlcsim, tlcbugs)")
@@ -77,7 +79,10 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
         if name == "traces":
             from spark_fuzz.tlabench import trace_check_rates
 
-            return trace_check_rates(steps=tuple(_producers(args.trace_events, "--trace-events")), progress=step)
+            if args.trace_real_messages < 0:
+                raise errors.UsageError(f"--trace-real-messages {args.trace_real_messages}: must be 0 or more")
+            return trace_check_rates(steps=tuple(_producers(args.trace_events, "--trace-events")),
+                                     real_messages=args.trace_real_messages, progress=step)
         if name == "tlcsim":
             from spark_fuzz.tlabench import simulation_rates
 
@@ -102,7 +107,7 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
 def table(result: dict) -> Table:
     name = result["scenario"]
     t = Table(title=f"bench {name}", title_justify="left")
-    if name in ("traces", "tlcsim", "bugs"):
+    if name in ("traces", "tlcsim", "tlcbugs"):
         rows = result["rows"] if name != "tlcsim" else [
             {"master": m, **result[m]} for m in ("local[1]", "local[2]")]
         for col in rows[0]:
