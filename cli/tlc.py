@@ -168,6 +168,14 @@ def emit_tests(console: Console, verdicts: list[Verdict], path: Path) -> bool:
     from reference.sim.drive import DriveError
 
     with_cex = [v for v in verdicts if v.run.trace and v.model.kind == "bug" and v.ok]
+    for v in [v for v in with_cex if v.model.is_failover]:
+        console.print(f"{v.model.model}: no test emitted: the reference cores have no controller or failover "
+                      f"to drive ({v.model.spec} is modelled in tla/ and spec/ only)")
+    failover = any(v.model.is_failover for v in with_cex)
+    with_cex = [v for v in with_cex if not v.model.is_failover]
+    if not with_cex and failover:
+        raise errors.UsageError("--emit-test: the reference cores model the write path, not failover: name a "
+                                "write-path bug model, e.g. BugAckOnWrote")
     if not with_cex:
         raise errors.UsageError("--emit-test: no bug model gave its counterexample (name bug models, e.g. BugAckOnWrote)")
     single = path.suffix == ".py"

@@ -173,6 +173,7 @@ def test_emit_test_from_tlc_and_from_a_failure(tmp_path):
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", str(out)], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0 and "2 passed" in run.stdout, run.stdout
     assert_usage_error(ackorder("tlc", "sync_flush", "--emit-test", str(tmp_path / "x.py")), "no bug model")
+    assert_usage_error(ackorder("tlc", "BugNoAllAck", "--emit-test", str(tmp_path / "f.py")), "not failover")
     seed = ackorder("replay", "--seed", "0", "--steps", "400", "--bug", "BugAckOnWrote", "--emit-test",
                     str(tmp_path / "test_seed.py"))
     assert seed.returncode == errors.VIOLATION and (tmp_path / "test_seed.py").is_file(), seed.stdout

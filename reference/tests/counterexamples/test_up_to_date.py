@@ -20,7 +20,8 @@ from tla.manifest import load_manifest
 from tla.tlc import TlcOptions
 
 pytestmark = pytest.mark.tlc
-BUG_MODELS = [m for m in load_manifest() if m.kind == "bug" and m.size == "small"]
+# The write path's bug models: the failover ones (issue 14) have no controller in the reference to drive.
+BUG_MODELS = [m for m in load_manifest() if m.kind == "bug" and m.size == "small" and not m.is_failover]
 REGENERATE = "ackorder tlc --kind bug --size small --emit-test reference/tests/counterexamples"
 
 
