@@ -221,6 +221,9 @@ def test_idle_connections_and_the_connection_limit(tmp_path):
         held = [socket.create_connection(("127.0.0.1", proc.port), timeout=10) for _ in range(3)]
         extra = socket.create_connection(("127.0.0.1", proc.port), timeout=10)
         assert closed_by_master(extra, 5)
+        deadline = time.monotonic() + 5        # the log line may still be on its way through the pipe
+        while "the connection limit (3) is reached" not in proc.output() and time.monotonic() < deadline:
+            time.sleep(0.02)
         out = proc.output()
         assert "idle for" in out and "the connection limit (3) is reached" in out
         for s in held:
