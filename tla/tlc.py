@@ -216,8 +216,10 @@ def run_model(
         tmpdir.mkdir()
         cmd = [cmd_java, *JVM_FLAGS, f"-Djava.io.tmpdir={tmpdir}", *heap, "-cp", str(jar), "tlc2.TLC", "-tool",
                *options.tlc_args(metadir), "-config", str(cfg), spec.name]
+        # Its own session: a Ctrl-C in the terminal reaches only us, and kill_all stops TLC, so a
+        # TLC that died of the signal can never be mistaken for one that ended with an error.
         proc = subprocess.Popen(cmd, cwd=spec.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, bufsize=1)
+                                text=True, bufsize=1, start_new_session=True)
         _register(proc)
         try:
             assert proc.stdout is not None
@@ -236,6 +238,9 @@ def run_model(
             proc.wait()
             _unregister(proc)
     end = time.perf_counter()
+    if _stopping.is_set() and proc.returncode != 0 and outcome_of(out, cfg_text) == "error":
+        # killed by kill_all (a Ctrl-C): no verdict, so nothing may be recorded as one
+        raise TlcStopped(f"{model.model}: stopped before TLC finished")
     outcome = outcome_of(out, cfg_text)
     generated, distinct = out.stats()
     trace = tuple(out.trace())

@@ -112,3 +112,46 @@ def test_a_malformed_manifest_is_a_clear_error(tmp_path, capsys):
     bad.write_text('{"models": [{"model": "x"}]}')
     assert main(["tlc", "--manifest", str(bad)]) == 2
     assert "models[0]: field 'cfg' missing" in capsys.readouterr().err
+
+
+KILLED_MID_RUN = """
+import threading, sys
+from tla.manifest import load_manifest, resolve
+from tla.tlc import TlcStopped, kill_all, run_model
+
+started = threading.Event()
+result = []
+
+def work():
+    try:
+        run = run_model(resolve(load_manifest(), "forged_ack_sync_master_tsp"),
+                        on_progress=lambda generated, distinct, queue: started.set())
+        result.append(f"verdict {run.outcome}")
+    except TlcStopped as err:
+        result.append(f"stopped: {err}")
+    except BaseException as err:
+        result.append(f"failed: {err!r}")
+        started.set()
+        raise
+
+t = threading.Thread(target=work)
+t.start()
+assert started.wait(120), "TLC never reported progress"
+kill_all()
+t.join(60)
+print(result[0])
+"""
+
+
+def test_a_tlc_killed_by_a_ctrl_c_gives_no_verdict():
+    """The CI run caught `ackorder run` recording a TLC it had just killed as a tlc_error; a
+    killed TLC must raise TlcStopped, never return an outcome."""
+    import subprocess
+    import sys
+
+    from cli.tests.test_exit_codes import ROOT
+
+    p = subprocess.run([sys.executable, "-c", KILLED_MID_RUN], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("stopped: forged_ack_sync_master_tsp"), p.stdout
