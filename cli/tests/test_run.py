@@ -44,7 +44,10 @@ def test_ctrl_c_keeps_what_finished_and_resume_continues():
     proc = subprocess.Popen([sys.executable, "-m", "cli", "run", "--models", "BugAckOnWrote,sync_flush,sync_master_any",
                              "--jobs", "1", "--skip", "fuzz", "--skip", "prove"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"},
+                            # a shell without job control starts background jobs with SIGINT ignored,
+                            # and Python then installs no KeyboardInterrupt handler: restore it
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = []
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
