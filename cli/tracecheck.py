@@ -60,7 +60,8 @@ def main(args: argparse.Namespace) -> int:
     v = result.verdict
     checker = "the twin" if args.twin else "TLC"
     per_k = result.per_thousand_steps_s
-    rate = f" ({per_k:.2f} s per 1,000 steps)" if per_k is not None else ""
+    # a rate over a handful of steps is the checker's start-up (a JVM for TLC), not its speed
+    rate = f" ({per_k:.2f} s per 1,000 steps)" if per_k is not None and len(result.steps) >= 1_000 else ""
     console.print(f"{len(result.steps):,} step(s) from {len(result.paths)} file(s), checked by {checker} in "
                   f"{result.check_seconds:.2f} s{rate}")
     for path, prop, message in result.writer_verdicts:
