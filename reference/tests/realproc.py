@@ -14,6 +14,8 @@ from pathlib import Path
 
 import attrs
 
+ENTRY = "cli"           # the module that runs `ackorder`
+
 
 @attrs.define
 class Proc:
@@ -53,6 +55,17 @@ def _drain(popen: subprocess.Popen, out: queue.Queue) -> None:
     out.put(None)
 
 
+def _python(switch_interval_s: float | None) -> list[str]:
+    """The interpreter and entry module of a broker; with ``switch_interval_s`` the
+    process switches threads that often (a race test's way to widen the windows
+    between two threads, without any hook in the product)."""
+    if switch_interval_s is None:
+        return [sys.executable, "-m", ENTRY]
+    prelude = (f"import runpy, sys; sys.setswitchinterval({switch_interval_s!r}); "
+               f"sys.argv[0] = {ENTRY!r}; runpy.run_module({ENTRY!r}, run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-c", prelude]
+
+
 def _spawn(cmd: list[str]) -> Proc:
     popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     proc = Proc(popen, [])
@@ -80,8 +93,8 @@ def wait_for_line(proc: Proc, pattern: str, timeout_s: float = 30) -> re.Match:
             raise TimeoutError(f"no {pattern!r} within {timeout_s} s: {''.join(proc.lines)}")
 
 
-def start_master(directory: Path, *flags: str) -> Proc:
-    proc = _spawn([sys.executable, "-m", "cli", "broker", "master", "--dir", str(directory),
+def start_master(directory: Path, *flags: str, switch_interval_s: float | None = None) -> Proc:
+    proc = _spawn([*_python(switch_interval_s), "broker", "master", "--dir", str(directory),
                    "--port", "0", "--ha-port", "0", *flags])
     m = wait_for_line(proc, r"listening host=\S+ port=(\d+) ha_port=(\d+)")
     proc.port, proc.ha_port = int(m.group(1)), int(m.group(2))
@@ -89,7 +102,7 @@ def start_master(directory: Path, *flags: str) -> Proc:
 
 
 def start_replica(directory: Path, master: Proc, name: str, *flags: str) -> Proc:
-    proc = _spawn([sys.executable, "-m", "cli", "broker", "replica", "--dir", str(directory),
+    proc = _spawn([*_python(None), "broker", "replica", "--dir", str(directory),
                    "--master", f"127.0.0.1:{master.ha_port}", "--name", name, *flags])
     wait_for_line(proc, r"recovered")
     return proc
