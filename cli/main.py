@@ -32,7 +32,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cli import bench, broker, chaos, fuzz, prove, replay, run, sim, stateful, tlc, tracecheck, twin
+    from cli import bench, broker, chaos, controller, fuzz, prove, replay, run, sim, stateful, tlc, tracecheck, twin
 
     parser = Parser(prog="ackorder", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"ackorder {_version()}")
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_parsers(sub)
     chaos.add_parser(sub)
     bench.add_parser(sub)
+    controller.add_parser(sub)
     return parser
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import struct
 import zlib
+from collections.abc import Callable
 
 import attrs
 
@@ -101,6 +102,11 @@ def encode(frame) -> bytes:
         kind, payload = FrameType.REFUSE, frame.reason.encode()
     else:
         raise TypeError(f"not a frame: {frame!r}")
+    return frame_bytes(kind, payload)
+
+
+def frame_bytes(kind: int, payload: bytes) -> bytes:
+    """``length | type | payload | crc32``: the framing every protocol of the project uses."""
     body = bytes([kind]) + payload
     return _PREFIX.pack(len(body) + _CRC.size, kind) + payload + _CRC.pack(zlib.crc32(body))
 
@@ -156,6 +162,11 @@ def decode_frames(data: bytes, max_frame_bytes: int) -> tuple[list, int]:
     post: b"".join(encode(f) for f in __return__[0]) == data[:__return__[1]]
     post: len(data) - __return__[1] < 5 or len(data) - __return__[1] < 4 + int.from_bytes(data[__return__[1]:__return__[1] + 4], "big")
     """
+    return split_frames(data, max_frame_bytes, _decode)
+
+
+def split_frames(data: bytes, max_frame_bytes: int, decode: Callable[[int, bytes], object]) -> tuple[list, int]:
+    """``decode_frames`` for any protocol: ``decode(type byte, payload)`` makes each frame."""
     frames = []
     used = 0
     while len(data) - used >= 5:
@@ -171,7 +182,7 @@ def decode_frames(data: bytes, max_frame_bytes: int) -> tuple[list, int]:
         (crc,) = _CRC.unpack_from(data, body_end)
         if crc != zlib.crc32(body):
             raise FrameError(f"frame checksum mismatch ({len(body) - 1} payload bytes, type byte {kind})")
-        frames.append(_decode(kind, body[1:]))
+        frames.append(decode(kind, body[1:]))
         used += 4 + length
     return frames, used
 
@@ -179,13 +190,15 @@ def decode_frames(data: bytes, max_frame_bytes: int) -> tuple[list, int]:
 class FrameDecoder:
     """Turns a byte stream into frames; one per connection."""
 
-    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES_DEFAULT) -> None:
+    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES_DEFAULT,
+                 decode: Callable[[int, bytes], object] | None = None) -> None:
         self.max_frame_bytes = max_frame_bytes
+        self.decode = decode or _decode
         self._buf = bytearray()
 
     def feed(self, data: bytes) -> list:
         self._buf += data
-        frames, used = decode_frames(self._buf, self.max_frame_bytes)
+        frames, used = split_frames(self._buf, self.max_frame_bytes, self.decode)
         del self._buf[:used]
         return frames
 

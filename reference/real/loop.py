@@ -103,11 +103,11 @@ class Conn:
     ``flush`` sends it with one send call (the rest waits for EVENT_WRITE)."""
 
     def __init__(self, conn_id: int, sock: socket.socket, kind: str, max_frame_bytes: int,
-                 max_out_bytes: int, now: int) -> None:
+                 max_out_bytes: int, now: int, decode: Callable[[int, bytes], object] | None = None) -> None:
         self.id = conn_id
         self.sock = sock
         self.kind = kind
-        self.decoder = FrameDecoder(max_frame_bytes)
+        self.decoder = FrameDecoder(max_frame_bytes, decode)
         self.out = bytearray()
         self.max_out_bytes = max_out_bytes
         self.last_active_ms = now
@@ -160,6 +160,29 @@ class Conn:
             return f"send failed: {err.strerror or err}"
         del self.out[:n]
         return None
+
+    def drain(self, selector: selectors.BaseSelector) -> str | None:
+        """``flush``, then watch for EVENT_WRITE exactly while bytes wait; None, or why the
+        connection must close."""
+        if self.closed:
+            return None
+        problem = self.flush()
+        if problem is not None:
+            return problem
+        if self.writing != bool(self.out):
+            self.writing = bool(self.out)
+            selector.modify(self.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if self.out else 0), self)
+        return None
+
+    def detach(self, selector: selectors.BaseSelector, reason: str) -> bool:
+        """``close`` and forget the socket in ``selector``; True the first time."""
+        if not self.close(reason):
+            return False
+        try:
+            selector.unregister(self.sock)
+        except (KeyError, ValueError):
+            pass
+        return True
 
     def close(self, reason: str) -> bool:
         """Close once; True the first time."""

@@ -187,12 +187,8 @@ class MasterRuntime:
 
     def _close(self, conn: Conn, reason: str, tell_core: bool = True) -> None:
         """Close a connection and log why (once)."""
-        if not conn.close(reason):
+        if not conn.detach(self.loop.selector, reason):
             return
-        try:
-            self.loop.selector.unregister(conn.sock)
-        except (KeyError, ValueError):
-            pass
         self._dirty.discard(conn)
         self.stats[f"closed_{conn.kind}"] += 1
         self.log(f"{conn.kind} connection {conn.id} from {conn.peer} closed: {reason}")
@@ -201,16 +197,8 @@ class MasterRuntime:
         self.conns.pop(conn.id, None)      # after the core heard (a trace names the connection by it)
 
     def _flush(self, conn: Conn) -> None:
-        if conn.closed:
-            return
-        problem = conn.flush()
-        if problem is not None:
+        if (problem := conn.drain(self.loop.selector)) is not None:
             self._close(conn, problem)
-            return
-        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out else 0)
-        if conn.writing != bool(conn.out):
-            conn.writing = bool(conn.out)
-            self.loop.selector.modify(conn.sock, want, conn)
 
     def _check_idle(self) -> None:
         now = now_ms()

@@ -106,3 +106,10 @@ def start_replica(directory: Path, master: Proc, name: str, *flags: str) -> Proc
                    "--master", f"127.0.0.1:{master.ha_port}", "--name", name, *flags])
     wait_for_line(proc, r"recovered")
     return proc
+
+
+def start_controller(directory: Path, *flags: str) -> Proc:
+    proc = _spawn([sys.executable, "-m", "cli", "controller", "--dir", str(directory), "--port", "0", *flags])
+    m = wait_for_line(proc, r"listening host=\S+ port=(\d+)")
+    proc.port = int(m.group(1))
+    return proc

@@ -1,0 +1,259 @@
+"""The real controller: ControllerCore driven by one event loop
+(reference/real/loop.py) over a real metadata file, fdatasync and TCP.
+
+The loop thread owns the core and performs its effects in the order they
+were emitted: a PersistMetadata is appended to the file at once (page
+cache), a Reply goes into its connection's buffer.  One worker thread does
+the fdatasync; when it is idle and records were appended since the last
+one, one fdatasync covers all of them and its completion is
+``metadata_durable`` for the last (group commit; with the serial design
+there is only ever one).  The inactive-broker scan is ``tick`` at the
+time the core asks for.  A malformed frame gets one ERROR frame naming the
+problem and its connection is closed; the others go on.  A failed fsync
+fails every held reply and stops the controller (exit 3): what it decided
+since may not be on disk.
+"""
+
+from __future__ import annotations
+
+import itertools
+import selectors
+import signal
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from reference.failover import effects as fx
+from reference.failover import wire
+from reference.failover.controller import DISCARD, ControllerConfig, ControllerCore
+from reference.failover.metadata import MetadataFile, encode
+from reference.real.loop import Conn, Loop, Worker, listen, now_ms
+
+CLIENT = "client"
+ACCEPTS_PER_TURN = 256
+CLIENT_OUT_BYTES = 4 << 20
+MAX_CONNECTIONS = 16_384
+
+
+@attrs.frozen
+class ControllerOptions:
+    directory: Path
+    config: ControllerConfig = ControllerConfig()
+    host: str = "127.0.0.1"
+    port: int = 9878                 # RocketMQ's controller port (ControllerConfig / deploy.md)
+    max_connections: int = MAX_CONNECTIONS
+
+
+class ControllerRuntime:
+    def __init__(self, opts: ControllerOptions, log: Callable[[str], None] = print) -> None:
+        self.opts = opts
+        self.log = log
+        self.store = MetadataFile(opts.directory)
+        self.recovery = self.store.recover()
+        self.loop = Loop()
+        self.core = ControllerCore(opts.config, now_ms(), list(self.recovery.groups))
+        self.core.steps = DISCARD
+        try:
+            self.sock = listen(opts.host, opts.port)
+        except OSError:
+            self.store.close()
+            self.loop.close()
+            raise
+        self.port = self.sock.getsockname()[1]
+        self.loop.selector.register(self.sock, selectors.EVENT_READ, CLIENT)
+        self.conns: dict[int, Conn] = {}
+        self._conn_ids = itertools.count(1)
+        self._req_ids = itertools.count(1)
+        self.routes: dict[int, tuple[Conn, int]] = {}
+        self._dirty: set[Conn] = set()
+        self.flusher = Worker(self.loop, "metadata-fsync")
+        self.written_token = self.recovery_token = 0
+        self.syncing_token: int | None = None
+        self.stats: Counter = Counter()
+        self.failure: str | None = None
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> None:
+        try:
+            while not self.loop.stopping:
+                self.loop.run_once(max(0, self.core.next_wakeup_ms() - now_ms()), self._on_event)
+                self._turn()
+        finally:
+            self._shutdown()
+
+    def stop(self) -> None:
+        self.loop.stop()
+
+    def _turn(self) -> None:
+        now = now_ms()
+        if self.core.next_wakeup_ms() <= now:
+            self.core.tick(now)
+        self._perform()
+        self._sync()
+        dirty, self._dirty = self._dirty, set()
+        for conn in dirty:
+            self._flush(conn)
+
+    def _on_event(self, key: selectors.SelectorKey, mask: int) -> None:
+        if key.data == CLIENT:
+            self._accept()
+            return
+        conn: Conn = key.data
+        if mask & selectors.EVENT_WRITE:
+            self._flush(conn)
+        if mask & selectors.EVENT_READ and not conn.closed:
+            now = now_ms()
+            frames, problem = conn.read_frames(now)
+            for frame in frames:
+                self._request(conn, frame, now)
+            if problem is not None:
+                if problem.startswith("malformed"):
+                    conn.queue_bytes(wire.encode_error(problem))
+                    conn.flush()
+                    self.stats["bad_frames"] += 1
+                self._close(conn, problem)
+
+    def _accept(self) -> None:
+        for _ in range(ACCEPTS_PER_TURN):
+            try:
+                sock, addr = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as err:
+                self.log(f"accept failed: {err}")
+                return
+            if len(self.conns) >= self.opts.max_connections:
+                self.log(f"connection from {addr[0]}:{addr[1]} refused: {self.opts.max_connections} are open")
+                sock.close()
+                continue
+            conn = Conn(next(self._conn_ids), sock, CLIENT, wire.MAX_FRAME_BYTES, CLIENT_OUT_BYTES, now_ms(),
+                        decode=wire.decode)
+            self.conns[conn.id] = conn
+            self.loop.selector.register(sock, selectors.EVENT_READ, conn)
+
+    def _close(self, conn: Conn, reason: str) -> None:
+        if not conn.detach(self.loop.selector, reason):
+            return
+        self._dirty.discard(conn)
+        self.conns.pop(conn.id, None)
+        if reason != "closed by peer":
+            self.log(f"connection {conn.id} from {conn.peer} closed: {reason}")
+
+    def _flush(self, conn: Conn) -> None:
+        if (problem := conn.drain(self.loop.selector)) is not None:
+            self._close(conn, problem)
+
+    # ------------------------------------------------------------------ requests
+
+    def _request(self, conn: Conn, req, now: int) -> None:
+        if not isinstance(req, wire.Request):
+            conn.queue_bytes(wire.encode_error(f"a client sent a {type(req).__name__} frame"))
+            self._close(conn, "a client sent a frame that is not a REQUEST")
+            return
+        rid = next(self._req_ids)
+        self.routes[rid] = (conn, req.id)
+        self.stats[req.op] += 1
+        f, core = req.fields, self.core
+        if req.op == "heartbeat":
+            core.broker_heartbeat(rid, req.group, f["broker_id"], now, f["epoch"], f["max_offset"],
+                                  f["confirm_offset"], f["election_priority"])
+        elif req.op == "register":
+            core.register_broker(rid, req.group, f["broker_id"], now, f["election_priority"])
+        elif req.op == "alter":
+            core.alter_sync_state_set(rid, req.group, f["master_id"], f["master_epoch"], f["sss_epoch"],
+                                      f["sync_state_set"], now)
+        elif req.op == "elect":
+            core.elect_master(rid, req.group, now)
+        else:
+            core.get_replica_info(rid, req.group, now)
+        self._perform()
+
+    # ------------------------------------------------------------------ effects
+
+    def _perform(self) -> None:
+        for e in self.core.take_effects():
+            if isinstance(e, fx.Reply):
+                self._reply(e)
+            else:
+                assert isinstance(e, fx.PersistMetadata), e
+                assert e.token == self.written_token + 1, (e.token, self.written_token)
+                try:
+                    self.store.append(encode(e.record))
+                except OSError as err:
+                    self._store_failed(e.token, err)
+                    return
+                self.written_token = e.token
+                self.stats["records"] += 1
+
+    def _reply(self, e: fx.Reply) -> None:
+        self.stats[f"reply_{e.code}"] += 1
+        route = self.routes.pop(e.req_id, None)
+        if route is None:
+            return
+        conn, client_id = route
+        if conn.closed:
+            return
+        if conn.queue_bytes(wire.encode_reply(client_id, e)):
+            self._dirty.add(conn)
+        else:
+            self._close(conn, "the client does not read its replies")
+
+    def _sync(self) -> None:
+        """Group commit: one fdatasync at a time, covering every record appended before it."""
+        if self.syncing_token is not None or self.written_token <= self.core.durable_token or self.failure:
+            return
+        token = self.syncing_token = self.written_token
+        self.flusher.submit(self.store.fsync, lambda _: self._synced(token), lambda err: self._store_failed(token, err))
+
+    def _synced(self, token: int) -> None:
+        self.syncing_token = None
+        self.stats["fsyncs"] += 1
+        self.core.metadata_durable(token, now_ms())
+        self._perform()
+        self._sync()
+
+    def _store_failed(self, token: int, err: OSError) -> None:
+        self.failure = f"metadata store {self.store.path}: {err.strerror or err}"
+        self.log(f"{self.failure}; every waiting reply fails and the controller stops")
+        self.core.metadata_failed(token, str(err), now_ms())
+        self._perform()
+        for conn in list(self.conns.values()):
+            self._flush(conn)
+        self.stop()
+
+    # ------------------------------------------------------------------ shutdown
+
+    def _shutdown(self) -> None:
+        for conn in list(self.conns.values()):
+            self._close(conn, "controller stopping")
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.flusher.stop()
+        self.store.close()
+        self.loop.close()
+
+    def stats_line(self) -> str:
+        return "stats " + " ".join(f"{k}={v}" for k, v in sorted(self.stats.items()))
+
+
+def serve_controller(opts: ControllerOptions) -> int:
+    """`ackorder controller`: serve until SIGTERM or SIGINT (0), or until the store fails (3)."""
+    runtime = ControllerRuntime(opts, log=lambda msg: print(msg, flush=True))
+    r = runtime.recovery
+    print(f"recovered {len(r.groups)} broker groups ({len(r.records)} records) from {r.path}"
+          + (f"; cut at {r.problem}, {r.dropped_bytes} bytes dropped" if r.problem else ""), flush=True)
+    print(f"listening host={opts.host} port={runtime.port} design={opts.config.design} "
+          f"controller_broker_heartbeat_timeout_ms={opts.config.controller_broker_heartbeat_timeout_ms}",
+          flush=True)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: runtime.stop())
+    runtime.run()
+    sys.stdout.write(runtime.stats_line() + "\n")
+    sys.stdout.flush()
+    return 3 if runtime.failure else 0
