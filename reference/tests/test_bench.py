@@ -42,3 +42,19 @@ def test_bad_producers_are_refused(tmp_path):
     from cli.main import main
 
     assert main(["bench", "ack", "--producers", "1,x"]) == 2
+
+
+def test_bench_controller_quick_reports_both_designs_side_by_side(tmp_path):
+    """The structure of `ackorder bench controller --quick` (never its timings)."""
+    from reference.bench.controller import QUICK, controller
+
+    result = controller(tmp_path, QUICK)
+    rows = result["rows"]
+    assert [(r["design"], r["groups"]) for r in rows] == [(d, g) for g in QUICK.groups for d in QUICK.designs]
+    for r in rows:
+        assert r["heartbeats_per_s"] > 0 and r["alters_per_s"] > 0 and r["elections"] >= 1
+        assert r["election_p50_ms"] >= QUICK.timeout_ms, "a master is replaced only after its heartbeat timeout"
+        assert r["fsyncs"] >= 1 and r["records"] >= r["fsyncs"]
+    serial = [r for r in rows if r["design"] == "serial"]
+    assert all(r["records_per_fsync"] == 1.0 for r in serial), "the serial design has one record per fsync"
+    assert set(result["ratios"]) >= {f"pipelined/serial alters_per_s at {max(QUICK.groups)} groups"}
