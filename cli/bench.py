@@ -12,7 +12,7 @@ from rich.table import Table
 from cli import errors
 from cli.ui import console as make_console
 
-SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu", "all", "traces", "tlcsim", "tlcbugs")
+SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu", "all", "traces", "tlcsim", "tlcbugs", "controller")
 ALL = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu")
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -42,9 +42,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", type=Path, default=None, metavar="DIR",
                    help="a source tree to compare with (cpu: the same points run from it, side by side)")
     p.add_argument("--cpu-count", type=int, default=20_000, help="messages per cpu point")
+    p.add_argument("--quick", action="store_true",
+                   help="controller: 1 and 20 groups, 100 ms heartbeats, 500 ms timeout (under a minute)")
     p.add_argument("--json", type=Path, metavar="FILE")
     p.add_argument("--plot", type=Path, metavar="FILE.png")
-    p.add_argument("--docs", type=Path, default=DOCS, help="where `bench all` writes benchmarks.md and plots")
+    p.add_argument("--docs", type=Path, default=DOCS,
+                   help="where `bench all` writes benchmarks.md and plots (`bench controller`: its section of it)")
     p.set_defaults(func=main)
 
 
@@ -76,6 +79,10 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
         if name == "tsp":
             return scenarios.tsp(Path(work), _producers(args.tsp_producers, "--tsp-producers"), min(args.count, args.tsp_count),
                                  args.size, 0.0, step)
+        if name == "controller":
+            from reference.bench.controller import FULL, QUICK, controller
+
+            return controller(Path(work), QUICK if args.quick else FULL, step)
         if name == "traces":
             from spark_fuzz.tlabench import trace_check_rates
 
@@ -107,6 +114,14 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
 def table(result: dict) -> Table:
     name = result["scenario"]
     t = Table(title=f"bench {name}", title_justify="left")
+    if name == "controller":
+        from reference.bench.controller import COLUMNS, cell
+
+        for col in COLUMNS.values():
+            t.add_column(col)
+        for r in result["rows"]:
+            t.add_row(*(cell(k, r[k]) for k in COLUMNS))
+        return t
     if name in ("traces", "tlcsim", "tlcbugs"):
         rows = result["rows"] if name != "tlcsim" else [
             {"master": m, **result[m]} for m in ("local[1]", "local[2]")]
@@ -164,6 +179,10 @@ def main(args: argparse.Namespace) -> int:
         from reference.bench.report import plot
 
         plot(results[names[0]], args.plot)
+    if args.scenario == "controller" and not args.quick:
+        from reference.bench.controller import update_docs
+
+        console.print(f"wrote {update_docs(results['controller'], args.docs)}")
     if args.scenario == "all":
         from reference.bench.report import write_docs
 

@@ -239,7 +239,11 @@ def write_docs(results: dict, docs: Path) -> Path:
                               "by own time; `benchmarks/master-profile.txt`):", "", "```",
                           *result["profile"].rstrip().splitlines()[:32], "```"]
         lines += ["", f"![{name}](benchmarks/{png.name})", ""]
-    lines += bounds(results)
     out = docs / "benchmarks.md"
+    if out.exists():                 # `bench controller` writes its own section: keep it
+        from reference.bench.controller import kept_section
+
+        lines += kept_section(out.read_text())
+    lines += bounds(results)
     out.write_text("\n".join(lines) + "\n")
     return out

@@ -178,8 +178,11 @@ class ControllerCore:
         """A group as its last durable record says.  Every registered broker counts as
         having heartbeated now: one timeout of grace, so a controller restart does not
         depose masters that are fine."""
-        assert len(self.groups) < self.cfg.max_groups or r.group in self.groups, "recovered groups over max_groups"
-        assert len(r.brokers) <= self.cfg.max_brokers_per_group, r
+        if len(self.groups) >= self.cfg.max_groups and r.group not in self.groups:
+            raise ConfigError(f"the metadata holds more than max_groups = {self.cfg.max_groups} broker groups")
+        if len(r.brokers) > self.cfg.max_brokers_per_group:
+            raise ConfigError(f"the metadata gives group {r.group!r} {len(r.brokers)} brokers, more than "
+                              f"max_brokers_per_group = {self.cfg.max_brokers_per_group}")
         g = self.groups.setdefault(r.group, Group(r.group))
         g.brokers = {b: g.brokers.get(b) or BrokerLive(b, now_ms) for b in r.brokers}
         g.master_id, g.master_epoch = r.master_id, r.master_epoch

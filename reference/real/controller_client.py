@@ -28,39 +28,55 @@ class ControllerClientError(Exception):
     pass
 
 
+class _Protocol(asyncio.Protocol):
+    """Bytes from the socket straight into the client (no reader task, no stream buffer)."""
+
+    def __init__(self) -> None:
+        self.client: ControllerClient | None = None
+
+    def data_received(self, data: bytes) -> None:
+        self.client._on_data(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.client._fail(f"connection failed: {exc}" if exc else "connection closed by the controller")
+
+
 class ControllerClient:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
+    def __init__(self, transport: asyncio.Transport, protocol: _Protocol) -> None:
+        self.transport = transport
+        protocol.client = self
         self.decoder = FrameDecoder(wire.MAX_FRAME_BYTES, wire.decode)
         self.pending: dict[int, asyncio.Future] = {}
         self._ids = itertools.count(1)
         self.error: str | None = None
-        self._task = asyncio.get_running_loop().create_task(self._read())
+        self._loop = asyncio.get_running_loop()
 
     @classmethod
     async def connect(cls, host: str, port: int) -> ControllerClient:
-        reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer)
+        transport, protocol = await asyncio.get_running_loop().create_connection(_Protocol, host, port)
+        return cls(transport, protocol)
 
-    async def _read(self) -> None:
+    def _on_data(self, data: bytes) -> None:
         try:
-            while data := await self.reader.read(1 << 16):
-                for frame in self.decoder.feed(data):
-                    if isinstance(frame, wire.ErrorFrame):
-                        self._fail(f"controller error: {frame.error}")
-                        return
-                    fut = self.pending.pop(frame.get("id"), None) if isinstance(frame, dict) else None
-                    if fut is not None and not fut.done():
-                        fut.set_result(frame)
-            self._fail("connection closed by the controller")
-        except (OSError, FrameError) as err:
-            self._fail(f"connection failed: {err}")
+            frames = self.decoder.feed(data)
+        except FrameError as err:
+            self._fail(f"malformed frame from the controller: {err}")
+            self.transport.close()
+            return
+        for frame in frames:
+            if isinstance(frame, wire.ErrorFrame):
+                self._fail(f"controller error: {frame.error}")
+                return
+            fut = self.pending.pop(frame.get("id"), None) if isinstance(frame, dict) else None
+            if fut is not None and not fut.done():
+                fut.set_result(frame)
 
     def _fail(self, why: str) -> None:
-        self.error = why
+        if self.error is None:
+            self.error = why
         for fut in self.pending.values():
             if not fut.done():
-                fut.set_exception(ControllerClientError(why))
+                fut.set_exception(ControllerClientError(self.error))
         self.pending.clear()
 
     async def call(self, op: str, group: str, **fields) -> dict:
@@ -68,13 +84,13 @@ class ControllerClient:
             raise ControllerClientError(self.error)
         assert len(self.pending) < MAX_PENDING_CALLS, "pending calls unbounded"
         rid = next(self._ids)
-        fut = self.pending[rid] = asyncio.get_running_loop().create_future()
-        self.writer.write(wire.encode_request(rid, op, group, **fields))
+        fut = self.pending[rid] = self._loop.create_future()
+        self.transport.write(wire.encode_request(rid, op, group, **fields))
         return await fut
 
     def send_raw(self, data: bytes) -> None:
         """Bytes as they are (tests: a garbage frame)."""
-        self.writer.write(data)
+        self.transport.write(data)
 
     async def register(self, group: str, broker_id: int, **extra) -> dict:
         return await self.call("register", group, broker_id=broker_id, **extra)
@@ -93,9 +109,5 @@ class ControllerClient:
         return await self.call("info", group)
 
     async def close(self) -> None:
-        self._task.cancel()
-        self.writer.close()
-        try:
-            await self.writer.wait_closed()
-        except (OSError, asyncio.CancelledError):
-            pass
+        self.transport.close()
+        self._fail("closed")

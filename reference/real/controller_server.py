@@ -31,6 +31,7 @@ from reference.failover import wire
 from reference.failover.controller import DISCARD, ControllerConfig, ControllerCore
 from reference.failover.metadata import MetadataFile, encode
 from reference.real.loop import Conn, Loop, Worker, listen, now_ms
+from spec.config import ConfigError
 
 CLIENT = "client"
 ACCEPTS_PER_TURN = 256
@@ -53,9 +54,13 @@ class ControllerRuntime:
         self.log = log
         self.store = MetadataFile(opts.directory)
         self.recovery = self.store.recover()
-        self.loop = Loop()
-        self.core = ControllerCore(opts.config, now_ms(), list(self.recovery.groups))
+        try:
+            self.core = ControllerCore(opts.config, now_ms(), list(self.recovery.groups))
+        except ConfigError:
+            self.store.close()
+            raise
         self.core.steps = DISCARD
+        self.loop = Loop()
         try:
             self.sock = listen(opts.host, opts.port)
         except OSError:
@@ -207,11 +212,14 @@ class ControllerRuntime:
         if self.syncing_token is not None or self.written_token <= self.core.durable_token or self.failure:
             return
         token = self.syncing_token = self.written_token
-        self.flusher.submit(self.store.fsync, lambda _: self._synced(token), lambda err: self._store_failed(token, err))
+        started_ms = now_ms()
+        self.flusher.submit(self.store.fsync, lambda _: self._synced(token, started_ms),
+                            lambda err: self._store_failed(token, err))
 
-    def _synced(self, token: int) -> None:
+    def _synced(self, token: int, started_ms: int) -> None:
         self.syncing_token = None
         self.stats["fsyncs"] += 1
+        self.stats["fsync_wait_ms"] += now_ms() - started_ms
         self.core.metadata_durable(token, now_ms())
         self._perform()
         self._sync()

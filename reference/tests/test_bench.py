@@ -42,3 +42,41 @@ def test_bad_producers_are_refused(tmp_path):
     from cli.main import main
 
     assert main(["bench", "ack", "--producers", "1,x"]) == 2
+
+
+def test_bench_controller_quick_reports_both_designs_side_by_side(tmp_path):
+    """The structure of `ackorder bench controller --quick` (never its timings)."""
+    from reference.bench.controller import QUICK, controller
+
+    result = controller(tmp_path, QUICK)
+    rows = result["rows"]
+    assert [(r["design"], r["groups"]) for r in rows] == [(d, g) for g in QUICK.groups for d in QUICK.designs]
+    for r in rows:
+        assert r["heartbeats_per_s"] > 0 and r["alters_per_s"] > 0 and r["elections"] >= 1
+        assert r["election_p50_ms"] >= QUICK.timeout_ms, "a master is replaced only after its heartbeat timeout"
+        assert r["fsyncs"] >= 1 and r["records"] >= r["fsyncs"]
+    serial = [r for r in rows if r["design"] == "serial"]
+    assert all(r["records_per_fsync"] == 1.0 for r in serial), "the serial design has one record per fsync"
+    assert set(result["ratios"]) >= {f"pipelined/serial alters_per_s at {max(QUICK.groups)} groups"}
+
+
+def test_the_controller_section_is_replaced_in_place_and_kept_by_bench_all(tmp_path):
+    from reference.bench.controller import SECTION, kept_section, update_docs
+
+    row = {k: 1 for k in ("groups", "heartbeats_per_s", "alters_per_s", "alter_p50_ms", "alter_p99_ms",
+                          "records_per_fsync", "fsync_mean_ms", "elections", "election_p50_ms", "election_p99_ms",
+                          "beyond_timeout_p50_ms", "beyond_timeout_p99_ms", "elections_per_s", "heartbeat_p99_ms",
+                          "controller_cpu_s")}
+    result = {"plan": {"heartbeat_interval_ms": 1000, "timeout_ms": 10_000, "steady_s": 10, "alter_interval_ms": 5000},
+              "disk": {"fdatasyncs_per_s": 300}, "load_average": [1, 2], "cores": 2, "ratios": {"r": 1},
+              "rows": [{"design": "serial", **row}]}
+    (tmp_path / "benchmarks.md").write_text("# Benchmarks\n\n## `ack`\n\nA\n\n## What bounds these figures\n\nB\n")
+    update_docs(result, tmp_path)
+    once = (tmp_path / "benchmarks.md").read_text()
+    update_docs(result, tmp_path)
+    text = (tmp_path / "benchmarks.md").read_text()
+    assert text == once and text.count(SECTION) == 1 and "| serial | 1 |" in text
+    assert text.index("## What bounds") < text.index(SECTION), "a new section goes at the end"
+    kept = kept_section(text)
+    assert kept[0] == SECTION and any(line.startswith("| serial | 1 |") for line in kept)
+    assert not any(line.startswith("## What bounds") for line in kept)

@@ -246,6 +246,16 @@ def test_recovered_metadata_gives_brokers_one_timeout_of_grace():
     assert core.groups["g1"].master_id == NO_MASTER
 
 
+def test_recovered_metadata_over_the_bounds_is_refused_with_a_reason():
+    d = Driver(CFG)
+    d.register("a", 1)
+    d.register("b", 1)
+    d.make_durable()
+    records = [g.record() for g in d.core.groups.values()]
+    with pytest.raises(ConfigError, match="more than max_groups = 1"):
+        ControllerCore(ControllerConfig(max_groups=1), 0, recovered=records)
+
+
 def test_config_is_validated():
     with pytest.raises(ConfigError, match="design"):
         ControllerConfig(design="fast")

@@ -1,0 +1,319 @@
+"""`ackorder bench controller`: one real controller process (`ackorder
+controller`), brokers simulated over real TCP (one connection each, three
+brokers per group), both designs side by side in one run (seed 002).
+
+Per design and group count: every broker registers, then heartbeats every
+``heartbeat_interval_ms`` (BrokerConfig.brokerHeartbeatInterval, 1,000 ms;
+the controller expires a broker after controllerHeartBeatTimeoutMills,
+10,000 ms).  Steady phase: each group's master runs a closed loop of
+AlterSyncStateSet (adding and dropping its second broker, one proposal in
+flight, as a master does), while every broker heartbeats: the throughput.
+Failover phase: the masters of a tenth of the groups (at least one) stop
+heartbeating; the others keep altering, each once per
+``alter_interval_ms`` (checkSyncStateSetPeriod, 5 s: how often a real
+master may propose); from just before the stopped master's heartbeat can
+expire, its group's second broker polls GetReplicaInfo every ``poll_ms``
+until it sees a new master.  Election
+time runs from the master's last heartbeat to that moment; it contains the
+heartbeat timeout, so it is also given beyond the timeout (the controller's
+own share: scan, decision, fsync, the reply).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from reference.bench.procs import Broker
+from reference.bench.scenarios import raw_disk
+from reference.real.controller_client import ControllerClient
+
+BROKERS_PER_GROUP = 3
+CONNECT_AT_ONCE = 200
+
+
+@attrs.frozen
+class Plan:
+    groups: tuple[int, ...]
+    steady_s: float
+    heartbeat_interval_ms: int
+    timeout_ms: int
+    poll_ms: int
+    alter_interval_ms: int           # the failover phase's alters: one per master per interval
+    designs: tuple[str, ...] = ("serial", "pipelined")
+
+
+# alter_interval_ms: BrokerConfig.checkSyncStateSetPeriod (5 s), how often a master may propose
+FULL = Plan(groups=(1, 100, 1000), steady_s=10.0, heartbeat_interval_ms=1000, timeout_ms=10_000, poll_ms=20,
+            alter_interval_ms=5000)
+QUICK = Plan(groups=(1, 20), steady_s=1.5, heartbeat_interval_ms=100, timeout_ms=500, poll_ms=10,
+             alter_interval_ms=500)
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return round(s[min(len(s) - 1, int(q * len(s)))], 2)
+
+
+class Group:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.clients: list[ControllerClient] = []
+        self.master_epoch = self.sss_epoch = 1
+        self.sss = frozenset({1})
+        self.heartbeating = [True] * BROKERS_PER_GROUP
+        self.last_heartbeat_s = [0.0] * BROKERS_PER_GROUP
+
+
+class Run:
+    """The simulated brokers of one measurement point."""
+
+    def __init__(self, port: int, groups: int, plan: Plan) -> None:
+        self.port, self.plan = port, plan
+        self.groups = [Group(f"broker-{i:04d}") for i in range(groups)]
+        self.stop_all = False
+        self.altering: set[str] = set()
+        self.heartbeats: list[float] = []        # latencies (ms) of replies received
+        self.alters: list[tuple[float, float]] = []  # (completion time s, latency ms) of accepted alters
+        self.refused = 0
+
+    async def connect(self) -> None:
+        gate = asyncio.Semaphore(CONNECT_AT_ONCE)
+
+        async def one() -> ControllerClient:
+            async with gate:
+                return await ControllerClient.connect("127.0.0.1", self.port)
+        clients = await asyncio.gather(*(one() for _ in range(len(self.groups) * BROKERS_PER_GROUP)))
+        for k, g in enumerate(self.groups):
+            g.clients = list(clients[k * BROKERS_PER_GROUP:(k + 1) * BROKERS_PER_GROUP])
+
+    async def register(self) -> None:
+        async def group(g: Group) -> None:
+            first = await g.clients[0].register(g.name, 1, election_priority=0)
+            assert first["code"] == "SUCCESS" and first["info"]["master_id"] == 1, first
+            for b in range(2, BROKERS_PER_GROUP + 1):
+                r = await g.clients[b - 1].register(g.name, b)
+                assert r["code"] == "SUCCESS", r
+        await asyncio.gather(*(group(g) for g in self.groups))
+
+    async def heartbeat_loop(self, g: Group, b: int) -> None:
+        interval_s = self.plan.heartbeat_interval_ms / 1000
+        await asyncio.sleep(random.random() * interval_s)
+        while not self.stop_all and g.heartbeating[b - 1]:
+            t0 = time.perf_counter()
+            g.last_heartbeat_s[b - 1] = t0
+            r = await g.clients[b - 1].heartbeat(g.name, b, max_offset=1000 * b, epoch=g.master_epoch)
+            assert r["code"] == "SUCCESS", r
+            self.heartbeats.append((time.perf_counter() - t0) * 1000)
+            await asyncio.sleep(max(0.0, interval_s - (time.perf_counter() - t0)))
+
+    async def alter_loop(self, g: Group, interval_s: float = 0.0) -> None:
+        """The master's loop: add broker 2, drop it, add it..., one proposal in flight; back to
+        back (``interval_s`` 0), or one per interval as checkSyncStateSetPeriod paces a master."""
+        client = g.clients[0]
+        if interval_s:
+            await asyncio.sleep(random.random() * interval_s)
+        while g.name in self.altering and not self.stop_all:
+            t0 = time.perf_counter()
+            await self.alter_once(g, client)
+            if interval_s:
+                await asyncio.sleep(max(0.0, interval_s - (time.perf_counter() - t0)))
+
+    async def alter_once(self, g: Group, client: ControllerClient, target: frozenset | None = None) -> None:
+        new = target if target is not None else (g.sss ^ {2})
+        t0 = time.perf_counter()
+        r = await client.alter(g.name, 1, g.master_epoch, g.sss_epoch, new)
+        t1 = time.perf_counter()
+        if r["code"] == "SUCCESS":
+            self.alters.append((t1, (t1 - t0) * 1000))
+        else:
+            self.refused += 1
+        info = r["info"]
+        g.sss, g.sss_epoch, g.master_epoch = frozenset(info["sync_state_set"]), info["sss_epoch"], info["master_epoch"]
+
+    async def wait_new_master(self, g: Group) -> tuple[float, float]:
+        """Broker 2 polls until the group has a master other than broker 1: (ms since broker 1's
+        last heartbeat, when)."""
+        poll_s = self.plan.poll_ms / 1000
+        deadline = time.perf_counter() + self.plan.timeout_ms / 1000 * 3 + 60
+        # no reads before the heartbeat can expire: polling all along would add load of its own
+        expiry_s = g.last_heartbeat_s[0] + self.plan.timeout_ms / 1000
+        await asyncio.sleep(max(0.0, expiry_s - 2 * poll_s - time.perf_counter()))
+        while time.perf_counter() < deadline:
+            r = await g.clients[1].get_replica_info(g.name)
+            if r["info"]["master_id"] not in (0, 1):
+                now = time.perf_counter()
+                return (now - g.last_heartbeat_s[0]) * 1000, now
+            await asyncio.sleep(poll_s)
+        raise TimeoutError(f"{g.name}: no new master within {deadline} s")
+
+    async def measure(self) -> dict:
+        await self.connect()
+        await self.register()
+        beats = [asyncio.create_task(self.heartbeat_loop(g, b)) for g in self.groups
+                 for b in range(1, BROKERS_PER_GROUP + 1)]
+        await asyncio.sleep(self.plan.heartbeat_interval_ms / 1000)         # every broker heard once
+        self.heartbeats.clear()
+        self.altering = {g.name for g in self.groups}
+        loops = {g.name: asyncio.create_task(self.alter_loop(g)) for g in self.groups}
+        t0 = time.perf_counter()
+        await asyncio.sleep(self.plan.steady_s)
+        t1 = time.perf_counter()
+        steady_alters = [lat for at, lat in self.alters if t0 <= at <= t1]
+        heartbeats = list(self.heartbeats)
+        # failover: the closed loops stop; the other masters go on at checkSyncStateSetPeriod's pace;
+        # the chosen masters make broker 2 a member, then stop heartbeating
+        self.altering.clear()
+        await asyncio.gather(*loops.values())
+        victims = self.groups[:max(1, len(self.groups) // 10)]
+        self.altering = {g.name for g in self.groups[len(victims):]}
+        loops = {g.name: asyncio.create_task(self.alter_loop(g, self.plan.alter_interval_ms / 1000))
+                 for g in self.groups[len(victims):]}
+        for g in victims:
+            if g.sss != frozenset({1, 2}):
+                await self.alter_once(g, g.clients[0], frozenset({1, 2}))
+            assert g.sss == frozenset({1, 2}), (g.name, g.sss)
+        for g in victims:
+            g.heartbeating[0] = False
+        seen = await asyncio.gather(*(self.wait_new_master(g) for g in victims))
+        election_ms = [ms for ms, _ in seen]
+        first_expiry_s = min(g.last_heartbeat_s[0] for g in victims) + self.plan.timeout_ms / 1000
+        window_s = max(at for _, at in seen) - first_expiry_s
+        self.stop_all = True
+        self.altering.clear()
+        await asyncio.gather(*loops.values(), *beats, return_exceptions=True)
+        for g in self.groups:
+            for c in g.clients:
+                await c.close()
+        seconds = t1 - t0
+        beyond = [e - self.plan.timeout_ms for e in election_ms]
+        return {
+            "groups": len(self.groups), "brokers": len(self.groups) * BROKERS_PER_GROUP,
+            "heartbeats_per_s": round(len(heartbeats) / seconds), "heartbeat_p50_ms": _pct(heartbeats, 0.5),
+            "heartbeat_p99_ms": _pct(heartbeats, 0.99),
+            "alters_per_s": round(len(steady_alters) / seconds, 1), "alter_p50_ms": _pct(steady_alters, 0.5),
+            "alter_p99_ms": _pct(steady_alters, 0.99), "alters_refused": self.refused,
+            "elections": len(victims), "election_p50_ms": _pct(election_ms, 0.5),
+            "election_p99_ms": _pct(election_ms, 0.99), "beyond_timeout_p50_ms": _pct(beyond, 0.5),
+            "beyond_timeout_p99_ms": _pct(beyond, 0.99),
+            # the victims' elections over the time from the first expiry to the last new master seen
+            "elections_per_s": round(len(victims) / max(1e-3, window_s), 1),
+        }
+
+
+def point(work: Path, design: str, groups: int, plan: Plan) -> dict:
+    directory = work / f"controller-{design}-{groups}"
+    directory.mkdir(parents=True)
+    proc = Broker(["controller", "--dir", str(directory), "--port", "0", "--design", design,
+                   "--controller-broker-heartbeat-timeout-ms", str(plan.timeout_ms), "--max-groups",
+                   str(max(groups, 1))], work / f"controller-{design}-{groups}.log")
+    try:
+        m = proc.wait_for(r"listening host=\S+ port=(\d+)")
+        cpu0 = proc.cpu_seconds()
+        row = asyncio.run(Run(int(m.group(1)), groups, plan).measure())
+        row["controller_cpu_s"] = round(proc.cpu_seconds() - cpu0, 2)
+    finally:
+        stats = proc.stop()
+    row = {"design": design, **row, "records": stats.get("records", 0), "fsyncs": stats.get("fsyncs", 0)}
+    row["records_per_fsync"] = round(row["records"] / max(1, row["fsyncs"]), 2)
+    # from handing the fdatasync to the worker until the loop hears it is done: what bounds the serial design
+    row["fsync_mean_ms"] = round(stats.get("fsync_wait_ms", 0) / max(1, row["fsyncs"]), 2)
+    return row
+
+
+def controller(work: Path, plan: Plan, progress: Callable[[str], None] = lambda s: None) -> dict:
+    progress("controller: this disk's fdatasync rate")
+    disk = raw_disk(work, seconds=1.0, write_mib=8)
+    load_before = os.getloadavg()[0]
+    rows = []
+    for groups in plan.groups:
+        for design in plan.designs:
+            progress(f"controller: {design}, {groups} groups")
+            rows.append(point(work, design, groups, plan))
+    by = {(r["design"], r["groups"]): r for r in rows}
+    most, least = max(plan.groups), min(plan.groups)
+    ratios = {
+        f"pipelined/serial alters_per_s at {most} groups":
+            round(by["pipelined", most]["alters_per_s"] / max(0.1, by["serial", most]["alters_per_s"]), 1),
+        **{f"{d} election p50 at {most}/{least} groups":
+           round(by[d, most]["election_p50_ms"] / by[d, least]["election_p50_ms"], 2) for d in plan.designs},
+        **{f"{d} beyond-timeout p50 at {most}/{least} groups":
+           round(by[d, most]["beyond_timeout_p50_ms"] / max(1.0, by[d, least]["beyond_timeout_p50_ms"]), 2)
+           for d in plan.designs},
+    }
+    return {"scenario": "controller", "plan": attrs.asdict(plan), "rows": rows, "ratios": ratios, "disk": disk,
+            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)], "cores": os.cpu_count()}
+
+
+COLUMNS = {"design": "design", "groups": "groups", "heartbeats_per_s": "heartbeats/s", "alters_per_s": "alters/s",
+           "alter_p50_ms": "alter p50 ms", "alter_p99_ms": "alter p99 ms", "records_per_fsync": "records/fsync",
+           "fsync_mean_ms": "fsync wait ms",
+           "elections": "elections", "election_p50_ms": "election p50 ms", "election_p99_ms": "election p99 ms",
+           "beyond_timeout_p50_ms": "beyond timeout p50 ms", "beyond_timeout_p99_ms": "beyond timeout p99 ms",
+           "elections_per_s": "elections/s", "heartbeat_p99_ms": "heartbeat p99 ms",
+           "controller_cpu_s": "controller CPU s"}
+COMMAND = "ackorder bench controller"
+SECTION = "## `controller`"
+
+
+def cell(key: str, value) -> str:
+    return f"{value:,}" if isinstance(value, (int, float)) and key != "groups" else str(value)
+
+
+def markdown(result: dict) -> list[str]:
+    """The docs/benchmarks.md section of one run."""
+    plan, disk = result["plan"], result["disk"]
+    lines = [SECTION, "",
+             f"Written by `{COMMAND}` on {time.strftime('%Y-%m-%d')} ({result['cores']} cores shared with other "
+             f"jobs: load average {result['load_average'][0]} before, {result['load_average'][1]} after). One real "
+             "controller process per point, brokers simulated over real TCP by one asyncio process (one connection "
+             f"each, three per group), heartbeats every {plan['heartbeat_interval_ms']:,} ms (BrokerConfig."
+             "brokerHeartbeatInterval), heartbeat timeout "
+             f"{plan['timeout_ms']:,} ms (controllerHeartBeatTimeoutMills); {plan['steady_s']} s of closed-loop "
+             "AlterSyncStateSet per group master (alters/s and their latency), then the masters of a tenth of the "
+             "groups stop heartbeating while the other masters propose once per "
+             f"{plan['alter_interval_ms']:,} ms (checkSyncStateSetPeriod; election times). "
+             f"This disk, probed before the run: {disk['fdatasyncs_per_s']:,} fdatasyncs/s (4 KiB appends; it "
+             "varies with the other jobs' I/O).", "",
+             "Goals: pipelined >= 10x serial alters/s at 1,000 groups; election time at 1,000 groups within 2x "
+             "of 1 group.", "",
+             "fsync wait: from handing the fdatasync to the worker thread until the event loop hears it is done "
+             "(mean; it includes the loop's own delay when it is busy). The serial design's alters/s is bounded by "
+             "1,000 / (fsync wait ms): one record per fdatasync, one request at a time. The pipelined design's records/fsync shows the disk is no longer its bound; the "
+             "CPU of the two Python processes (controller and simulated brokers, on cores other jobs share) is. "
+             "So the ratio between them moves with this disk's fdatasync latency at the time of the run.", "",
+             "| " + " | ".join(COLUMNS.values()) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in result["rows"]:
+        lines.append("| " + " | ".join(cell(k, r[k]) for k in COLUMNS) + " |")
+    lines += ["", "Ratios: `" + json.dumps(result["ratios"]) + "`", ""]
+    return lines
+
+
+def update_docs(result: dict, docs: Path) -> Path:
+    """Put the section into docs/benchmarks.md in place of the previous one (or at the end)."""
+    out = docs / "benchmarks.md"
+    text = out.read_text() if out.exists() else "# Benchmarks\n"
+    before, found, after = text.partition(SECTION)
+    end = after.find("\n## ") if found else -1
+    rest = after[end + 1:] if end >= 0 else ""
+    out.write_text(before.rstrip("\n") + "\n\n" + "\n".join(markdown(result)) + ("\n" + rest if rest else ""))
+    return out
+
+
+def kept_section(text: str) -> list[str]:
+    """The controller section of an existing benchmarks.md (`bench all` does not run it; it keeps it)."""
+    _, found, after = text.partition(SECTION)
+    if not found:
+        return []
+    end = after.find("\n## ")
+    return (SECTION + (after if end < 0 else after[:end])).rstrip("\n").split("\n") + [""]
