@@ -112,6 +112,7 @@ def batch_end(epoch_cache: EpochFileCache, from_offset: int, max_bytes: int, log
     most the log end, and never past the end of the epoch covering ``from_offset`` (H2).
 
     pre: 0 <= from_offset < log_end_offset and max_bytes > 0
+    pre: epoch_cache.covering_index(from_offset) is not None
     post: from_offset < __return__ <= min(from_offset + max_bytes, log_end_offset)
     """
     assert 0 <= from_offset < log_end_offset and max_bytes > 0, (from_offset, log_end_offset, max_bytes)

@@ -107,6 +107,10 @@ def slave_handshake(local: EpochFileCache, local_end_offset: int, master: EpochF
 READY, HANDSHAKE, TRANSFER = "READY", "HANDSHAKE", "TRANSFER"
 
 
+class TransferError(ValueError):
+    """A TRANSFER batch the slave cannot take; the message says where it was and why."""
+
+
 class SlaveHandshake:
     """The slave's AutoSwitchHAClient as a sans-IO state machine: READY → HANDSHAKE →
     TRANSFER, back to READY on a failed handshake or a dropped link.
@@ -148,9 +152,11 @@ class SlaveHandshake:
 
     def transfer(self, offset: int, length: int, label: EpochEntry, header_confirm_offset: int) -> tuple:
         """Transfer (slave side): a batch at our end; the runtime appends it, then reports.
-        A batch anywhere else is refused by the caller (the link is dropped)."""
-        assert self.state == TRANSFER, self.state
-        assert offset == self.log_end_offset and length > 0, (offset, self.log_end_offset, length)
+        A batch anywhere else, or before the handshake, is bad input from the network:
+        TransferError (the runtime drops the link; a new handshake follows)."""
+        if self.state != TRANSFER or offset != self.log_end_offset or length <= 0:
+            raise TransferError(f"batch [{offset}, {offset + length}) refused in state {self.state}: "
+                                f"the slave's log ends at {self.log_end_offset}")
         before = self.cache
         self.cache, self.confirm_offset = receive_transfer(self.cache, self.log_end_offset, EpochEntry(*label),
                                                            header_confirm_offset, bugs=self.bugs)

@@ -8,7 +8,9 @@ log end, confirmOffset, acks and guards after every step)."""
 
 from __future__ import annotations
 
+import importlib
 import re
+from pathlib import Path
 
 import attrs
 import pytest
@@ -16,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference.failover import effects as fx
+from reference.failover.bugs import BROKER_BUG_NAMES
 from reference.failover.epochfile import EpochEntry, EpochFileCache
 from reference.failover.roles import (
     MASTER, SLAVE, HaConnection, ReplicasManager, RoleError, ack_covered, ack_view, batch_end, confirm_with,
@@ -27,11 +30,6 @@ from spec.failover import functions as sf
 from spec.failover.config import FailoverBounds, FailoverConfig
 
 BROKERS = ("b1", "b2", "b3")
-BROKER_BUGS_IN_WALK = (
-    "BugNoAllAck", "BugCommittedSssOnly", "BugConfirmOverConnected", "BugTransferCursorNotReset",
-    "BugTruncateNotDurable", "BugConfirmNotClamped", "BugEpochFileNotDurable", "BugEpochAppendUnchecked",
-    "BugSlaveConfirmFromMaxOffset",
-)
 
 
 def cfg(*bugs: str) -> FailoverConfig:
@@ -386,7 +384,7 @@ class Mirror:
                 assert r.can_respond(req.epoch, req.off) == sa.can_respond(c, t, i), (i, req)
 
 
-@pytest.mark.parametrize("bug", (None,) + BROKER_BUGS_IN_WALK)
+@pytest.mark.parametrize("bug", (None,) + BROKER_BUG_NAMES)
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_replicas_managers_follow_the_spec_step_by_step(bug, data):
@@ -440,3 +438,14 @@ def test_a_cut_off_master_is_truncated_on_its_return_as_in_the_spec(bug):
     b1 = mirror.rm["b1"]
     assert b1.log_end_offset == 3 and b1.epoch_cache.entries == ((1, 0), (2, 2))
     assert s.blog[0] == s.blog[1] == (1, 2, 4)                  # record 3 is gone from b1
+
+
+def test_every_broker_bug_switch_has_a_bite_test_named_in_the_docs():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "reference.md").read_text()
+    rows = dict(re.findall(r"^\| `(Bug\w+)` \| .*? \| (.*) \|$", doc, re.M))
+    assert sorted(rows) == sorted(BROKER_BUG_NAMES)
+    for bug, tests in rows.items():
+        named = re.findall(r"`(test_\w+)\.py::(test_\w+)`", tests)
+        assert named, f"docs/reference.md names no test for {bug}"
+        for module, name in named:
+            assert hasattr(importlib.import_module(f"reference.tests.{module}"), name), (bug, module, name)

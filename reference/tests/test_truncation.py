@@ -5,13 +5,14 @@ slave's epoch cache and confirmOffset — each compared with the spec."""
 from __future__ import annotations
 
 import attrs
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference.failover import effects as fx
 from reference.failover.epochfile import EpochEntry, EpochFileCache
 from reference.failover.truncation import (
-    HANDSHAKE, READY, TRANSFER, SlaveHandshake, consistent_point, receive_transfer, slave_handshake,
+    HANDSHAKE, READY, TRANSFER, SlaveHandshake, TransferError, consistent_point, receive_transfer, slave_handshake,
 )
 from spec.failover import actions as sa
 from spec.failover import functions as sf
@@ -181,5 +182,9 @@ def test_the_handshake_state_machine_follows_transfers():
     assert sh.transfer(0, 4, EpochEntry(1, 0), 6) == (fx.ReportOffset(4),)
     assert sh.transfer(4, 2, EpochEntry(2, 4), 6) == (fx.WriteEpochFile(((1, 0), (2, 4))), fx.ReportOffset(6))
     assert sh.confirm_offset == 4 and sh.log_end_offset == 6
+    with pytest.raises(TransferError, match=r"batch \[7, 9\) refused in state TRANSFER: the slave's log ends at 6"):
+        sh.transfer(7, 2, EpochEntry(2, 4), 6)
     sh.disconnected()
     assert sh.state == READY
+    with pytest.raises(TransferError, match="refused in state READY"):
+        sh.transfer(6, 2, EpochEntry(2, 4), 6)
