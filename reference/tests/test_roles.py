@@ -280,14 +280,23 @@ LABEL = re.compile(r"(\w+)(?:\((.*)\))?$")
 
 
 class Mirror:
-    """A group of ReplicasManagers driven by the spec's steps; the runtime's part (the
-    controller, links that drop, the log's recovery scan) is read off the spec's state."""
+    """A group of ReplicasManagers driven by the spec's steps.  The runtime's part is read
+    off the spec's state (the controller's metadata, links a role change drops, how much of
+    the log a power loss keeps), except what the handshake's effects do to the disk: a
+    ``TruncateLog`` that leaves records on disk (B14) is followed here (``stale``: records
+    past the log end that a recovery scan would find), and the restarted log end must be
+    the spec's."""
 
     def __init__(self, c: FailoverConfig) -> None:
         self.c = c
         self.rm: dict[str, ReplicasManager | None] = {b: ReplicasManager.initial(b, c.initial_master, bugs=c.bugs)
                                                       for b in c.brokers}
-        self.at_death: dict[str, tuple[EpochFileCache, int]] = {}
+        self.at_death: dict[str, tuple[EpochFileCache, int, int]] = {}
+        self.stale = {b: 0 for b in c.brokers}
+
+    def _overwrite(self, b: str) -> None:
+        """A record written at the log end overwrites the first stale one."""
+        self.stale[b] = max(0, self.stale[b] - 1)
 
     def step(self, label: str, s, t) -> None:
         name, args = LABEL.match(label).groups()
@@ -300,6 +309,7 @@ class Mirror:
         elif name == "Put":
             (b,) = args
             assert rm[b].put(len(t.blog[c.index(b)])) == t.reqs[-1].epoch
+            self._overwrite(b)
         elif name == "ChangeToMaster":
             rm[args[0]].change_to_master(s.masterEpoch, s.syncStateSet, s.sssEpoch)
         elif name == "ChangeToSlave":
@@ -312,12 +322,16 @@ class Mirror:
             rm[b].start_following()
             reply = rm[m].slave_connected(b, rm[b].epoch_cache.entries, rm[b].log_end_offset)
             assert reply is not None, label
-            rm[b].handshake_reply(reply)
+            before = rm[b].log_end_offset
+            for e in rm[b].handshake_reply(reply):
+                if isinstance(e, fx.TruncateLog):
+                    self.stale[b] = 0 if e.on_disk else before + self.stale[b] - e.offset
         elif name == "Transfer":
             (b,) = args
             batch = rm[s.bMasterId[c.index(b)]].next_transfer(b, 1)
             assert batch.offset == len(s.blog[c.index(b)])
             rm[b].transfer_received(batch)
+            self._overwrite(b)
         elif name == "ReplicaAck":
             (b,) = args
             rm[s.bMasterId[c.index(b)]].slave_ack(b, rm[b].log_end_offset)
@@ -331,15 +345,22 @@ class Mirror:
             rm[m].propose_sync_state_set(t.bRemoteSSS[c.index(m)])
         elif name in ("BrokerCrash", "BrokerPowerLoss"):
             (b,) = args
-            self.at_death[b] = (rm[b].epoch_cache, rm[b].confirm_offset)
+            kept = len(t.blog[c.index(b)])            # a power loss keeps a prefix: the spec chose it
+            assert name == "BrokerPowerLoss" or kept == rm[b].log_end_offset
+            if name == "BrokerPowerLoss":
+                self.stale[b] = 0
+            self.at_death[b] = (rm[b].epoch_cache, rm[b].confirm_offset, kept)
             rm[b] = None
         elif name == "BrokerRestart":
             (b,) = args
             k = c.index(b)
-            cache, confirm = self.at_death.pop(b)
+            cache, confirm, kept = self.at_death.pop(b)
             if c.bug("BugEpochFileNotDurable"):       # the file may have lost its last write: the spec says which
                 cache = EpochFileCache(t.epochCache[k])
-            rm[b] = ReplicasManager.recover(b, epoch_cache=cache, log_end_offset=len(t.blog[k]),
+            recovered = kept + self.stale[b]          # the recovery scan finds what is on disk
+            self.stale[b] = 0
+            assert recovered == len(t.blog[k]), (b, kept, recovered, t.blog[k])
+            rm[b] = ReplicasManager.recover(b, epoch_cache=cache, log_end_offset=recovered,
                                             checkpoint_confirm_offset=confirm, bugs=c.bugs)
         self._links(t)
 
@@ -369,6 +390,7 @@ class Mirror:
             assert (r.sss, r.sss_epoch, r.remote_sss) == (t.bSSS[k], t.bSssEpoch[k], t.bRemoteSSS[k]), where
             assert r.epoch_cache.entries == t.epochCache[k], where
             assert r.log_end_offset == len(t.blog[k]), where
+            assert self.stale[b] == len(t.staleTail[k]), where
             assert r.confirm_offset == t.confirm[k] == r.readable_end(), where
             if r.role == MASTER:
                 spec_acks = {o: t.ack[j] for j, o in enumerate(c.brokers) if o != b and sf.connected_to(c, t, j, b)}
@@ -421,20 +443,34 @@ FAILOVER_SCRIPT = (
 )
 
 
-@pytest.mark.parametrize("bug", (None, "BugTruncateNotDurable", "BugEpochAppendUnchecked",
-                                 "BugSlaveConfirmFromMaxOffset", "BugConfirmOverConnected"))
-def test_a_cut_off_master_is_truncated_on_its_return_as_in_the_spec(bug):
-    """The walk above reaches a handshake that cuts rarely; this one goes there on purpose."""
+def run_script(labels: tuple[str, ...], bug: str | None) -> tuple[Mirror, object]:
+    """Drive the spec along ``labels`` (ElectMaster: the one electing b2) and the mirror with it."""
     c = cfg(*([bug] if bug else []))
-    bounds = FailoverBounds(max_puts=5, max_broker_crashes=0, max_cut_offs=1, max_elections=1, max_sss_proposals=2)
+    bounds = FailoverBounds(max_puts=5, max_broker_crashes=1, max_cut_offs=1, max_elections=1, max_sss_proposals=2)
     s = sa.initial_state(c)
     mirror = Mirror(c)
-    for label in FAILOVER_SCRIPT:
+    for label in labels:
         (t,) = [t for lab, t in sa.successors(c, bounds, s) if lab == label and
                 (label != "ElectMaster" or t.masterId == "b2")]
         mirror.step(label, s, t)
         mirror.check(t)
         s = t
+    return mirror, s
+
+
+@pytest.mark.parametrize("bug, recovered", ((None, 2), ("BugTruncateNotDurable", 3)))
+def test_the_cut_survives_a_crash_unless_bug_truncate_not_durable(bug, recovered):
+    """B14 through the whole group: the record cut at the handshake is back after b1's crash."""
+    cut_at = FAILOVER_SCRIPT.index("ReplicaConnect(b1)") + 1
+    mirror, s = run_script(FAILOVER_SCRIPT[:cut_at] + ("BrokerCrash(b1)", "BrokerRestart(b1)"), bug)
+    assert mirror.rm["b1"].log_end_offset == len(s.blog[0]) == recovered
+
+
+@pytest.mark.parametrize("bug", (None, "BugTruncateNotDurable", "BugEpochAppendUnchecked",
+                                 "BugSlaveConfirmFromMaxOffset", "BugConfirmOverConnected"))
+def test_a_cut_off_master_is_truncated_on_its_return_as_in_the_spec(bug):
+    """The walk above reaches a handshake that cuts rarely; this one goes there on purpose."""
+    mirror, s = run_script(FAILOVER_SCRIPT, bug)
     b1 = mirror.rm["b1"]
     assert b1.log_end_offset == 3 and b1.epoch_cache.entries == ((1, 0), (2, 2))
     assert s.blog[0] == s.blog[1] == (1, 2, 4)                  # record 3 is gone from b1
