@@ -4,7 +4,7 @@ One ``ReplicasManager`` per broker holds what the broker learned from the
 controller (role, masterId, masterEpoch, SyncStateSet and its epoch, an
 AlterSyncStateSet proposal in flight), its epoch cache, its log end and
 confirmOffset, and as master one ``HaConnection`` per slave.  Events are
-method calls; each returns the effects (reference/failover/effects.py) the
+method calls; each returns the effects (reference/failover/broker_effects.py) the
 runtime performs in order.  Every method names the action of
 tla/AckOrderFailover.tla (and spec/failover/actions.py) it refines.
 
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from reference.failover import effects as fx
+from reference.failover import broker_effects as fx
 from reference.failover.bugs import check_bugs
 from reference.failover.epochfile import EpochEntry, EpochFileCache
 from reference.failover.truncation import SlaveHandshake, consistent_point, handshake_header, HANDSHAKE_FAILED

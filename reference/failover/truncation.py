@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import attrs
 
-from reference.failover import effects as fx
+from reference.failover import broker_effects as fx
 from reference.failover.bugs import check_bugs
 from reference.failover.epochfile import EpochEntry, EpochFileCache
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.failover import effects as fx
+from reference.failover import broker_effects as fx
 from reference.failover.bugs import BROKER_BUG_NAMES
 from reference.failover.epochfile import EpochEntry, EpochFileCache
 from reference.failover.roles import (

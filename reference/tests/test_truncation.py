@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.failover import effects as fx
+from reference.failover import broker_effects as fx
 from reference.failover.epochfile import EpochEntry, EpochFileCache
 from reference.failover.truncation import (
     HANDSHAKE, READY, TRANSFER, SlaveHandshake, TransferError, consistent_point, receive_transfer, slave_handshake,
