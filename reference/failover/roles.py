@@ -1,0 +1,456 @@
+"""The broker's ReplicasManager and the master side of AutoSwitch HA, sans-IO.
+
+One ``ReplicasManager`` per broker holds what the broker learned from the
+controller (role, masterId, masterEpoch, SyncStateSet and its epoch, an
+AlterSyncStateSet proposal in flight), its epoch cache, its log end and
+confirmOffset, and as master one ``HaConnection`` per slave.  Events are
+method calls; each returns the effects (reference/failover/broker_effects.py) the
+runtime performs in order.  Every method names the action of
+tla/AckOrderFailover.tla (and spec/failover/actions.py) it refines.
+
+The rules, from the spec:
+
+* E5: change_to_master / change_to_slave only for a strictly larger epoch.
+* A new master drops epoch entries of its epoch or later and appends
+  (epoch, its max offset); the epoch file is written before it takes a put.
+* The union rule (#5663): while an AlterSyncStateSet is in flight the master
+  counts acks over the committed SSS and the proposed one together.
+* confirmOffset = min(own max offset, the acks of the other SSS members), the
+  old value while some member has no connection (#6662); clamped into the
+  log at recovery (#6703); consumers never read above it.
+* A transfer batch never spans an epoch (H2); the label comes from the
+  offset, not from a cursor fixed at connect (B13).
+
+Offsets are in the log's unit (bytes in the reference store).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from reference.failover import broker_effects as fx
+from reference.failover.bugs import check_bugs
+from reference.failover.epochfile import EpochEntry, EpochFileCache
+from reference.failover.truncation import SlaveHandshake, consistent_point, handshake_header, HANDSHAKE_FAILED
+
+MASTER, SLAVE = "MASTER", "SLAVE"
+MAX_SLAVES = 64             # bound on a master's HA connections and on a SyncStateSet
+
+
+# --- pure rules (spec/failover/functions.py) ----------------------------------------------------
+
+@attrs.define
+class HaConnection:
+    """The master's AutoSwitchHAConnection to one slave: the slave's last report
+    (slaveAckOffset), where the next batch starts, and the transfer cursor's epoch
+    (0: derived from the offset of each batch; BugTransferCursorNotReset fixes it at
+    connect, RocketMQ's currentTransferEpoch with its -1 'unbounded' end)."""
+    ack_offset: int
+    next_offset: int
+    cursor_epoch: int = 0
+
+
+def sss_view(sss: frozenset[str], remote_sss: frozenset[str]) -> frozenset[str]:
+    """SSSView(m): the committed SSS and, while an alter is in flight, the proposed one."""
+    return sss | remote_sss
+
+
+def ack_view(sss: frozenset[str], remote_sss: frozenset[str], *, bugs: frozenset[str] = frozenset()) -> frozenset[str]:
+    """AckView(m): what acks are counted over (BugCommittedSssOnly: the committed SSS only, B11)."""
+    return sss if "BugCommittedSssOnly" in bugs else sss_view(sss, remote_sss)
+
+
+def ack_covered(me: str, view: frozenset[str], connections: Mapping[str, HaConnection], end_offset: int, *,
+                bugs: frozenset[str] = frozenset()) -> bool:
+    """AckCovered(m, off): GroupTransferService under allAckInSyncStateSet — every other
+    member of ``view`` has a connection whose ack covers ``end_offset``.  BugNoAllAck
+    (B10) waits for nothing."""
+    if "BugNoAllAck" in bugs or len(view) <= 1:
+        return True
+    return all(o in connections and connections[o].ack_offset >= end_offset for o in view - {me})
+
+
+def confirm_with(me: str, view: frozenset[str], connections: Mapping[str, HaConnection], log_end_offset: int,
+                 old_confirm_offset: int, *, bugs: frozenset[str] = frozenset()) -> int:
+    """ConfirmWith(m, view, conn, acks, old): computeConfirmOffset.  Alone: the log end.
+    A member without a connection keeps the old value (#6662); BugConfirmOverConnected
+    (B12) takes the min over the connected members only."""
+    others = view - {me}
+    if not others:
+        return log_end_offset
+    live = [o for o in others if o in connections]
+    if "BugConfirmOverConnected" in bugs:
+        return min([log_end_offset] + [connections[o].ack_offset for o in live])
+    if len(live) != len(others):
+        return old_confirm_offset
+    return min([log_end_offset] + [connections[o].ack_offset for o in others])
+
+
+def cursor_epoch_at_connect(cache: EpochFileCache, *, bugs: frozenset[str] = frozenset()) -> int:
+    """The epoch a new connection's cursor is fixed to: none (0) — each batch takes the
+    epoch of its offset — unless BugTransferCursorNotReset (the master's last epoch)."""
+    return cache.last_epoch() if "BugTransferCursorNotReset" in bugs else 0
+
+
+def transfer_label(cache: EpochFileCache, offset: int, cursor_epoch: int, *,
+                   bugs: frozenset[str] = frozenset()) -> EpochEntry:
+    """TransferLabel(m, s, o): the master's entry covering ``offset``.  Under
+    BugTransferCursorNotReset a connection whose cursor is older than that epoch ships
+    its cursor's entry instead (CursorEntry: (cursor_epoch, 0) when it is gone)."""
+    entry = cache.covering_entry(offset)
+    assert entry is not None, f"the master's epoch cache {cache.entries} does not cover offset {offset}"
+    if "BugTransferCursorNotReset" in bugs and cursor_epoch != 0 and entry.epoch > cursor_epoch:
+        k = cache.find_epoch(cursor_epoch)
+        return cache.entries[k] if k is not None else EpochEntry(cursor_epoch, 0)
+    return entry
+
+
+def batch_end(epoch_cache: EpochFileCache, from_offset: int, max_bytes: int, log_end_offset: int) -> int:
+    """Where a transfer batch starting at ``from_offset`` ends: at most ``max_bytes``, at
+    most the log end, and never past the end of the epoch covering ``from_offset`` (H2).
+
+    pre: 0 <= from_offset < log_end_offset and max_bytes > 0
+    pre: epoch_cache.covering_index(from_offset) is not None
+    post: from_offset < __return__ <= min(from_offset + max_bytes, log_end_offset)
+    """
+    assert 0 <= from_offset < log_end_offset and max_bytes > 0, (from_offset, log_end_offset, max_bytes)
+    end = min(from_offset + max_bytes, log_end_offset)
+    k = epoch_cache.covering_index(from_offset)
+    assert k is not None, f"the epoch cache {epoch_cache.entries} does not cover offset {from_offset}"
+    epoch_end = epoch_cache.entry_end(k, log_end_offset)
+    if epoch_end > from_offset:
+        end = min(end, epoch_end)
+    assert from_offset < end, (from_offset, end)
+    return end
+
+
+@attrs.frozen
+class TransferBatch:
+    """A TRANSFER header and its data range [offset, end): what the runtime ships."""
+    offset: int
+    end: int
+    label: EpochEntry
+    confirm_offset: int
+
+
+@attrs.frozen
+class HandshakeReply:
+    """The master's answer to a slave's handshake: where the slave's stream starts, the
+    master's entries and max offset (the slave computes the same point from them) and the
+    confirmOffset of the first header."""
+    point: int
+    entries: tuple[EpochEntry, ...]
+    log_end_offset: int
+    confirm_offset: int
+
+
+class RoleError(ValueError):
+    """An event the broker cannot take in its role (the runtime answers it with an error)."""
+
+
+# --- the ReplicasManager ------------------------------------------------------------------------
+
+class ReplicasManager:
+    """One broker's role and replication state (see the module doc)."""
+
+    def __init__(self, broker_id: str, *, epoch_cache: EpochFileCache, log_end_offset: int, confirm_offset: int,
+                 bugs: frozenset[str] = frozenset()) -> None:
+        assert log_end_offset >= 0 and confirm_offset >= 0
+        self.broker_id = broker_id
+        self.bugs = check_bugs(bugs)
+        self.role = SLAVE
+        self.master_id: str | None = None       # None: follows nobody (fenced)
+        self.master_epoch = 0
+        self.sss: frozenset[str] = frozenset()
+        self.sss_epoch = 0
+        self.remote_sss: frozenset[str] = frozenset()   # an AlterSyncStateSet proposal in flight
+        self.epoch_cache = epoch_cache
+        self.log_end_offset = log_end_offset
+        self.confirm_offset = confirm_offset
+        self.connections: dict[str, HaConnection] = {}  # master: one per slave in TRANSFER
+        self.client: SlaveHandshake | None = None        # slave: the HA client while following
+
+    # --- construction: Init and BrokerRestart ------------------------------------------------
+
+    @classmethod
+    def initial(cls, broker_id: str, initial_master: str, *, bugs: frozenset[str] = frozenset()) -> ReplicasManager:
+        """Init: the master of epoch 1 with SSS {itself}, or a slave following it."""
+        first = broker_id == initial_master
+        rm = cls(broker_id, epoch_cache=EpochFileCache(((1, 0),) if first else ()), log_end_offset=0,
+                 confirm_offset=0, bugs=bugs)
+        rm.role, rm.master_id, rm.master_epoch = (MASTER if first else SLAVE), initial_master, 1
+        if first:
+            rm.sss, rm.sss_epoch = frozenset({broker_id}), 1
+        else:
+            rm.client = SlaveHandshake(rm.epoch_cache, 0, 0, bugs=rm.bugs)
+        rm.check_invariants()
+        return rm
+
+    @classmethod
+    def recover(cls, broker_id: str, *, epoch_cache: EpochFileCache, log_end_offset: int,
+                checkpoint_confirm_offset: int, bugs: frozenset[str] = frozenset()) -> ReplicasManager:
+        """BrokerRestart: after the log's recovery scan.  confirmOffset is the checkpoint's
+        clamped into the recovered log (#6703; BugConfirmNotClamped keeps it); epoch
+        entries starting past the log end are dropped (the spec drops them at the power
+        loss, TruncateBeyond).  The broker is fenced — a slave of nobody in epoch 0 —
+        until the controller's metadata names its role."""
+        bugs = check_bugs(bugs)
+        confirm = checkpoint_confirm_offset if "BugConfirmNotClamped" in bugs else min(checkpoint_confirm_offset,
+                                                                                         log_end_offset)
+        rm = cls(broker_id, epoch_cache=epoch_cache.truncate_beyond(log_end_offset), log_end_offset=log_end_offset,
+                 confirm_offset=confirm, bugs=bugs)
+        rm.check_invariants()
+        return rm
+
+    @property
+    def fenced(self) -> bool:
+        """After a restart, until change_to_master / change_to_slave (RunningFlags fenced)."""
+        return self.master_id is None
+
+    def _bug(self, name: str) -> bool:
+        return name in self.bugs
+
+    # --- role changes ------------------------------------------------------------------------
+
+    def change_to_master(self, master_epoch: int, sss: frozenset[str], sss_epoch: int) -> tuple:
+        """ChangeToMaster(b): metadata names this broker master in ``master_epoch``.  Refused
+        (no effects) unless the epoch is larger than the one it knows (E5)."""
+        if master_epoch <= self.master_epoch:
+            return ()
+        sss = frozenset(sss)
+        assert len(sss) <= MAX_SLAVES, len(sss)
+        was_master = self.role == MASTER
+        assert was_master or not self.connections, self.connections
+        effects: tuple = () if was_master or self.client is None else (fx.StopHaClient(),)
+        self.client = None
+        self.role, self.master_id, self.master_epoch = MASTER, self.broker_id, master_epoch
+        self.sss, self.sss_epoch, self.remote_sss = sss, sss_epoch, frozenset()
+        self.epoch_cache = self.epoch_cache.truncate_suffix_by_epoch(master_epoch).append_entry(
+            (master_epoch, self.log_end_offset), bugs=self.bugs)
+        self.confirm_offset = self._confirm(sss)
+        self.check_invariants()
+        return effects + (fx.WriteEpochFile(self.epoch_cache.entries),)
+
+    def change_to_slave(self, master_id: str, master_epoch: int) -> tuple:
+        """ChangeToSlave(b): metadata names another broker master.  E5 as above.  Following
+        that master already: only the epoch is recorded.  Else the HA client restarts (a
+        new handshake, which truncates) and a demoted master closes its connections."""
+        if master_epoch <= self.master_epoch:
+            return ()
+        if master_id == self.broker_id or not master_id:
+            raise RoleError(f"{self.broker_id}: change_to_slave names {master_id!r} as master")
+        self.master_epoch = master_epoch
+        if self.role == SLAVE and self.master_id == master_id:
+            return ()
+        effects: tuple = ()
+        if self.role == MASTER and self.connections:
+            effects += (fx.CloseConnections(tuple(sorted(self.connections))),)
+        self.connections = {}
+        self.role, self.master_id = SLAVE, master_id
+        self.sss, self.sss_epoch, self.remote_sss = frozenset(), 0, frozenset()
+        self.client = SlaveHandshake(self.epoch_cache, self.log_end_offset, self.confirm_offset, bugs=self.bugs)
+        self.check_invariants()
+        return effects + (fx.StartHaClient(master_id),)
+
+    # --- the SyncStateSet --------------------------------------------------------------------
+
+    def change_sync_state_set(self, master_epoch: int, sss: frozenset[str], sss_epoch: int) -> bool:
+        """ChangeSyncStateSet(m): the controller's SSS (the alter reply or the periodic sync),
+        taken only by a master in the controller's current epoch (``master_epoch``, the
+        metadata's) and for a newer sssEpoch; the proposal is cleared and confirmOffset
+        recomputed.  Returns whether it was taken."""
+        if self.role != MASTER or master_epoch != self.master_epoch or sss_epoch <= self.sss_epoch:
+            return False
+        self.sss, self.sss_epoch, self.remote_sss = frozenset(sss), sss_epoch, frozenset()
+        self.confirm_offset = self._confirm(self.sss)
+        self.check_invariants()
+        return True
+
+    def may_shrink(self, slave_id: str) -> bool:
+        """ShrinkSyncStateSet's guard: a member without a connection, or not caught up."""
+        if self.role != MASTER or self.remote_sss or slave_id not in self.sss or slave_id == self.broker_id:
+            return False
+        conn = self.connections.get(slave_id)
+        return conn is None or conn.ack_offset < self.log_end_offset
+
+    def may_expand(self, slave_id: str) -> bool:
+        """ExpandSyncStateSet's guard: a connected slave whose ack is our max offset, at
+        least confirmOffset and inside the current epoch."""
+        if self.role != MASTER or self.remote_sss or slave_id in self.sss:
+            return False
+        conn = self.connections.get(slave_id)
+        return (conn is not None and conn.ack_offset == self.log_end_offset
+                and conn.ack_offset >= self.confirm_offset and conn.ack_offset >= self.epoch_cache.last_start())
+
+    def propose_sync_state_set(self, new_sss: frozenset[str]) -> frozenset[str]:
+        """Shrink/ExpandSyncStateSet: the proposal goes out; from now on acks count over the
+        union of the committed and the proposed set (#5663).  Returns the proposal."""
+        new_sss = frozenset(new_sss)
+        if self.role != MASTER or self.remote_sss:
+            raise RoleError(f"{self.broker_id}: cannot propose a SyncStateSet (role {self.role}, "
+                            f"in flight {sorted(self.remote_sss)})")
+        assert self.broker_id in new_sss and len(new_sss) <= MAX_SLAVES, new_sss
+        self.remote_sss = new_sss
+        return new_sss
+
+    def alter_refused(self) -> None:
+        """AlterSyncStateSet refused by the controller: the proposal is dropped (alone again:
+        confirmOffset is the log end)."""
+        self.remote_sss = frozenset()
+        if not (self.sss - {self.broker_id}):
+            self.confirm_offset = self.log_end_offset
+
+    # --- puts, acks, responses, reads --------------------------------------------------------
+
+    def put(self, end_offset: int) -> int:
+        """Put(m), the broker's part: the log now ends at ``end_offset``.  Alone in its SSS
+        view the master confirms it at once.  Returns the epoch the record was put in."""
+        if self.role != MASTER:
+            raise RoleError(f"{self.broker_id}: a {self.role} takes no put")
+        assert end_offset > self.log_end_offset, (end_offset, self.log_end_offset)
+        self.log_end_offset = end_offset
+        if not (sss_view(self.sss, self.remote_sss) - {self.broker_id}):
+            self.confirm_offset = end_offset
+        return self.master_epoch
+
+    def ack_covered(self, end_offset: int) -> bool:
+        """AckCovered(m, off) over this master's view (see the function)."""
+        return ack_covered(self.broker_id, ack_view(self.sss, self.remote_sss, bugs=self.bugs), self.connections,
+                           end_offset, bugs=self.bugs)
+
+    def can_respond(self, put_epoch: int, end_offset: int) -> bool:
+        """CanRespond(i): PUT_OK only from a master still in the epoch it took the put in,
+        once the acks cover the record; otherwise the request times out."""
+        return self.role == MASTER and self.master_epoch == put_epoch and self.ack_covered(end_offset)
+
+    def header_confirm(self) -> int:
+        """HeaderConfirm(m): the confirmOffset a TRANSFER header carries
+        (BugSlaveConfirmFromMaxOffset: the max offset)."""
+        return self.log_end_offset if self._bug("BugSlaveConfirmFromMaxOffset") else self.confirm_offset
+
+    def readable_end(self) -> int:
+        """Consumers read below confirmOffset (reputEndOffset, V1)."""
+        return self.confirm_offset
+
+    def read(self, offset: int, max_bytes: int) -> tuple[int, int]:
+        """The range [offset, end) a consumer may read from ``offset``: empty at or above
+        readable_end(); never above it."""
+        assert offset >= 0 and max_bytes > 0, (offset, max_bytes)
+        end = max(offset, min(offset + max_bytes, self.readable_end()))
+        return offset, end
+
+    # --- the master's HA connections ---------------------------------------------------------
+
+    def slave_connected(self, slave_id: str, slave_entries: tuple[EpochEntry, ...],
+                        slave_end_offset: int) -> HandshakeReply | None:
+        """ReplicaConnect, the master's side: the same consistent point the slave computes;
+        the connection starts with ack = the point (its first report).  None: the handshake
+        fails (no common epoch) and no connection is made."""
+        if self.role != MASTER:
+            raise RoleError(f"{self.broker_id}: a {self.role} takes no HA connection")
+        assert slave_id != self.broker_id
+        point = consistent_point(EpochFileCache(slave_entries), slave_end_offset, self.epoch_cache,
+                                 self.log_end_offset)
+        if point == HANDSHAKE_FAILED:
+            return None
+        handshake_header(self.epoch_cache, point)       # asserts our cache covers it
+        reply = HandshakeReply(point, self.epoch_cache.entries, self.log_end_offset, self.header_confirm())
+        assert len(self.connections) < MAX_SLAVES or slave_id in self.connections
+        self.connections[slave_id] = HaConnection(point, point, cursor_epoch_at_connect(self.epoch_cache,
+                                                                                         bugs=self.bugs))
+        if slave_id in self.sss:
+            self.confirm_offset = self._confirm(sss_view(self.sss, self.remote_sss))
+        self.check_invariants()
+        return reply
+
+    def next_transfer(self, slave_id: str, max_bytes: int) -> TransferBatch | None:
+        """Transfer, the master's side: the next batch for a slave (None: it has it all).
+        The batch ends at its epoch's end (H2) — except under BugTransferCursorNotReset,
+        where a cursor fixed at an older epoch is 'unbounded' and labels it all old."""
+        conn = self.connections[slave_id]
+        start = conn.next_offset
+        if start >= self.log_end_offset:
+            return None
+        label = transfer_label(self.epoch_cache, start, conn.cursor_epoch, bugs=self.bugs)
+        if conn.cursor_epoch != 0:      # only under the bug: the cursor's epoch was the last, its end -1
+            end = min(start + max_bytes, self.log_end_offset)
+        else:
+            end = batch_end(self.epoch_cache, start, max_bytes, self.log_end_offset)
+        conn.next_offset = end
+        return TransferBatch(start, end, label, self.header_confirm())
+
+    def slave_ack(self, slave_id: str, offset: int) -> tuple:
+        """ReplicaAck: a slave reports the offset it holds.  A report past what was shipped
+        closes that connection (a slave never holds what it was not sent)."""
+        conn = self.connections.get(slave_id)
+        if conn is None:
+            return ()
+        if not 0 <= offset <= conn.next_offset:
+            del self.connections[slave_id]
+            return (fx.CloseConnections((slave_id,)),)
+        conn.ack_offset = max(conn.ack_offset, offset)
+        if slave_id in self.sss:
+            self.confirm_offset = self._confirm(sss_view(self.sss, self.remote_sss))
+        self.check_invariants()
+        return ()
+
+    def slave_disconnected(self, slave_id: str) -> None:
+        """ReplicaDisconnect: the link is gone; its ack and cursor go with it."""
+        self.connections.pop(slave_id, None)
+
+    def _confirm(self, view: frozenset[str]) -> int:
+        return confirm_with(self.broker_id, view, self.connections, self.log_end_offset, self.confirm_offset,
+                            bugs=self.bugs)
+
+    # --- the slave's side (delegated to the HA client) -------------------------------------
+
+    def start_following(self) -> tuple:
+        """The HA client connects and sends its handshake."""
+        if self.role != SLAVE or self.client is None:
+            raise RoleError(f"{self.broker_id}: not following a master")
+        return self.client.start()
+
+    def handshake_reply(self, reply: HandshakeReply) -> tuple:
+        """ReplicaConnect, the slave's side: the crash-safe cut (truncation.py)."""
+        assert self.client is not None
+        effects = self.client.handshake_reply(reply.entries, reply.log_end_offset, reply.confirm_offset)
+        self._take_client()
+        return effects
+
+    def transfer_received(self, batch: TransferBatch) -> tuple:
+        """Transfer, the slave's side."""
+        assert self.client is not None
+        effects = self.client.transfer(batch.offset, batch.end - batch.offset, batch.label, batch.confirm_offset)
+        self._take_client()
+        return effects
+
+    def follower_disconnected(self) -> None:
+        if self.client is not None:
+            self.client.disconnected()
+
+    def _take_client(self) -> None:
+        self.epoch_cache = self.client.cache
+        self.log_end_offset = self.client.log_end_offset
+        self.confirm_offset = self.client.confirm_offset
+        self.check_invariants()
+
+    # --- invariants --------------------------------------------------------------------------
+
+    def check_invariants(self) -> None:
+        """Asserted after every event that changes state."""
+        assert self.role in (MASTER, SLAVE), self.role
+        assert len(self.connections) <= MAX_SLAVES
+        if not self._bug("BugEpochAppendUnchecked"):
+            assert self.epoch_cache.ordered, self.epoch_cache.entries
+        if not self._bug("BugConfirmNotClamped"):
+            assert self.confirm_offset <= self.log_end_offset, (self.confirm_offset, self.log_end_offset)
+        if self.role == MASTER:
+            assert self.master_id == self.broker_id and not self.client
+            assert all(c.ack_offset <= c.next_offset <= self.log_end_offset for c in self.connections.values())
+            if not self._bug("BugEpochAppendUnchecked"):
+                assert self.epoch_cache.last_epoch() == self.master_epoch, (self.epoch_cache.entries,
+                                                                             self.master_epoch)
+        else:
+            assert not self.connections and not self.sss and not self.remote_sss
