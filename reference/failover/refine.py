@@ -1,0 +1,71 @@
+"""The refinement check of the failover reference: every concrete step of a
+``FailoverGroup`` must be a step of the failover twin (spec/failover/actions.py)
+with the same label, or leave the abstract state unchanged; every abstract
+state must satisfy the spec's safety invariants.  Nothing here knows a rule:
+the twin's action functions say which successors are allowed."""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from spec.failover import actions
+from spec.failover.config import FailoverConfig
+from spec.failover.properties import INVARIANTS, SAFETY
+from spec.failover.state import FState
+
+_LABEL = re.compile(r"^(\w+)(?:\(([^)]*)\))?$")
+
+# label name -> (twin action, how its arguments are parsed)
+_ACTIONS = {
+    "Put": actions.put, "ChangeToMaster": actions.change_to_master, "ChangeToSlave": actions.change_to_slave,
+    "ChangeSyncStateSet": actions.change_sync_state_set, "ReplicaConnect": actions.replica_connect,
+    "Transfer": actions.transfer, "ReplicaAck": actions.replica_ack, "ReplicaDisconnect": actions.replica_disconnect,
+    "ShrinkSyncStateSet": actions.shrink_sync_state_set, "ExpandSyncStateSet": actions.expand_sync_state_set,
+    "AlterSyncStateSet": actions.alter_sync_state_set, "BrokerCrash": actions.broker_crash,
+    "BrokerPowerLoss": actions.broker_power_loss, "BrokerRestart": actions.broker_restart,
+    "CutFromController": actions.cut_from_controller, "ReconnectToController": actions.reconnect_to_controller,
+    "Respond": actions.respond, "Timeout": actions.timeout, "ElectMaster": actions.elect_master,
+}
+
+
+class RefinementError(AssertionError):
+    """A concrete step the twin does not allow."""
+
+
+def allowed(cfg: FailoverConfig, pre: FState, label: str) -> list[FState]:
+    """The twin's successors of ``pre`` under the action ``label`` names."""
+    m = _LABEL.match(label)
+    if m is None or m.group(1) not in _ACTIONS:
+        raise ValueError(f"not a failover action label: {label!r}")
+    fn = _ACTIONS[m.group(1)]
+    args = [a.strip() for a in m.group(2).split(",")] if m.group(2) else []
+    if m.group(1) in ("Respond", "Timeout"):
+        args = [int(args[0])]
+    return fn(cfg, pre, *args)
+
+
+def _diff(a: FState, b: FState) -> str:
+    return "; ".join(f"{f.name}: {getattr(a, f.name)!r} vs {getattr(b, f.name)!r}"
+                     for f in attrs.fields(FState) if getattr(a, f.name) != getattr(b, f.name))
+
+
+def check_step(cfg: FailoverConfig, pre: FState, label: str, post: FState) -> None:
+    """Raise RefinementError unless pre -label-> post is a twin step (or a stutter)."""
+    if post == pre:
+        return
+    options = allowed(cfg, pre, label)
+    if post in options:
+        return
+    if not options:
+        raise RefinementError(f"{label}: the spec does not allow this action here; the reference changed "
+                              f"{_diff(pre, post)}")
+    closest = min(options, key=lambda o: len(_diff(o, post)))
+    raise RefinementError(f"{label}: no spec step leads here; closest spec successor differs in "
+                          f"{_diff(closest, post)}  (spec vs reference)")
+
+
+def violated(cfg: FailoverConfig, s: FState) -> list[str]:
+    """The safety invariants of the green failover cfgs that ``s`` violates."""
+    return [name for name in SAFETY if not INVARIANTS[name](cfg, s)]

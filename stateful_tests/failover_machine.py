@@ -1,0 +1,175 @@
+"""The failover refinement machine: Hypothesis drives a ``FailoverGroup`` (the
+reference's ControllerCore and one ReplicasManager per broker) through the
+failover spec's actions, and after every step checks that the step is a step
+of the twin (spec/failover/actions.py) and that the spec's safety invariants
+hold; ``teardown`` heals the group (faults stop, the fair actions run) and
+checks the liveness properties, as reference/failover/drive.py does.
+
+One class per bug switch (``failover_machine_for``): the same rules with the
+switch on in the twin and in the reference."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from reference.failover.drive import fair_actions, heal_and_check
+from reference.failover.group import FailoverGroup
+from reference.failover.refine import RefinementError, check_step, violated
+from spec.failover.config import FailoverConfig
+
+BROKERS = ("b1", "b2", "b3")
+brokers = st.sampled_from(BROKERS)
+
+
+class FailoverViolation(AssertionError):
+    """A failover property (or the refinement) does not hold; ``prop`` names it."""
+
+    def __init__(self, prop: str, detail: str) -> None:
+        super().__init__(f"{prop}: {detail}")
+        self.prop = prop
+
+
+class FailoverMachine(RuleBasedStateMachine):
+    bugs: tuple[str, ...] = ()
+
+    @initialize()
+    def start(self) -> None:
+        self.cfg = FailoverConfig(BROKERS, "b1", bugs=frozenset(self.bugs))
+        self.group = FailoverGroup(self.cfg)
+        self.pre = self.group.abstract()
+        self.failed = False
+
+    def _step(self, label: str | None) -> None:
+        if label is None:
+            return
+        post = self.group.abstract()
+        try:
+            check_step(self.cfg, self.pre, label, post)
+        except RefinementError as err:
+            self.failed = True
+            raise FailoverViolation("Refinement", str(err)) from None
+        bad = violated(self.cfg, post)
+        if bad:
+            self.failed = True
+            raise FailoverViolation(bad[0], f"after {label}")
+        self.pre = post
+
+    # --- producer, GroupTransferService, HA --------------------------------------
+    @rule(b=brokers)
+    def put(self, b):
+        self._step(self.group.put(b))
+
+    @rule(data=st.data())
+    def answer(self, data):
+        waiting = [i for i, r in enumerate(self.group.requests, start=1) if r.status == "WAITING"]
+        if waiting:
+            i = data.draw(st.sampled_from(waiting), label="request")
+            self._step(self.group.respond(i) or self.group.timeout(i))
+
+    @rule(b=brokers)
+    def replica_connect(self, b):
+        self._step(self.group.replica_connect(b))
+
+    @rule(b=brokers, n=st.integers(1, 4))
+    def transfer(self, b, n):
+        for _ in range(n):
+            self._step(self.group.transfer(b))
+
+    @rule(b=brokers)
+    def replica_ack(self, b):
+        self._step(self.group.replica_ack(b))
+
+    @rule(b=brokers)
+    def replica_disconnect(self, b):
+        self._step(self.group.replica_disconnect(b))
+
+    # --- SyncStateSet -------------------------------------------------------------
+    @rule(m=brokers, b=brokers)
+    def expand_sync_state_set(self, m, b):
+        self._step(self.group.expand_sync_state_set(m, b))
+
+    @rule(m=brokers, b=brokers)
+    def shrink_sync_state_set(self, m, b):
+        self._step(self.group.shrink_sync_state_set(m, b))
+
+    @rule(m=brokers)
+    def alter_sync_state_set(self, m):
+        self._step(self.group.alter_sync_state_set(m))
+
+    @rule(m=brokers)
+    def change_sync_state_set(self, m):
+        self._step(self.group.change_sync_state_set(m))
+
+    # --- controller and roles -------------------------------------------------------
+    @rule()
+    def elect_master(self):
+        self._step(self.group.elect_master())
+
+    @rule(b=brokers)
+    def change_role(self, b):
+        self._step(self.group.change_role(b))
+
+    @rule(start=st.integers(0, 1 << 16), n=st.integers(1, 6))
+    def protocol(self, start, n):
+        """The next ``n`` protocol steps: each time, the first enabled action from a rotating
+        point in the list of everything the brokers and the controller could do (expansions
+        included).  A rule that always moves, where the named rules mostly find theirs disabled."""
+        for k in range(n):
+            options = fair_actions(self.group) + [
+                (lambda m=m, b=b: self.group.expand_sync_state_set(m, b)) for m in BROKERS for b in BROKERS]
+            for j in range(len(options)):
+                label = options[(start + 7 * k + j) % len(options)]()
+                if label is not None:
+                    self._step(label)
+                    break
+
+    @rule(rounds=st.integers(1, 3))
+    def settle(self, rounds):
+        """The protocol's own actions, round-robin (what the brokers' and the controller's
+        services do on their timers when no fault comes): big steps for the search."""
+        for _ in range(rounds):
+            for action in fair_actions(self.group):
+                self._step(action())
+
+    # --- faults and healing ----------------------------------------------------------
+    @rule(b=brokers)
+    def broker_crash(self, b):
+        self._step(self.group.broker_crash(b))
+
+    @rule(b=brokers, keep=st.integers(0, 8), lose_epoch_write=st.booleans())
+    def broker_power_loss(self, b, keep, lose_epoch_write):
+        self._step(self.group.broker_power_loss(b, keep, lose_epoch_write))
+
+    @rule(b=brokers)
+    def broker_restart(self, b):
+        self._step(self.group.broker_restart(b))
+
+    @rule(b=brokers)
+    def cut_from_controller(self, b):
+        self._step(self.group.cut_from_controller(b))
+
+    @rule(b=brokers)
+    def reconnect_to_controller(self, b):
+        self._step(self.group.reconnect_to_controller(b))
+
+    @invariant()
+    def abstraction_is_current(self):
+        # Every rule ends on a checked state: nothing changed behind the refinement check.
+        if hasattr(self, "group") and not self.failed:
+            assert self.group.abstract() == self.pre, "a rule changed the group without a spec step"
+
+    def teardown(self):
+        # Hypothesis tears down after a failing rule too: only a run that held so far is healed.
+        if hasattr(self, "group") and not self.failed:
+            problem = heal_and_check(self.cfg, self.group, self.pre)
+            if problem is not None:
+                raise FailoverViolation(*problem)
+
+
+def failover_machine_for(bug: str | None) -> type[FailoverMachine]:
+    if bug is None:
+        return FailoverMachine
+    return type(f"FailoverMachine_{bug}", (FailoverMachine,), {"bugs": (bug,)})
+
+
