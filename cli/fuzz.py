@@ -37,6 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config-matrix", type=Path, metavar="FILE",
                    help="JSON list of objects pinning `ackorder sim --config` knobs; row i uses entry i mod n")
     p.add_argument("--bug", metavar="NAME", help="switch on a seeded defect (either spelling)")
+    p.add_argument("--model", choices=("write-path", "failover"), default="write-path",
+                   help="what each seed simulates: the write path (default) or a broker group under "
+                        "controller-driven failover (reference/failover, checked against spec/failover)")
     p.add_argument("--steps", type=positive_int, default=400, help="events with faults per seed (default 400)")
     p.add_argument("--batch-seeds", type=positive_int, default=2_000, help="seeds per Spark job and ledger batch")
     p.add_argument("--resume", action="store_true", help="run only the seeds the ledger lacks")
@@ -107,14 +110,21 @@ def main(args: argparse.Namespace) -> int:
     from spark_fuzz.seeds import load_matrix
 
     console = make_console()
-    bug = resolve_bug(args.bug) if args.bug else None
+    if args.model == "failover":
+        from spec.failover.config import FAILOVER_BUG_NAMES
+
+        bug = resolve_bug(args.bug, FAILOVER_BUG_NAMES) if args.bug else None
+        if args.config_matrix is not None:
+            raise errors.UsageError("--config-matrix pins write-path knobs; a failover campaign has none")
+    else:
+        bug = resolve_bug(args.bug) if args.bug else None
     conf = parse_conf(args.conf)
     load_matrix(args.config_matrix)          # a bad matrix is reported before Spark starts
     preflight(args.master, args.out)
     spec = CampaignSpec(seeds=args.seeds, first_seed=args.first_seed, out=args.out,
                         matrix_path=args.config_matrix, bug=bug, steps=args.steps,
                         batch_seeds=args.batch_seeds, max_failures=args.max_failures, resume=args.resume,
-                        audit=not args.no_audit)
+                        audit=not args.no_audit, model=args.model)
     try:
         spark = spark_session(args.master, {"spark.ui.enabled": "true", **conf})
     except Exception as err:         # noqa: BLE001  (Py4J and JVM start-up errors have many types)

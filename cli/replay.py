@@ -23,6 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     what.add_argument("--seed", type=natural_int, help="a simulation seed")
     add_seed_arguments(p)
     p.add_argument("--expect-hash", metavar="HASH", help="exit 1 unless the run reproduces this trace hash")
+    p.add_argument("--failover", action="store_true",
+                   help="the seed is a failover campaign's (reference/failover/drive.py), not the write path's")
     p.add_argument("--emit-test", type=Path, metavar="FILE",
                    help="write the failure's spec behaviour as a pytest file driving the reference cores")
     p.set_defaults(func=main)
@@ -49,6 +51,8 @@ def main(args: argparse.Namespace) -> int:
     trace = args.trace
     if args.emit_test and trace is None:
         trace = Path(tempfile.mkdtemp(prefix="ackorder-emit-")) / "failure.ndjson"
+    if args.failover:
+        return replay_failover(args)
     if args.seed is not None:
         run = run_sim(args.seed, args.steps, parse_overrides(args.config), args.bug, trace=trace)
         code = report(run, args.json, args.expect_hash)
@@ -71,6 +75,32 @@ def main(args: argparse.Namespace) -> int:
     elif args.emit_test:
         raise errors.UsageError("--emit-test: the run did not fail, there is no counterexample to write")
     return code
+
+
+def replay_failover(args: argparse.Namespace) -> int:
+    """One failover seed again: its outcome, the last actions, the trace hash."""
+    from reference.failover.drive import simulate
+    from spec.config import resolve_bug
+    from spec.failover.config import FAILOVER_BUG_NAMES
+
+    if args.seed is None:
+        raise errors.UsageError("--failover replays a seed: give --seed")
+    if args.config or args.emit_test or args.trace:
+        raise errors.UsageError("--failover takes --seed, --steps, --bug and --expect-hash only")
+    bug = resolve_bug(args.bug, FAILOVER_BUG_NAMES) if args.bug else None
+    run = simulate(args.seed, args.steps, (bug,) if bug else ())
+    console = make_console()
+    for label in run.labels[-12:]:
+        console.print(f"  {label}")
+    console.print(f"seed {run.seed}: {run.steps} steps, trace hash {run.trace_hash}, counts {run.counts}")
+    if args.expect_hash and args.expect_hash != run.trace_hash:
+        console.print(f"[bold red]trace hash {run.trace_hash}, expected {args.expect_hash}[/]")
+        return errors.VIOLATION
+    if run.violation:
+        console.print(f"[bold red]reproduced: {run.violation}[/]\n{run.detail}")
+        return errors.VIOLATION
+    console.print("[green]no violation[/]")
+    return errors.OK
 
 
 def emit(path: Path, trace: Path, command: str) -> None:

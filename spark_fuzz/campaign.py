@@ -25,7 +25,7 @@ from pathlib import Path
 import attrs
 
 from spark_fuzz import ledger
-from spark_fuzz.seeds import Job, Reproducer, load_matrix, run_partition, shrink
+from spark_fuzz.seeds import FAILOVER, Job, Reproducer, load_matrix, run_partition, shrink, shrink_failover
 
 AUDIT_FRACTION = 0.01
 MAX_SHRINKS = 20                 # distinct failure signatures shrunk per campaign
@@ -48,10 +48,14 @@ class CampaignSpec:
     max_failures: int | None = None
     resume: bool = False
     audit: bool = True
+    model: str = "write-path"
 
     def campaign_id(self, matrix) -> str:
         """Named by what decides its rows, so a resumed campaign finds its ledger."""
-        key = json.dumps({"matrix": matrix, "bug": self.bug, "steps": self.steps}, sort_keys=True)
+        fields = {"matrix": matrix, "bug": self.bug, "steps": self.steps}
+        if self.model != "write-path":          # write-path campaigns keep their ids (and ledgers)
+            fields["model"] = self.model
+        key = json.dumps(fields, sort_keys=True)
         return "c" + hashlib.sha256(key.encode()).hexdigest()[:10]
 
 
@@ -76,7 +80,7 @@ def spark_session(master: str, conf: dict[str, str] | None = None):
 
 
 def _jobs(campaign: str, indices: list[int], matrix, spec: CampaignSpec) -> list[Job]:
-    return [Job(campaign, i, matrix[i % len(matrix)], spec.bug, spec.steps) for i in indices]
+    return [Job(campaign, i, matrix[i % len(matrix)], spec.bug, spec.steps, spec.model) for i in indices]
 
 
 def _run_batch(spark, jobs: list[Job], path: Path, slices: int) -> None:
@@ -164,11 +168,13 @@ def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: flo
         entry = {"signature": sig, "outcome": first["outcome"], "count": len(group), "index": first["index"],
                  "seed": first["seed"], "message": first["message"][:MESSAGE_KEPT]}
         if first["outcome"] == "internal_error":   # a crash of the simulator: the seed itself reproduces it
-            rep = Reproducer(first["seed"], spec.steps, tuple(sorted(overrides.items())), spec.bug or None,
-                             "internal_error", "")
+            pins = FAILOVER if spec.model == "failover" else tuple(sorted(overrides.items()))
+            rep = Reproducer(first["seed"], spec.steps, pins, spec.bug or None, "internal_error", "")
             entry.update(reproducer=rep.command(), reproduces=None)
         else:
-            rep = shrink(first["seed"], spec.steps, overrides, spec.bug or None, first["outcome"])
+            rep = (shrink_failover(first["seed"], spec.steps, spec.bug or None, first["outcome"])
+                   if spec.model == "failover" else
+                   shrink(first["seed"], spec.steps, overrides, spec.bug or None, first["outcome"]))
             trace = spec.out / "traces" / f"{n:02d}-{re.sub(r'[^A-Za-z0-9]+', '-', sig).strip('-')}.ndjson"
             rep.write_trace(trace)
             entry.update(reproducer=rep.command(), trace_hash=rep.trace_hash, shrunk_steps=rep.steps,
@@ -186,10 +192,11 @@ def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: flo
     by_config: dict[str, Counter] = defaultdict(Counter)
     for r in rows:
         c = json.loads(r["config"]) if r["config"] else {}
-        key = "/".join(str(c.get(k, "?")) for k in ("flush_disk_type", "broker_role", "ack_policy"))
+        key = "failover" if c.get("model") == "failover" else \
+            "/".join(str(c.get(k, "?")) for k in ("flush_disk_type", "broker_role", "ack_policy"))
         by_config[key][r["outcome"]] += 1
     return {
-        "campaign": campaign, "bug": spec.bug, "first_seed": spec.first_seed, "seeds": len(rows),
+        "campaign": campaign, "model": spec.model, "bug": spec.bug, "first_seed": spec.first_seed, "seeds": len(rows),
         "seeds_run_now": ran, "steps": steps, "seconds": round(seconds, 3),
         "seeds_per_second": round(ran / seconds, 3) if seconds and ran else 0.0,
         "steps_per_second": round(steps_now / seconds, 1) if seconds and ran else 0.0,

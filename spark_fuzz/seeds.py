@@ -15,6 +15,7 @@ import os
 import socket
 import time
 import traceback
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -43,6 +44,7 @@ class Job:
     overrides: tuple[tuple[str, str], ...]     # one entry of the configuration matrix
     bug: str | None
     steps: int
+    model: str = "write-path"       # or "failover": reference/failover/drive.py
 
     def override_dict(self) -> dict[str, str]:
         out = dict(self.overrides)
@@ -66,6 +68,24 @@ def signature(prop: str, tail: Iterable[str]) -> str:
     return f"{prop} at {tail[-1]}" + (f" after {faults[-1]}" if faults else "")
 
 
+MODELS = ("write-path", "failover")
+
+
+def _run_failover(job: Job, seed: int, row: dict) -> None:
+    """One seed of the failover simulation (a broker group, its controller and the refinement
+    check against spec/failover); its counts go in the row's ``faults`` for the report."""
+    from reference.failover.drive import simulate
+
+    run = simulate(seed, job.steps, (job.bug,) if job.bug else ())
+    actions = Counter(label.split("(")[0] for label in run.labels)
+    row.update(steps=run.steps, spec_steps=run.steps, trace_hash=run.trace_hash,
+               actions=json.dumps(dict(sorted(actions.items()))), config=json.dumps({"model": "failover"}),
+               faults=json.dumps({k: v for k, v in sorted(run.counts.items()) if k != "acked"}))
+    if run.violation:
+        last = run.labels[-1].split("(")[0] if run.labels else "Init"
+        row.update(outcome=run.violation, signature=f"{run.violation} at {last}", message=run.detail[:MESSAGE_CHARS])
+
+
 def run_job(job: Job) -> dict:
     """Run one seed; a violation or a crash of the simulator is a row, never an exception."""
     seed = derive_seed(job.campaign, job.index)
@@ -76,6 +96,10 @@ def run_job(job: Job) -> dict:
            "trace_hash": "", "actions": "{}", "worker": f"{socket.gethostname()}:{os.getpid()}", "faults": "{}",
            "branches": "{}", "antecedents": "{}"}
     try:
+        if job.model == "failover":
+            _run_failover(job, seed, row)
+            row["wall_s"] = round(time.perf_counter() - start, 6)
+            return row
         params = draw(seed, job.override_dict())
         row["config"] = json.dumps({k: v for k, v in params.describe().items() if k != "seed"}, sort_keys=True)
         outcome = World(params).run(job.steps)
@@ -156,6 +180,9 @@ class Reproducer:
     trace_hash: str
 
     def command(self) -> str:
+        if self.overrides == FAILOVER:
+            bug = f" --bug {self.bug}" if self.bug else ""
+            return f"ackorder replay --failover --seed {self.seed} --steps {self.steps}{bug}"
         config = "".join(f" --config {k}={v}" for k, v in self.overrides)
         bug = f" --bug {self.bug}" if self.bug else ""
         expect = f" --expect-hash {self.trace_hash}" if self.trace_hash else ""
@@ -164,6 +191,13 @@ class Reproducer:
     def write_trace(self, path: Path) -> None:
         """The spec-level trace of this run (NDJSON, the violating step last)."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        if self.overrides == FAILOVER:
+            from reference.failover.drive import simulate
+
+            run = simulate(self.seed, self.steps, (self.bug,) if self.bug else ())
+            path.write_text("".join(json.dumps({"step": k, "action": label}) + "\n"
+                                    for k, label in enumerate(run.labels, start=1)))
+            return
         with open(path, "w") as out:
             World(_params(self.seed, dict(self.overrides), self.bug), trace=out).run(self.steps)
 
@@ -174,6 +208,20 @@ def _params(seed: int, overrides: dict[str, str], bug: str | None):
 
 def _rerun(seed: int, steps: int, overrides: dict[str, str], bug: str | None):
     return World(_params(seed, overrides, bug)).run(steps)
+
+
+FAILOVER = (("model", "failover"),)      # a Reproducer's overrides for a failover seed
+
+
+def shrink_failover(seed: int, steps: int, bug: str | None, outcome: str) -> Reproducer:
+    """A failing failover seed, cut at the step that failed (the schedule is drawn from
+    the seed, so there are no fault rates to switch off)."""
+    from reference.failover.drive import simulate
+
+    first = simulate(seed, steps, (bug,) if bug else ())
+    if first.violation != outcome:
+        return Reproducer(seed, steps, FAILOVER, bug, first.violation or "ok", first.trace_hash)
+    return Reproducer(seed, steps, FAILOVER, bug, outcome, first.trace_hash)
 
 
 def shrink(seed: int, steps: int, overrides: dict[str, str], bug: str | None, outcome: str,

@@ -43,15 +43,15 @@ def bug_alias(bug: str) -> str:
     return "_".join(w.lower() for w in words) + "_bug"
 
 
-def resolve_bug(name: str) -> str:
+def resolve_bug(name: str, names: tuple[str, ...] = BUG_NAMES) -> str:
     """A bug switch by either spelling (BugAckOnWrote or ack_on_wrote_bug), or a ConfigError
-    that suggests the closest names."""
-    for bug in BUG_NAMES:
+    that suggests the closest names (``names``: the write path's, or the failover spec's)."""
+    for bug in names:
         if name in (bug, bug_alias(bug)):
             return bug
-    known = [*BUG_NAMES, *(bug_alias(b) for b in BUG_NAMES)]
+    known = [*names, *(bug_alias(b) for b in names)]
     close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
-    hint = f"; did you mean {' or '.join(close)}?" if close else f"; known: {', '.join(BUG_NAMES)}"
+    hint = f"; did you mean {' or '.join(close)}?" if close else f"; known: {', '.join(names)}"
     raise ConfigError(f"unknown bug switch {name!r}{hint}")
 
 

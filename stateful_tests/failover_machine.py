@@ -10,15 +10,18 @@ switch on in the twin and in the reference."""
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from reference.failover.drive import fair_actions, heal_and_check
+from reference.failover.drive import FAULT_RATES, FailoverBudget, fair_actions, heal_and_check, step_once
 from reference.failover.group import FailoverGroup
 from reference.failover.refine import RefinementError, check_step, violated
 from spec.failover.config import FailoverConfig
 
 BROKERS = ("b1", "b2", "b3")
+BUDGET = FailoverBudget()
 brokers = st.sampled_from(BROKERS)
 
 
@@ -123,6 +126,16 @@ class FailoverMachine(RuleBasedStateMachine):
                 if label is not None:
                     self._step(label)
                     break
+
+    @rule(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), fault_rate=st.sampled_from(FAULT_RATES),
+          slow=st.sampled_from((None,) + BROKERS))
+    def schedule(self, seed, n, fault_rate, slow):
+        """``n`` steps of the seeded campaign's schedule (reference/failover/drive.py), each
+        checked here: the campaign's pacing of faults and slow members, inside programs
+        Hypothesis composes and shrinks."""
+        rng = random.Random(seed)
+        for _ in range(n):
+            self._step(step_once(self.group, rng, BUDGET, fault_rate, slow))
 
     @rule(rounds=st.integers(1, 3))
     def settle(self, rounds):

@@ -4,6 +4,7 @@ step and the safety invariants on every state.  Deterministic per seed."""
 
 from __future__ import annotations
 
+import hashlib
 import random
 
 import attrs
@@ -41,6 +42,11 @@ class FailoverRun:
     def ok(self) -> bool:
         return self.violation is None
 
+    @property
+    def trace_hash(self) -> str:
+        """What the determinism audit compares: the run's actions, in order."""
+        return hashlib.sha256("\n".join(self.labels).encode()).hexdigest()[:16]
+
 
 def _faults(g: FailoverGroup, rng: random.Random, budget: FailoverBudget) -> list:
     """The environment's perturbations still in budget, as thunks."""
@@ -59,7 +65,8 @@ def _faults(g: FailoverGroup, rng: random.Random, budget: FailoverBudget) -> lis
     return out
 
 
-def _choices(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, fault_rate: float) -> list:
+def _choices(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, fault_rate: float,
+             slow: str | None) -> list:
     """What may happen next: mostly the protocol and producers, sometimes a fault
     (spread over the run so that faults meet every phase of the protocol)."""
     roll = rng.random()
@@ -69,28 +76,44 @@ def _choices(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, fault
             return faults
     if roll < fault_rate + 0.25 and len(g.requests) < budget.puts:
         return [lambda b=b: g.put(b) for b in g.names]
-    out = fair_actions(g)
+    out = fair_actions(g, slow if rng.random() < SLOW_SKIP else None)
     if g.counters["sssProposal"] < budget.sss_proposals:     # the master's housekeeping: isInSyncSlave
         out += [lambda b=b, o=o: g.expand_sync_state_set(b, o) for b in g.names for o in g.names]
     return out
 
 
 FAULT_RATES = (0.02, 0.05, 0.1, 0.2)     # one per run, from the seed
+SLOW_SKIP = 0.8                          # how often a slow member's transfers and acks wait
 HEAL_STEPS = 300       # fair steps after the faults stop (a few dozen suffice when nothing is wrong)
 
 
-def fair_actions(g: FailoverGroup) -> list:
-    """The protocol's own actions (weakly fair in the spec), in a fixed order."""
+def fair_actions(g: FailoverGroup, slow: str | None = None) -> list:
+    """The protocol's own actions (weakly fair in the spec), in a fixed order; a ``slow``
+    broker's transfers and acks are left out (this time)."""
     out = [g.elect_master]
     for b in g.names:
         out += [lambda b=b: g.broker_restart(b), lambda b=b: g.reconnect_to_controller(b),
                 lambda b=b: g.change_role(b), lambda b=b: g.change_sync_state_set(b),
-                lambda b=b: g.alter_sync_state_set(b), lambda b=b: g.replica_connect(b),
-                lambda b=b: g.transfer(b), lambda b=b: g.replica_ack(b)]
+                lambda b=b: g.alter_sync_state_set(b), lambda b=b: g.replica_connect(b)]
+        if b != slow:
+            out += [lambda b=b: g.transfer(b), lambda b=b: g.replica_ack(b)]
     for i in range(1, len(g.requests) + 1):
         if g.requests[i - 1].status == "WAITING":
             out += [lambda i=i: g.respond(i), lambda i=i: g.timeout(i)]
     return out
+
+
+def step_once(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, fault_rate: float,
+              slow: str | None) -> str | None:
+    """One step of the seeded schedule: the first enabled action of a shuffled list of what
+    could happen (uniform over what can); None when nothing in that list was enabled."""
+    options = _choices(g, rng, budget, fault_rate, slow)
+    rng.shuffle(options)
+    for action in options:
+        label = action()
+        if label is not None:
+            return label
+    return None
 
 
 def heal_and_check(cfg: FailoverConfig, g: FailoverGroup, pre, labels: list[str] | None = None):
@@ -138,14 +161,9 @@ def simulate(seed: int, steps: int = 400, bugs: tuple[str, ...] = (), budget: Fa
     pre = g.abstract()
     truncations = 0
     fault_rate = rng.choice(FAULT_RATES)
+    slow = rng.choice((None,) * 3 + BROKERS)  # half the runs: a member whose link is slow (it lags, may leave the SSS)
     for _ in range(steps):
-        options = _choices(g, rng, budget, fault_rate)
-        rng.shuffle(options)
-        label = None
-        for action in options:         # the first enabled one: uniform over what can happen
-            label = action()
-            if label is not None:
-                break
+        label = step_once(g, rng, budget, fault_rate, slow)
         if label is None:
             continue
         labels.append(label)
