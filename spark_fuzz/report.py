@@ -149,6 +149,27 @@ def coverage_markdown(branch_rows, antecedent_rows, runs_word: str = "seeds") ->
     return lines
 
 
+def failover_actions_markdown(rows: list[dict]) -> list[str]:
+    """A failover campaign's coverage: every action of tla/AckOrderFailover.tla, how many seeds
+    took it and how often (the write path's branch tables do not apply)."""
+    from spec.failover.actions import FAIR_ACTIONS
+
+    every = sorted(set(FAIR_ACTIONS) | {"Put", "ShrinkSyncStateSet", "ExpandSyncStateSet", "ReplicaDisconnect",
+                                          "BrokerCrash", "BrokerPowerLoss", "CutFromController"})
+    seeds: dict[str, int] = dict.fromkeys(every, 0)
+    times: dict[str, int] = dict.fromkeys(every, 0)
+    for r in rows:
+        for action, n in json.loads(r.get("actions") or "{}").items():
+            seeds[action] = seeds.get(action, 0) + 1
+            times[action] = times.get(action, 0) + n
+    lines = ["", "## Failover spec actions taken", "",
+             "Every action of tla/AckOrderFailover.tla, with the seeds that took it and how often.", "",
+             "| action | seeds | times |", "|---|---:|---:|"]
+    lines += [f"| {a} | {seeds[a]:,} | {times[a]:,} |" + ("" if times[a] else " **never taken**")
+              for a in sorted(seeds)]
+    return lines
+
+
 def markdown(summary: dict, rows: list[dict], plots: dict[str, Path], out: Path) -> str:
     lines = [f"# Fuzz campaign {summary['campaign']}", "",
              f"{summary['seeds']:,} seeds, {summary['steps']:,} simulated steps"
@@ -169,6 +190,10 @@ def markdown(summary: dict, rows: list[dict], plots: dict[str, Path], out: Path)
             lines += ["", f"Every reproducer, one per line: [reproducers.txt]({Path(summary['reproducers_file']).name})."]
     else:
         lines.append("None.")
+    if summary.get("model") == "failover":
+        lines += failover_actions_markdown(rows)
+        lines += ["", "## Plots", ""] + [f"![{name}]({p.name})" for name, p in plots.items()]
+        return "\n".join(lines) + "\n"
     branch_rows, antecedent_rows = spec_coverage(rows, summary.get("bug"))
     unreached = [r for r in branch_rows if not r.reached]
     lines += ["", "## Spec coverage: branches and property antecedents", "",

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from spark_fuzz.campaign import CampaignSpec, run_campaign
+from spark_fuzz.report import write_report
 
 
 def test_a_clean_failover_campaign_finds_nothing_and_counts_failovers(spark, tmp_path):
@@ -17,6 +18,10 @@ def test_a_clean_failover_campaign_finds_nothing_and_counts_failovers(spark, tmp
     for count in ("election", "truncations", "sssChanges", "brokerCrash", "powerLoss", "cutOff"):
         assert summary["faults"].get(count, 0) > 0, (count, summary["faults"])
     assert json.loads((tmp_path / "summary.json").read_text())["model"] == "failover"
+    write_report(tmp_path, summary)
+    report = (tmp_path / "report.md").read_text()
+    assert "## Failover spec actions taken" in report and "| ElectMaster | " in report
+    assert "tla/AckOrder.tla" not in report, "a failover campaign shows the write path's coverage"
 
 
 def test_a_failover_bug_is_found_and_its_reproducer_reproduces(spark, tmp_path):
