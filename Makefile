@@ -51,8 +51,10 @@ chromium:
 run: setup
 	$(VENV)/bin/ackorder run
 
+# Both cores (pytest-xdist); tests that must share a process or not run at once carry an xdist_group.
+TEST_WORKERS ?= 2
 test: setup chromium
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 clean:
 	rm -rf $(VENV) .ackorder .pytest_cache .hypothesis *.egg-info

@@ -3,7 +3,8 @@
 Quick (the default, a few minutes on an idle 2-core machine): TLC on every small
 safety, bug and reachability model; the Python twin against the TLC run it just
 made; a 1,000-seed fuzz campaign; the z3 proofs.  `--full` adds the liveness and
-large models and runs a 20,000-seed campaign.
+large models, runs a 20,000-seed campaign, and runs the slow tests: the test
+suite's genuinely long checks that `make test` leaves out (`pytest -m full`).
 
 A plan comes first (steps, models, expected states from the manifest, an
 estimate); progress is "k of N" with a percentage weighted by the estimate, on
@@ -16,9 +17,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
+import subprocess
+import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import attrs
@@ -31,7 +36,9 @@ from cli.ui import console as make_console, print_line
 from tla.manifest import Model, load_manifest, resolve
 
 RUN_ROOT = Path(".ackorder") / "run"
-STEPS = ("tlc", "twin", "prove", "fuzz")     # the twin and the proofs run side by side (one core each)
+STEPS = ("tlc", "twin", "prove", "fuzz", "slow-tests")   # the twin and the proofs run side by side (one core each)
+FULL_ONLY = frozenset({"slow-tests"})
+SOURCE_ROOT = Path(__file__).resolve().parent.parent     # where pyproject.toml and the tests are
 QUICK_SEEDS, FULL_SEEDS = 1_000, 20_000
 # Rates measured on this project's 2-core machine (2026-11-25), for estimates only.
 TLC_JVM_S = 1.2                 # a TLC process's start-up and parsing
@@ -40,6 +47,7 @@ TWIN_STATES_PER_S = 15_000
 FUZZ_SEEDS_PER_S = 60           # local[*] on 2 cores, default steps
 SPARK_START_S = 15
 PROVE_S = 90                    # both abstractions, quick (the slow CTIs of cli/prove.py: +110 s)
+SLOW_TESTS_S = 400              # `pytest -m full` on both cores
 
 
 @attrs.frozen
@@ -59,6 +67,10 @@ class Plan:
         return cls(**{**data, "models": tuple(data["models"]), "skip": tuple(data["skip"])})
 
 
+def runs(step: str, plan: Plan) -> bool:
+    return step not in plan.skip and (plan.full or step not in FULL_ONLY)
+
+
 def tlc_estimate(m: Model) -> float:
     """Seconds of one TLC worker (a large model gets every core, and is estimated per core)."""
     return TLC_JVM_S + (m.seconds if m.seconds is not None else (m.distinct_states or 0) / TLC_STATES_PER_S)
@@ -71,6 +83,7 @@ def step_estimates(plan: Plan, models: list[Model]) -> dict[str, float]:
         "twin": sum((m.distinct_states or 0) for m in twin) / TWIN_STATES_PER_S + len(twin) * 0.05,
         "fuzz": SPARK_START_S + plan.fuzz_seeds / FUZZ_SEEDS_PER_S,
         "prove": PROVE_S + (0 if not plan.full else 110),
+        "slow-tests": SLOW_TESTS_S if plan.full else 0.0,
     }
 
 
@@ -78,7 +91,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="the main job: TLC, the twin against it, a fuzz campaign, the proofs",
                        description=__doc__.split("\n\n")[1].replace("\n", " "))
     p.add_argument("--full", action="store_true",
-                   help=f"every model (liveness and large too) and a {FULL_SEEDS:,}-seed campaign")
+                   help=f"every model (liveness and large too), a {FULL_SEEDS:,}-seed campaign, and the slow tests")
     p.add_argument("--resume", nargs="?", const="latest", metavar="DIR",
                    help="continue the last run (or the one in DIR), skipping what finished")
     p.add_argument("--models", metavar="A,B", help="only these TLC models (either spelling of a bug)")
@@ -91,19 +104,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def choose_models(plan: Plan) -> list[Model]:
-    from tla.manifest import liveness_properties
+    from tla.manifest import checks_liveness
 
-    LIVENESS_PROPERTIES = liveness_properties()
     manifest = load_manifest()
     if plan.models:
         return [resolve(manifest, name) for name in plan.models]
     if plan.full:
         return manifest
-
-    def checks_liveness(m: Model) -> bool:
-        text = m.cfg_path.read_text()
-        return any(f"PROPERTY {p}" in text for p in LIVENESS_PROPERTIES) or m.expected in LIVENESS_PROPERTIES
-
     return [m for m in manifest if m.size == "small" and not checks_liveness(m)]
 
 
@@ -172,16 +179,23 @@ def _duration(seconds: float) -> str:
 
 
 def new_run_dir() -> Path:
-    path = RUN_ROOT / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    n = 1
-    while path.exists():
-        n += 1
-        path = RUN_ROOT / (datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + f"-{n}")
-    path.mkdir(parents=True)
-    latest = RUN_ROOT / "latest"
-    if latest.is_symlink() or latest.exists():
-        latest.unlink()
-    latest.symlink_to(path.name)
+    """A directory of its own, even for two runs started in the same second (mkdir is the claim),
+    and `latest` pointing at it (replaced in one rename: another run never sees it missing)."""
+    RUN_ROOT.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 1001):
+        path = RUN_ROOT / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            path.mkdir()
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise errors.EnvironmentFailure(f"no free run directory for {stamp} in {RUN_ROOT}")
+    tmp = RUN_ROOT / f".latest-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(path.name)
+    os.replace(tmp, RUN_ROOT / "latest")
     return path
 
 
@@ -203,11 +217,13 @@ def print_plan(console: Console, plan: Plan, models: list[Model], estimates: dic
         "fuzz": ("a fuzz campaign of the simulator on Spark local[*]", f"{plan.fuzz_seeds:,} seeds"),
         "prove": ("z3: invariants inductive, a reachable CTI per bug"
                   + ("" if plan.full else f" (but {', '.join(sorted(SLOW_CTIS))}: --full)"), "all configurations"),
+        "slow-tests": ("the tests `make test` leaves out as too long (pytest -m full)", "marked full"),
     }
     for step in STEPS:
         what, size = rows[step]
-        skipped = step in plan.skip
-        table.add_row(step, what + (" [dim](skipped)[/]" if skipped else ""), size,
+        skipped = not runs(step, plan)
+        why = "--full only" if step in FULL_ONLY and not plan.full and step not in plan.skip else "skipped"
+        table.add_row(step, what + (f" [dim]({why})[/]" if skipped else ""), size,
                       "-" if skipped else _duration(estimates[step]))
     left_out = "" if plan.full or plan.models else " Liveness and large models: `ackorder run --full`."
     table.caption = f"estimate {_duration(sum(v for k, v in estimates.items() if k not in plan.skip))} in all; " \
@@ -322,6 +338,46 @@ def step_prove(log: RunLog, plan: Plan, progress: Progress, future=None) -> dict
             "seconds": report.seconds}
 
 
+def junit_counts(report: Path) -> tuple[int, int, list[str]]:
+    """Tests run, skipped, and the ids of those that failed or erred, from pytest's JUnit XML."""
+    root = ET.parse(report).getroot()
+    tests = skipped = 0
+    failed = []
+    for case in root.iter("testcase"):
+        tests += 1
+        if case.find("skipped") is not None:
+            skipped += 1
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed.append(f"{case.get('classname')}::{case.get('name')}")
+    return tests, skipped, failed
+
+
+def step_slow_tests(log: RunLog, plan: Plan, progress: Progress) -> dict:
+    """The tests marked `full` (too long for `make test`), run by pytest in the source tree. None
+    may be skipped, and there must be some: a step that checked nothing is not as expected."""
+    if not (SOURCE_ROOT / "pyproject.toml").is_file():
+        raise errors.EnvironmentFailure(f"the slow tests run in the source tree: no pyproject.toml in {SOURCE_ROOT}")
+    report, out_path = log.dir / "slow-tests.xml", log.dir / "slow-tests.log"
+    report.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "pytest", "-m", "full", "-p", "no:cacheprovider", "-rfEs", f"--junitxml={report}"]
+    if plan.jobs > 1 and importlib.util.find_spec("xdist") is not None:
+        cmd += ["-n", str(plan.jobs), "--dist", "loadgroup"]
+    log.say(f"slow-tests: {' '.join(cmd[2:])} (output in {out_path})")
+    with open(out_path, "w") as out:
+        code = subprocess.run(cmd, cwd=SOURCE_ROOT, stdout=out, stderr=subprocess.STDOUT).returncode
+    progress.advance(progress.estimates["slow-tests"])
+    if code == 5:                       # pytest: no test collected
+        return {"ok": False, "tests": 0, "failed": [], "exit_code": code, "log": str(out_path),
+                "detail": "no test is marked full"}
+    if code not in (0, 1) or not report.is_file():
+        raise errors.EnvironmentFailure(f"pytest -m full ended with exit code {code}; see {out_path}")
+    tests, skipped, failed = junit_counts(report)
+    ok = code == 0 and tests > 0 and not failed and not skipped
+    log.say(f"slow-tests ({progress.line()}): {tests} tests, "
+            + ("all passed" if ok else f"[bold red]{len(failed)} failed, {skipped} skipped[/]"))
+    return {"ok": ok, "tests": tests, "skipped": skipped, "failed": failed, "exit_code": code, "log": str(out_path)}
+
+
 # ------------------------------------------------------------------ the run
 
 def detail(step: str, result: dict) -> str:
@@ -339,6 +395,11 @@ def detail(step: str, result: dict) -> str:
     if step == "prove":
         return f"{result['green']} green configurations proved, {result['bugs']} bug CTIs (beside the twin)" + \
             (f"; failed: {', '.join(result['failed'])}" if result["failed"] else "")
+    if step == "slow-tests":
+        if "detail" in result:
+            return result["detail"]
+        text = f"{result['tests']} tests marked full" + (f", {result['skipped']} skipped" if result["skipped"] else "")
+        return text + (f"; failed: {', '.join(result['failed'])}" if result["failed"] else "")
     return ""
 
 
@@ -350,6 +411,8 @@ def verdict_table(results: dict[str, dict | None], plan: Plan, interrupted_at: s
         r = results.get(step)
         if step in plan.skip:
             table.add_row(step, "skipped", "--skip", "")
+        elif not runs(step, plan):
+            table.add_row(step, "skipped", "--full only", "")
         elif r is None:
             table.add_row(step, Text("interrupted" if step == interrupted_at else "not run", style="yellow"), "", "")
         elif r.get("environment"):
@@ -401,7 +464,7 @@ def main(args: argparse.Namespace) -> int:
                 pool = ProcessPoolExecutor(max_workers=1)
                 proofs = pool.submit(prove_in_process, plan.full)   # beside the twin, on the other core
                 log.say("prove: started beside the twin")
-            if step in plan.skip:
+            if not runs(step, plan):
                 continue
             if results[step] is not None:
                 log.say(f"{step}: done in an earlier try ({'as expected' if results[step]['ok'] else 'NOT as expected'})")
@@ -417,6 +480,8 @@ def main(args: argparse.Namespace) -> int:
                     result = step_twin(log, plan, models, progress)
                 elif step == "fuzz":
                     result = step_fuzz(log, plan, progress)
+                elif step == "slow-tests":
+                    result = step_slow_tests(log, plan, progress)
                 else:
                     result = step_prove(log, plan, progress, proofs)
             except errors.EnvironmentFailure as err:
@@ -441,7 +506,7 @@ def main(args: argparse.Namespace) -> int:
     if pool is not None:
         pool.shutdown()
     console.print(verdict_table(results, plan, None))
-    ran = [r for s, r in results.items() if s not in plan.skip and r is not None]
+    ran = [r for s, r in results.items() if runs(s, plan) and r is not None]
     ok = all(r["ok"] for r in ran)
     if code == errors.OK and not ok:
         code = errors.VIOLATION

@@ -4,7 +4,9 @@ selected profile (``ci`` in `make test`).  A bug not caught fails the test.
 
 Times to catch are written to .ackorder/hypothesis-bug-times.json."""
 
+import fcntl
 import json
+import os
 import time
 
 import pytest
@@ -37,7 +39,16 @@ def test_bug_is_caught(bug):
     # The (shrunk) failing case's trace: the correct spec explains no such run.
     verdict = check_trace(read_trace(trace))
     assert not verdict.valid, f"{bug}: the twin accepts the failing case's trace {trace}"
-    times = json.loads(TIMES.read_text()) if TIMES.exists() else {}
-    times[bug] = {"property": caught.value.prop, "seconds": round(seconds, 2)}
+    record_time(bug, {"property": caught.value.prop, "seconds": round(seconds, 2)})
+
+
+def record_time(bug: str, entry: dict) -> None:
+    """Read, update and replace the times file under a lock: pytest-xdist workers write it at once."""
     TIMES.parent.mkdir(parents=True, exist_ok=True)
-    TIMES.write_text(json.dumps(times, indent=2, sort_keys=True) + "\n")
+    with open(TIMES.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        times = json.loads(TIMES.read_text()) if TIMES.exists() else {}
+        times[bug] = entry
+        tmp = TIMES.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(times, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, TIMES)

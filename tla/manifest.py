@@ -49,6 +49,14 @@ def liveness_properties() -> frozenset[str]:
     return frozenset(LIVENESS_PROPERTIES) | frozenset(FAILOVER_LIVENESS)
 
 
+def checks_liveness(model: Model) -> bool:
+    """The model's cfg checks a temporal property, or a bug model expects one violated (TLC's
+    liveness checker: slow on a model that passes, which must search the whole graph for a lasso)."""
+    live = liveness_properties()
+    text = model.cfg_path.read_text()
+    return any(f"PROPERTY {p}" in text for p in live) or model.expected in live
+
+
 def cfg_stem(cfg: Path) -> str:
     """A cfg's own name without its MC module's prefix: MCAckOrder_ack_on_wrote_bug.cfg -> ack_on_wrote_bug."""
     return re.sub(r"^MC[A-Za-z]*_", "", cfg.name).removesuffix(".cfg")

@@ -152,7 +152,8 @@ def _run(workdir: Path, cfg: Config, invariant: str | None, report_at: int, opti
     cfg_path.write_text(trace_cfg(cfg, invariant, report_at))
     model = Model(model=f"trace-{name}", cfg=str(cfg_path), kind="adhoc", size="small",
                   expected="pass", title="trace validation", spec=str(workdir / "AckOrderTrace.tla"))
-    run = run_model(model, options, log_dir)
+    # Only the states that agree with the trace: a short run unless the caller says otherwise.
+    run = run_model(model, options if options.short is not None else attrs.evolve(options, short=True), log_dir)
     if run.outcome != "pass" or run.depth is None:
         detail = "; ".join(run.errors) or f"outcome {run.outcome}"
         raise TraceCheckError(f"TLC gave no verdict on the trace module: {detail} (log: {run.log_path})")

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 
 from cli import errors
@@ -40,11 +41,26 @@ def test_a_small_run_plans_reports_and_gives_one_verdict(tmp_path):
     assert again.returncode == errors.OK and again.stdout.count("done in an earlier try") == 3, again.stdout
 
 
+def processes_with(token: str) -> list[int]:
+    """The live processes whose environment holds ``token`` (this run's TLCs inherit it; another
+    test's or another user's TLC on the same model does not)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and token.encode() in (d / "environ").read_bytes():
+                found.append(int(d.name))
+        except OSError:
+            pass                       # gone, or not ours to read
+    return found
+
+
 def test_ctrl_c_keeps_what_finished_and_resume_continues():
+    mark = f"{os.getpid()}-{time.monotonic_ns()}"
     proc = subprocess.Popen([sys.executable, "-m", "cli", "run", "--models", "BugAckOnWrote,sync_flush,sync_master_any",
                              "--jobs", "1", "--skip", "fuzz", "--skip", "prove"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"},
+                            env={**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1",
+                                 "ACKORDER_TEST_RUN": mark},
                             # a shell without job control starts background jobs with SIGINT ignored,
                             # and Python then installs no KeyboardInterrupt handler: restore it
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -61,7 +77,7 @@ def test_ctrl_c_keeps_what_finished_and_resume_continues():
     out = "".join(lines) + out
     assert proc.returncode == errors.INTERRUPTED, out + err
     assert "interrupted" in out and "Traceback" not in out + err
-    assert not subprocess.run(["pgrep", "-f", "tlc2.TLC.*sync_master_any"], capture_output=True).stdout
+    assert not processes_with(f"ACKORDER_TEST_RUN={mark}"), "a TLC of the interrupted run is still alive"
     where = run_dir(out)
     done = [json.loads(x) for x in (where / "tlc.jsonl").read_text().splitlines()]
     # The signal races the next model on a loaded machine: what finished is a proper prefix of the plan.
@@ -73,3 +89,57 @@ def test_ctrl_c_keeps_what_finished_and_resume_continues():
     assert resumed.returncode == errors.OK, resumed.stdout + resumed.stderr
     left = 3 - len(finished)
     assert f"{len(finished)} model(s) already checked in this run, {left} to go" in resumed.stdout
+
+
+FULL_TESTS = '''
+import attrs
+import pytest
+
+pytestmark = pytest.mark.full
+
+
+def test_long_and_right():
+    assert sum(range(10)) == 45
+
+
+def test_long_and_wrong():
+    assert {WRONG}
+'''
+
+
+def slow_tests_in(tmp_path: Path, body: str | None, monkeypatch) -> dict:
+    """`ackorder run --full`'s slow-tests step, on a source tree of its own in tmp_path."""
+    from rich.console import Console
+
+    from cli import run
+
+    tree = tmp_path / "tree"
+    tree.mkdir(parents=True)
+    (tree / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-m \'not full\'"\n'
+                                         'markers = ["full: long"]\n')
+    if body is not None:
+        (tree / "test_long.py").write_text(body)
+    monkeypatch.setattr(run, "SOURCE_ROOT", tree)
+    where = tmp_path / "run"
+    where.mkdir()
+    plan = run.Plan(full=True, models=(), fuzz_seeds=1, jobs=1, skip=(), check_counts=True)
+    log = run.RunLog(where, Console(file=open(os.devnull, "w")))
+    return run.step_slow_tests(log, plan, run.Progress({"slow-tests": 1.0}))
+
+
+def test_the_slow_tests_step_runs_the_full_tests_and_fails_on_a_failure(tmp_path, monkeypatch):
+    bad = slow_tests_in(tmp_path / "a", FULL_TESTS.replace("{WRONG}", "False"), monkeypatch)
+    assert not bad["ok"] and bad["tests"] == 2 and bad["exit_code"] == 1, bad
+    assert bad["failed"] == ["test_long::test_long_and_wrong"], bad
+    good = slow_tests_in(tmp_path / "b", FULL_TESTS.replace("{WRONG}", "True"), monkeypatch)
+    assert good["ok"] and good["tests"] == 2 and not good["failed"], good
+    none = slow_tests_in(tmp_path / "c", None, monkeypatch)
+    assert not none["ok"] and none["detail"] == "no test is marked full", none
+
+
+def test_a_quick_run_leaves_the_slow_tests_to_full():
+    from cli import run
+
+    quick = run.Plan(full=False, models=(), fuzz_seeds=1, jobs=1, skip=(), check_counts=True)
+    assert not run.runs("slow-tests", quick) and run.runs("slow-tests", attrs.evolve(quick, full=True))
+    assert not run.runs("slow-tests", attrs.evolve(quick, full=True, skip=("slow-tests",)))

@@ -101,7 +101,8 @@ def test_logs_are_kept_per_run():
     assert dirs[0] != dirs[1]
 
 
-def test_list_shows_models_with_expectations(capsys):
+def test_list_shows_models_with_expectations(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")     # as wide as the other tests' (xdist's workers inherit a narrow one)
     assert main(["tlc", "--list", "--kind", "bug"]) == 0
     out = capsys.readouterr().out
     assert "BugAckOnWrote" in out and "NoAckBeforeFlush" in out and "sync_flush " not in out

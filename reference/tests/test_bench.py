@@ -7,6 +7,9 @@ from cli.main import build_parser
 
 
 def test_bench_all_tiny_writes_docs(tmp_path):
+    from spark_fuzz.tests.sessions import stop_shared
+
+    stop_shared()            # the sim scenario starts local[1] and local[2] sessions of its own
     args = build_parser().parse_args(["bench", "all", "--producers", "1,4", "--count", "40",
                                       "--tsp-producers", "4", "--tsp-count", "40", "--campaign-seeds", "8",
                                       "--rss-gib", "0.005", "--rss-size", "4096", "--cpu-count", "40",

@@ -5,9 +5,15 @@ worker killed mid-campaign costs nothing — every seed is counted once."""
 import threading
 import time
 
+import pytest
+
 from spark_fuzz import ledger
 from spark_fuzz.campaign import CampaignSpec, run_campaign, spark_session
 from spark_fuzz.standalone import StandaloneCluster
+from spark_fuzz.tests import sessions
+
+# Two standalone clusters at once would share two cores between six JVMs: one worker runs them.
+pytestmark = pytest.mark.xdist_group("spark-standalone")
 
 SEEDS, STEPS, BATCH = 160, 300, 20
 
@@ -38,11 +44,8 @@ class Killer(threading.Thread):
 
 def test_standalone_cluster_matches_local_and_survives_a_lost_worker(tmp_path):
     spec = dict(seeds=SEEDS, steps=STEPS, batch_seeds=BATCH, audit=False)
-    local = spark_session("local[2]")
-    try:
-        on_local = run_campaign(local, CampaignSpec(out=tmp_path / "local", **spec))
-    finally:
-        local.stop()
+    on_local = run_campaign(sessions.shared(), CampaignSpec(out=tmp_path / "local", **spec))
+    sessions.stop_shared()              # else the cluster's getOrCreate would hand back the local[2] session
 
     with StandaloneCluster(workers=2) as cluster:
         spark = spark_session(cluster.url, {"spark.executor.memory": "512m", "spark.cores.max": "2"})

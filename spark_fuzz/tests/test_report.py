@@ -13,6 +13,7 @@ import pytest
 
 from spark_fuzz.campaign import CampaignSpec, run_campaign
 from spark_fuzz.report import coverage, write_report
+from spark_fuzz.tests import sessions
 
 
 class Page(HTMLParser):
@@ -36,10 +37,10 @@ class Page(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def campaign(spark, tmp_path_factory):
+def campaign(tmp_path_factory):
     """A --bug campaign: failures with reproducers and traces to report."""
     out = tmp_path_factory.mktemp("report")
-    summary = run_campaign(spark, CampaignSpec(seeds=40, out=out, steps=150, bug="BugAckOnWrote", batch_seeds=20,
+    summary = run_campaign(sessions.shared(), CampaignSpec(seeds=40, out=out, steps=150, bug="BugAckOnWrote", batch_seeds=20,
                                                audit=False))
     assert summary["reproducers"], summary["outcomes"]
     return out, summary

@@ -16,6 +16,9 @@ import pytest
 from spark_fuzz.standalone import StandaloneCluster, session_builder_conf
 from spark_fuzz.standalone import _descendants as descendants_of, _proc_table
 
+# Two standalone clusters at once would share two cores between six JVMs: one worker runs them.
+pytestmark = pytest.mark.xdist_group("spark-standalone")
+
 
 def _proc_stat() -> dict[int, tuple[str, int]]:
     """pid -> (state letter, pgid) for every process, read from /proc."""
@@ -47,7 +50,7 @@ def _wait_gone(pids: set[int], timeout_s: float) -> set[int]:
 
 
 def test_cluster_runs_a_job_loses_a_worker_and_stops_clean(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, own_spark_sessions: None
 ) -> None:
     from pyspark.sql import SparkSession
 

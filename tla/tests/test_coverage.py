@@ -1,6 +1,6 @@
 """Spec coverage: the labels of tla/AckOrder.tla and the twin's branch names are one vocabulary,
 and on a whole model TLC takes each labelled branch exactly as often as the twin's BFS does; the
-labels add no state (the manifest's counts are checked by test_tlc_models.py)."""
+labels add no state (the manifest's counts are checked on the same runs, tla/tests/smallmodel.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from spec.coverage import ALL_BRANCHES, BRANCHES, BUG_ONLY, NEEDS, branch_of
 from spec.explore import explore
 from tla.coverage import branch_counts, label_spans
 from tla.manifest import TLA_DIR, load_manifest, resolve
+from tla.tests.smallmodel import RUN_WITH_COVERAGE, check_small_model_run
 from tla.tlc import TlcOptions, run_model
 
 
@@ -31,7 +32,7 @@ def test_labels_and_branch_names_are_one_vocabulary():
 
 
 @pytest.mark.tlc
-@pytest.mark.parametrize("name", ["sync_master_k2_tsp", "write_fail_sync_flush", "write_fail_sync_flush_tsp"])
+@pytest.mark.parametrize("name", RUN_WITH_COVERAGE)
 def test_tlc_and_the_twin_take_every_branch_equally_often(name):
     model = resolve(load_manifest(), name)
     cfgfile = load_cfg(model.cfg_path)
@@ -42,6 +43,7 @@ def test_tlc_and_the_twin_take_every_branch_equally_often(name):
         for label, t in successors(cfg, bounds, s):
             twin[branch_of(cfg, label, s, t)] += 1
     run = run_model(model, TlcOptions(workers=1, coverage_minutes=60))
+    check_small_model_run(model, run)        # this model's one TLC run in the suite (test_tlc_models.py)
     tlc = {k: int(v.split()[0].replace(",", "")) for k, v in branch_counts(run.log_path.read_text()).items()}
     assert run.generated_states == sum(twin.values()) + 1
     for key in ALL_BRANCHES:

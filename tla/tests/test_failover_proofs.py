@@ -8,6 +8,8 @@ import re
 import attrs
 import pytest
 
+from cli.prove import SLOW_CTIS
+
 from spec.failover.actions import initial_state, successors
 from spec.failover.config import FailoverBounds
 from spec.failover.proofs import BMC_ONLY, SAFETY_HALF, bug_cti, cti_path, prove, vacuous_actions
@@ -20,7 +22,12 @@ from spec.failover.properties import INVARIANTS, stable_master
 
 BOUNDS = FailoverBounds(max_puts=4, max_broker_crashes=2, max_power_losses=2, max_cut_offs=2, max_disconnects=2,
                         max_sss_proposals=4, max_elections=4)
-BUGS = manifest_configs("bug")
+# The slow CTIs (cli/prove.py's SLOW_CTIS: a 13-step bounded model check, about 110 s) are left to
+# `ackorder run --full`, as `ackorder run` leaves them; their tests are marked `full`.
+BUGS = [pytest.param(*c, marks=pytest.mark.full) if c[0] in SLOW_CTIS else c for c in manifest_configs("bug")]
+# One pytest-xdist worker runs both proof modules: spec/failover/proofs.py caches each bug's
+# bounded model check (_bug_path) per process, and `ackorder prove` (test_proofs.py) repeats them.
+pytestmark = pytest.mark.xdist_group("z3-proofs")
 
 
 @pytest.mark.parametrize("name, cfg, expected", manifest_configs("green"), ids=lambda v: v if isinstance(v, str) else "")

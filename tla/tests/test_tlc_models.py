@@ -1,56 +1,38 @@
 """TLC on every small model: the outcome the manifest expects, the counts it
 recorded, and every counterexample is a behaviour of the Python twin that
-violates the same property."""
+violates the same property (tla/tests/smallmodel.py).  The write path's bug
+models are run by reference/tests/counterexamples/test_up_to_date.py, which
+checks the same of that one run and that the committed counterexample test
+is what the run gives; three models by test_coverage.py, with -coverage."""
 
-import re
 import shutil
 
 import attrs
 
 import pytest
 
-from spec import properties as write_path
-from spec.cfgfile import load_cfg, twin_model_from_cfg
-from spec.failover import properties as failover
-from tla.manifest import load_manifest
+from tla.manifest import checks_liveness, load_manifest
+from tla.tests.smallmodel import RUN_WITH_COVERAGE, check_small_model_run
 from tla.tlc import TlcOptions, run_model
-from tla.trace import replay_in_twin
 
 pytestmark = pytest.mark.tlc
 SMALL = [m for m in load_manifest() if m.size == "small"]
+# Run (once) by test_up_to_date.py, which checks their counterexample tests on the same run.
+WITH_COUNTEREXAMPLE_TEST = {m.model for m in SMALL if m.kind == "bug" and not m.is_failover}
 
 
-@pytest.mark.parametrize("model", SMALL, ids=lambda m: m.model)
+# A liveness model that passes makes TLC search the whole behaviour graph for a fair lasso: the
+# longest runs here (20-70 s each), left to `ackorder run --full` as `ackorder run` leaves them.
+# Their twin checks (test_twin_matches_tlc.py) and the liveness bug models stay in `make test`.
+SLOW = {m.model for m in SMALL if checks_liveness(m) and m.expected == "pass"}
+
+
+@pytest.mark.parametrize("model", [pytest.param(m, marks=pytest.mark.full) if m.model in SLOW else m
+                                   for m in SMALL if m.model not in WITH_COUNTEREXAMPLE_TEST
+                                   and m.model not in RUN_WITH_COVERAGE],
+                         ids=lambda m: m.model)
 def test_small_model(model):
-    run = run_model(model, TlcOptions(workers=1))
-    assert run.outcome == model.expected, (run.errors, run.log_path)
-    if model.counts_are_stable:
-        assert (run.distinct_states, run.depth) == (model.distinct_states, model.depth)
-    if run.outcome == "pass":
-        return
-    cfg, bounds = twin_model_from_cfg(load_cfg(model.cfg_path))
-    steps = replay_in_twin(cfg, bounds, list(run.trace))   # raises if TLC took a step the twin cannot
-    states = [s.state for s in steps if s.state is not None]
-    props = failover if model.is_failover else write_path
-    INVARIANTS, ACTION_PROPERTIES = props.INVARIANTS, props.ACTION_PROPERTIES
-    if run.outcome in INVARIANTS:
-        assert not INVARIANTS[run.outcome](cfg, states[-1])
-        assert all(INVARIANTS[run.outcome](cfg, s) for s in states[:-1])
-    elif run.outcome in ACTION_PROPERTIES:
-        assert not ACTION_PROPERTIES[run.outcome](cfg, states[-2], states[-1])
-    else:  # liveness: the lasso ends in a state the property's "eventually" never leaves
-        from spec.properties import caught_up, diverged
-
-        assert steps[-1].label == "Stuttering" or steps[-1].label.startswith("Back to")
-        last = states[-1]
-        if run.outcome == "MasterEventuallyStable":   # the cycle (or the stuttering state) has no stable master
-            back = re.match(r"Back to state (\d+)", steps[-1].label)
-            cycle = states[int(back.group(1)) - 1:] if back else [last]
-            assert any(not failover.stable_master(cfg, s) for s in cycle)
-        elif run.outcome == "ReplicasCatchUp":
-            assert any(not (diverged(cfg, last, k) or caught_up(cfg, last, k)) for k in range(len(cfg.replicas)))
-        else:
-            assert any(r.status == "WAITING" for r in last.reqs)
+    check_small_model_run(model, run_model(model, TlcOptions(workers=1)))
 
 
 def test_a_broken_spec_is_an_error_naming_file_and_line(tmp_path):
