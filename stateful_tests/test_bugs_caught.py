@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
@@ -42,13 +43,13 @@ def test_bug_is_caught(bug):
     record_time(bug, {"property": caught.value.prop, "seconds": round(seconds, 2)})
 
 
-def record_time(bug: str, entry: dict) -> None:
+def record_time(bug: str, entry: dict, times_file: Path = TIMES) -> None:
     """Read, update and replace the times file under a lock: pytest-xdist workers write it at once."""
-    TIMES.parent.mkdir(parents=True, exist_ok=True)
-    with open(TIMES.with_suffix(".lock"), "w") as lock:
+    times_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(times_file.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        times = json.loads(TIMES.read_text()) if TIMES.exists() else {}
+        times = json.loads(times_file.read_text()) if times_file.exists() else {}
         times[bug] = entry
-        tmp = TIMES.with_suffix(f".{os.getpid()}.tmp")
+        tmp = times_file.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(times, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, TIMES)
+        os.replace(tmp, times_file)

@@ -2,7 +2,6 @@
 correct reference refines the failover twin under the selected profile, and
 every failover bug switch is caught, naming the property its TLC cfg names."""
 
-import json
 import time
 
 import pytest
@@ -11,6 +10,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from spec.failover.config import FAILOVER_BUG_NAMES
 from stateful_tests.bug_machines import bug_hunt
+from stateful_tests.test_bugs_caught import record_time
 from stateful_tests.failover_machine import FailoverViolation, failover_machine_for
 from stateful_tests.profiles import STATE_DIR
 from tla.manifest import expected_violations
@@ -52,7 +52,4 @@ def test_failover_bug_is_caught(bug):
     assert caught.value.prop != "Refinement", f"{bug}: the reference left the spec: {caught.value}"
     expected = expected_violations(bug)
     assert caught.value.prop in expected, f"{bug}: caught {caught.value.prop}, expected {sorted(expected)}"
-    times = json.loads(TIMES.read_text()) if TIMES.exists() else {}
-    times[bug] = {"property": caught.value.prop, "seconds": round(seconds, 2)}
-    TIMES.parent.mkdir(parents=True, exist_ok=True)
-    TIMES.write_text(json.dumps(times, indent=2, sort_keys=True) + "\n")
+    record_time(bug, {"property": caught.value.prop, "seconds": round(seconds, 2)}, TIMES)
