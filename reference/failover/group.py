@@ -147,9 +147,11 @@ class FailoverGroup:
         """A broker's runtime: the effects in order, on its log, disk and links."""
         for e in effects:
             if isinstance(e, bfx.TruncateLog):
+                # The disk holds log + stale_tail; a cut only in memory moves the cut
+                # records in front of what an earlier such cut left behind.
                 cut = broker.log[e.offset:]
                 del broker.log[e.offset:]
-                broker.stale_tail = [] if e.on_disk else cut + broker.stale_tail[len(cut):]
+                broker.stale_tail = [] if e.on_disk else cut + broker.stale_tail
             elif isinstance(e, bfx.FsyncLog):
                 pass                # the spec's power loss keeps any prefix: fsync is not modelled
             elif isinstance(e, bfx.WriteEpochFile):
