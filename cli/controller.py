@@ -1,8 +1,10 @@
-"""`ackorder controller --port P [--dir D] [--design serial|pipelined]`: the
-real controller (reference/real/controller_server.py).  Exit codes: 0 a
-clean stop (SIGTERM, Ctrl-C), 2 a bad option, 3 the environment refused
-(port in use, a directory that cannot be written, the metadata fsync
-failing)."""
+"""`ackorder controller --port P [--dir D] [--design serial|pipelined]
+[--store file|etcd --etcd-endpoints H:P,H:P,...]`: the real controller
+(reference/real/controller_server.py).  Exit codes: 0 a clean stop
+(SIGTERM, Ctrl-C), 2 a bad option, 3 the environment refused (port in use,
+a directory that cannot be written, the metadata fsync failing; etcd
+unreachable or without a majority, or a second controller writing the
+same keys)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from reference.failover.controller import (
         CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT, CONTROLLER_BUG_NAMES, DESIGNS,
     )
+    from reference.real.etcd_store import ETCD_BUG_NAMES, ETCD_TIMEOUT_MS_DEFAULT
 
     p = sub.add_parser("controller", help="run a real controller: elections and SyncStateSets for many broker groups "
                                           "(metadata file with fsync, TCP on 127.0.0.1)")
@@ -32,8 +35,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a broker not heard from for this long is not alive "
                         f"(default {CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT}, controllerHeartBeatTimeoutMills)")
     p.add_argument("--max-groups", type=int, default=4096)
-    p.add_argument("--bug", action="append", default=[], choices=CONTROLLER_BUG_NAMES, metavar="NAME",
-                   help=f"switch a controller bug on (repeatable): {', '.join(CONTROLLER_BUG_NAMES)}")
+    p.add_argument("--store", choices=("file", "etcd"), default="file",
+                   help="file: --dir/controller.meta with fdatasync (default); etcd: one key per broker group "
+                        "under /ackorder/controller/, written by compare-and-set transactions")
+    p.add_argument("--etcd-endpoints", metavar="HOST:PORT,...",
+                   help="the etcd members' client addresses (with --store etcd); a failed request moves to the "
+                        "next one")
+    p.add_argument("--etcd-timeout-ms", type=int, default=ETCD_TIMEOUT_MS_DEFAULT,
+                   help="how long a metadata write may retry across the endpoints before the controller gives "
+                        f"up and stops with exit 3 (default {ETCD_TIMEOUT_MS_DEFAULT})")
+    bugs = CONTROLLER_BUG_NAMES + ETCD_BUG_NAMES
+    p.add_argument("--bug", action="append", default=[], choices=bugs, metavar="NAME",
+                   help=f"switch a controller bug on (repeatable): {', '.join(bugs)}")
     p.set_defaults(func=main)
 
 
@@ -45,15 +58,39 @@ def main(args: argparse.Namespace) -> int:
         raise errors.UsageError(f"--port {args.port}: a port is 0..65535 (0: any free port)")
     if args.dir.exists() and not args.dir.is_dir():
         raise errors.UsageError(f"--dir {args.dir}: exists and is not a directory")
+    endpoints = _etcd_endpoints(args)
+    store_bugs = frozenset(b for b in args.bug if b in ETCD_BUG_NAMES)
+    if store_bugs and args.store != "etcd":
+        raise errors.UsageError(f"--bug {', '.join(sorted(store_bugs))}: a bug of the etcd store, needs --store etcd")
     try:
         config = ControllerConfig(controller_broker_heartbeat_timeout_ms=args.controller_broker_heartbeat_timeout_ms,
-                                  design=args.design, max_groups=args.max_groups, bugs=frozenset(args.bug))
+                                  design=args.design, max_groups=args.max_groups,
+                                  bugs=frozenset(args.bug) - store_bugs)
     except ConfigError as err:
         raise errors.UsageError(str(err).replace("controller_broker_heartbeat_timeout_ms =",
                                                  "--controller-broker-heartbeat-timeout-ms")) from None
-    opts = ControllerOptions(directory=args.dir, config=config, host=args.host, port=args.port)
+    opts = ControllerOptions(directory=args.dir, config=config, host=args.host, port=args.port, store=args.store,
+                             etcd_endpoints=tuple(endpoints), etcd_timeout_ms=args.etcd_timeout_ms,
+                             store_bugs=store_bugs)
     try:
         return serve_controller(opts)
     except OSError as err:
         place = f"{err.filename}: " if err.filename else ""
         raise errors.EnvironmentFailure(f"{place}{err.strerror or err}") from None
+
+
+def _etcd_endpoints(args: argparse.Namespace) -> list[tuple[str, int]]:
+    from reference.real.etcd_store import parse_endpoints
+
+    if args.store != "etcd":
+        if args.etcd_endpoints is not None:
+            raise errors.UsageError("--etcd-endpoints: only with --store etcd")
+        return []
+    if not args.etcd_endpoints:
+        raise errors.UsageError("--store etcd: needs --etcd-endpoints HOST:PORT,... (the etcd members)")
+    if args.etcd_timeout_ms <= 0:
+        raise errors.UsageError(f"--etcd-timeout-ms {args.etcd_timeout_ms}: must be a positive number of ms")
+    try:
+        return parse_endpoints(args.etcd_endpoints)
+    except ValueError as err:
+        raise errors.UsageError(str(err)) from None

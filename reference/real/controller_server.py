@@ -1,17 +1,20 @@
 """The real controller: ControllerCore driven by one event loop
-(reference/real/loop.py) over a real metadata file, fdatasync and TCP.
+(reference/real/loop.py) over a real metadata store and TCP.
 
-The loop thread owns the core and performs its effects in the order they
-were emitted: a PersistMetadata is appended to the file at once (page
-cache), a Reply goes into its connection's buffer.  One worker thread does
-the fdatasync; when it is idle and records were appended since the last
-one, one fdatasync covers all of them and its completion is
-``metadata_durable`` for the last (group commit; with the serial design
-there is only ever one).  The inactive-broker scan is ``tick`` at the
+The store (reference/real/metadata_store.py) is a local file with
+fdatasync (the default) or etcd (reference/real/etcd_store.py).  The loop
+thread owns the core and performs its effects in the order they were
+emitted: a PersistMetadata is staged in the store at once (the file: the
+page cache), a Reply goes into its connection's buffer.  One worker thread
+runs the store's sync (fdatasync, or etcd transactions); when it is idle
+and records were staged since the last one, one sync covers all of them
+and its completion is ``metadata_durable`` for the last (group commit;
+with the serial design there is only ever one).  The inactive-broker scan is ``tick`` at the
 time the core asks for.  A malformed frame gets one ERROR frame naming the
-problem and its connection is closed; the others go on.  A failed fsync
-fails every held reply and stops the controller (exit 3): what it decided
-since may not be on disk.
+problem and its connection is closed; the others go on.  A failed sync
+(fsync error; etcd without a majority, or a second controller writing the
+same keys) fails every held reply and stops the controller (exit 3): what
+it decided since may not be durable.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import attrs
 from reference.failover import effects as fx
 from reference.failover import wire
 from reference.failover.controller import DISCARD, ControllerConfig, ControllerCore
-from reference.failover.metadata import MetadataFile, encode
+from reference.real.metadata_store import FileStore, MetadataStore
 from reference.real.loop import Conn, Loop, Worker, listen, now_ms
 from spec.config import ConfigError
 
@@ -46,14 +49,30 @@ class ControllerOptions:
     host: str = "127.0.0.1"
     port: int = 9878                 # RocketMQ's controller port (ControllerConfig / deploy.md)
     max_connections: int = MAX_CONNECTIONS
+    store: str = "file"              # "file" (directory/controller.meta) or "etcd"
+    etcd_endpoints: tuple[tuple[str, int], ...] = ()
+    etcd_timeout_ms: int = 5_000
+    store_bugs: frozenset[str] = frozenset()
+
+
+def open_store(opts: ControllerOptions) -> MetadataStore:
+    if opts.store == "file":
+        return FileStore(opts.directory)
+    assert opts.store == "etcd" and opts.etcd_endpoints, opts
+    from reference.real.etcd_store import EtcdStore
+    return EtcdStore(list(opts.etcd_endpoints), opts.etcd_timeout_ms, opts.store_bugs)
 
 
 class ControllerRuntime:
     def __init__(self, opts: ControllerOptions, log: Callable[[str], None] = print) -> None:
         self.opts = opts
         self.log = log
-        self.store = MetadataFile(opts.directory)
-        self.recovery = self.store.recover()
+        self.store = open_store(opts)
+        try:
+            self.recovery = self.store.recover()
+        except BaseException:
+            self.store.close()
+            raise
         try:
             self.core = ControllerCore(opts.config, now_ms(), list(self.recovery.groups))
         except ConfigError:
@@ -187,7 +206,7 @@ class ControllerRuntime:
                 assert isinstance(e, fx.PersistMetadata), e
                 assert e.token == self.written_token + 1, (e.token, self.written_token)
                 try:
-                    self.store.append(encode(e.record))
+                    self.store.stage(e.record)
                 except OSError as err:
                     self._store_failed(e.token, err)
                     return
@@ -208,12 +227,12 @@ class ControllerRuntime:
             self._close(conn, "the client does not read its replies")
 
     def _sync(self) -> None:
-        """Group commit: one fdatasync at a time, covering every record appended before it."""
+        """Group commit: one sync at a time, covering every record staged before it."""
         if self.syncing_token is not None or self.written_token <= self.core.durable_token or self.failure:
             return
         token = self.syncing_token = self.written_token
         started_ms = now_ms()
-        self.flusher.submit(self.store.fsync, lambda _: self._synced(token, started_ms),
+        self.flusher.submit(self.store.sync_job(), lambda _: self._synced(token, started_ms),
                             lambda err: self._store_failed(token, err))
 
     def _synced(self, token: int, started_ms: int) -> None:
@@ -225,7 +244,7 @@ class ControllerRuntime:
         self._sync()
 
     def _store_failed(self, token: int, err: OSError) -> None:
-        self.failure = f"metadata store {self.store.path}: {err.strerror or err}"
+        self.failure = f"metadata store {self.store.where}: {err.strerror or err}"
         self.log(f"{self.failure}; every waiting reply fails and the controller stops")
         self.core.metadata_failed(token, str(err), now_ms())
         self._perform()
@@ -247,16 +266,16 @@ class ControllerRuntime:
         self.loop.close()
 
     def stats_line(self) -> str:
-        return "stats " + " ".join(f"{k}={v}" for k, v in sorted(self.stats.items()))
+        extra = getattr(self.store, "stats", None)
+        return "stats " + " ".join(f"{k}={v}" for k, v in sorted(self.stats.items())) + \
+            (" " + extra() if extra else "")
 
 
 def serve_controller(opts: ControllerOptions) -> int:
     """`ackorder controller`: serve until SIGTERM or SIGINT (0), or until the store fails (3)."""
     runtime = ControllerRuntime(opts, log=lambda msg: print(msg, flush=True))
-    r = runtime.recovery
-    print(f"recovered {len(r.groups)} broker groups ({len(r.records)} records) from {r.path}"
-          + (f"; cut at {r.problem}, {r.dropped_bytes} bytes dropped" if r.problem else ""), flush=True)
-    print(f"listening host={opts.host} port={runtime.port} design={opts.config.design} "
+    print(runtime.recovery.summary, flush=True)
+    print(f"listening host={opts.host} port={runtime.port} design={opts.config.design} store={opts.store} "
           f"controller_broker_heartbeat_timeout_ms={opts.config.controller_broker_heartbeat_timeout_ms}",
           flush=True)
     for sig in (signal.SIGTERM, signal.SIGINT):

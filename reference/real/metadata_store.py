@@ -1,0 +1,71 @@
+"""The controller runtime's metadata store: where ControllerCore's
+PersistMetadata records go, and where a restarted controller finds them.
+
+A store has three jobs, and the runtime (controller_server.py) calls them
+in this order on its loop thread:
+
+* ``recover()`` — the last record of each broker group, and one line
+  saying where they came from (printed at start);
+* ``stage(record)`` — take a record in decision order (not yet durable);
+* ``sync_job()`` — a blocking callable, run on a worker thread, that
+  makes every record staged before the call durable or raises OSError.
+  Its return is the runtime's ``metadata_durable``; a raise fails every
+  held reply and stops the controller with exit 3.
+
+Two implementations: ``FileStore`` (one local file, fdatasync; the
+default) and ``EtcdStore`` (reference/real/etcd_store.py: a key per group,
+compare-and-set transactions through Raft).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+import attrs
+
+from reference.failover.effects import MetadataRecord
+from reference.failover.metadata import MetadataFile, encode
+
+
+@attrs.frozen
+class StoreRecovery:
+    groups: tuple[MetadataRecord, ...]      # the last durable record of each group
+    summary: str                            # one line: how many, from where, what was cut
+
+
+class MetadataStore(Protocol):
+    where: str                              # names the store in error lines (a path, the endpoints)
+
+    def recover(self) -> StoreRecovery: ...
+
+    def stage(self, record: MetadataRecord) -> None: ...
+
+    def sync_job(self) -> Callable[[], None]: ...
+
+    def close(self) -> None: ...
+
+
+class FileStore:
+    """MetadataFile behind the store interface: stage = append to the page cache, the
+    sync job = one fdatasync covering every append before it (group commit)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.file = MetadataFile(directory)
+        self.where = str(self.file.path)
+
+    def recover(self) -> StoreRecovery:
+        r = self.file.recover()
+        summary = (f"recovered {len(r.groups)} broker groups ({len(r.records)} records) from {r.path}"
+                   + (f"; cut at {r.problem}, {r.dropped_bytes} bytes dropped" if r.problem else ""))
+        return StoreRecovery(r.groups, summary)
+
+    def stage(self, record: MetadataRecord) -> None:
+        self.file.append(encode(record))
+
+    def sync_job(self) -> Callable[[], None]:
+        return self.file.fsync
+
+    def close(self) -> None:
+        self.file.close()
