@@ -17,9 +17,11 @@ from spec.config import ConfigError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from reference.failover.controller import (
-        CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT, CONTROLLER_BUG_NAMES, DESIGNS,
+        CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT,
+        CONTROLLER_BUG_NAMES,
+        DESIGNS,
     )
-    from reference.real.etcd_store import ETCD_BUG_NAMES, ETCD_TIMEOUT_MS_DEFAULT
+    from reference.real.metadata_store import ETCD_BUG_NAMES, ETCD_TIMEOUT_MS_DEFAULT
 
     p = sub.add_parser("controller", help="run a real controller: elections and SyncStateSets for many broker groups "
                                           "(metadata file with fsync, TCP on 127.0.0.1)")
@@ -53,6 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from reference.failover.controller import ControllerConfig
     from reference.real.controller_server import ControllerOptions, serve_controller
+    from reference.real.metadata_store import ETCD_BUG_NAMES
 
     if not 0 <= args.port <= 65535:
         raise errors.UsageError(f"--port {args.port}: a port is 0..65535 (0: any free port)")
@@ -80,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _etcd_endpoints(args: argparse.Namespace) -> list[tuple[str, int]]:
-    from reference.real.etcd_store import parse_endpoints
+    from reference.real.metadata_store import parse_endpoints
 
     if args.store != "etcd":
         if args.etcd_endpoints is not None:

@@ -32,8 +32,12 @@ import attrs
 from reference.failover import effects as fx
 from reference.failover import wire
 from reference.failover.controller import DISCARD, ControllerConfig, ControllerCore
-from reference.real.metadata_store import FileStore, MetadataStore
 from reference.real.loop import Conn, Loop, Worker, listen, now_ms
+from reference.real.metadata_store import (
+    ETCD_TIMEOUT_MS_DEFAULT,
+    FileStore,
+    MetadataStore,
+)
 from spec.config import ConfigError
 
 CLIENT = "client"
@@ -51,7 +55,7 @@ class ControllerOptions:
     max_connections: int = MAX_CONNECTIONS
     store: str = "file"              # "file" (directory/controller.meta) or "etcd"
     etcd_endpoints: tuple[tuple[str, int], ...] = ()
-    etcd_timeout_ms: int = 5_000
+    etcd_timeout_ms: int = ETCD_TIMEOUT_MS_DEFAULT
     store_bugs: frozenset[str] = frozenset()
 
 
@@ -244,7 +248,8 @@ class ControllerRuntime:
         self._sync()
 
     def _store_failed(self, token: int, err: OSError) -> None:
-        self.failure = f"metadata store {self.store.where}: {err.strerror or err}"
+        detail = str(err.strerror or err)
+        self.failure = detail if self.store.where in detail else f"metadata store {self.store.where}: {detail}"
         self.log(f"{self.failure}; every waiting reply fails and the controller stops")
         self.core.metadata_failed(token, str(err), now_ms())
         self._perform()

@@ -52,15 +52,17 @@ import aetcd.exceptions
 
 from reference.failover.effects import MetadataRecord
 from reference.failover.metadata import encode, latest, scan
-from reference.real.metadata_store import StoreRecovery
+from reference.real.metadata_store import (
+    ETCD_BUG_NAMES,
+    ETCD_TIMEOUT_MS_DEFAULT,
+    MAX_ENDPOINTS,
+    StoreRecovery,
+)
 
 KEY_PREFIX = "/ackorder/controller/"
-ETCD_BUG_NAMES = ("BugEtcdNoCompare",)
 MAX_TXN_GROUPS = 64                 # etcd's --max-txn-ops defaults to 128; two ops per group at most
-ETCD_TIMEOUT_MS_DEFAULT = 5_000
 ATTEMPT_TIMEOUT_MS = 1_000          # one request to one member; a member without a leader answers late
 RETRY_PAUSE_MS = 50
-MAX_ENDPOINTS = 16
 
 
 class StoreUnavailable(OSError):
@@ -73,21 +75,6 @@ class StoreConflict(OSError):
 
 class StoreCorrupt(OSError):
     """A value in etcd is not a well-formed record of its key's group."""
-
-
-def parse_endpoints(text: str) -> list[tuple[str, int]]:
-    """``host:port,host:port,...`` → [(host, port)]; ValueError naming the bad item."""
-    out = []
-    for item in text.split(","):
-        host, sep, port = item.strip().rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
-            raise ValueError(f"--etcd-endpoints item {item.strip()!r}: expected host:port with a port 1..65535")
-        out.append((host.strip("[]"), int(port)))
-    if len(out) > MAX_ENDPOINTS:
-        raise ValueError(f"--etcd-endpoints: {len(out)} endpoints, at most {MAX_ENDPOINTS}")
-    if len(set(out)) != len(out):
-        raise ValueError("--etcd-endpoints: an endpoint is listed twice")
-    return out
 
 
 def group_key(group: str) -> bytes:
@@ -175,7 +162,7 @@ class EtcdStore:
         for _ in range(1_000_000):
             try:
                 return await op(await self._client())
-            except (aetcd.exceptions.ClientError, asyncio.TimeoutError, OSError) as err:
+            except (TimeoutError, aetcd.exceptions.ClientError, OSError) as err:
                 if isinstance(err, (StoreConflict, StoreCorrupt)):
                     raise
                 host, port = self.endpoints[self.current]
@@ -202,7 +189,7 @@ class EtcdStore:
             [t.mod(group_key(r.group)) == self.revisions.get(r.group, 0) for r in chunk]
         values = [encode(r) for r in chunk]
         ok, responses = await client.transaction(
-            compare=compare, success=[t.put(group_key(r.group), v) for r, v in zip(chunk, values)])
+            compare=compare, success=[t.put(group_key(r.group), v) for r, v in zip(chunk, values)], failure=[])
         self.txns += 1
         if ok:
             revision = responses[0].response_put.header.revision

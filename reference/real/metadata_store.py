@@ -28,6 +28,11 @@ import attrs
 from reference.failover.effects import MetadataRecord
 from reference.failover.metadata import MetadataFile, encode
 
+# The etcd store's options, here so that the command line can check them without importing grpc.
+ETCD_BUG_NAMES = ("BugEtcdNoCompare",)
+ETCD_TIMEOUT_MS_DEFAULT = 5_000
+MAX_ENDPOINTS = 16
+
 
 @attrs.frozen
 class StoreRecovery:
@@ -69,3 +74,18 @@ class FileStore:
 
     def close(self) -> None:
         self.file.close()
+
+
+def parse_endpoints(text: str) -> list[tuple[str, int]]:
+    """``host:port,host:port,...`` → [(host, port)]; ValueError naming the bad item."""
+    out = []
+    for item in text.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            raise ValueError(f"--etcd-endpoints item {item.strip()!r}: expected host:port with a port 1..65535")
+        out.append((host.strip("[]"), int(port)))
+    if len(out) > MAX_ENDPOINTS:
+        raise ValueError(f"--etcd-endpoints: {len(out)} endpoints, at most {MAX_ENDPOINTS}")
+    if len(set(out)) != len(out):
+        raise ValueError("--etcd-endpoints: an endpoint is listed twice")
+    return out

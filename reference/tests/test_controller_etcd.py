@@ -1,0 +1,305 @@
+"""`ackorder controller --store etcd` on a real 3-member etcd cluster on
+127.0.0.1 (reference/tests/etcdcluster.py): brokers register, heartbeat,
+alter their SyncStateSets and lose masters (elections) while the etcd
+leader is killed with SIGKILL; every decision the controller answered
+SUCCESS must be in etcd afterwards, epochs never go back, the controller
+keeps serving with one member lost and stops with exit 3 (losing nothing
+it acknowledged) with two lost; a restarted controller recovers the same
+groups.  BugEtcdNoCompare (a put without the revision compare) lets a
+second, stale controller overwrite an acknowledged decision, and the same
+check catches it.
+
+etcd missing fails these tests (never a skip): `make test` installs it."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import subprocess
+import sys
+import time
+
+import attrs
+
+from reference.failover.metadata import scan
+from reference.real.controller_client import ControllerClient, ControllerClientError
+from reference.tests.etcdcluster import EtcdCluster, etcd_binary, free_ports
+from reference.tests.realproc import start_controller
+
+PREFIX = "/ackorder/controller/"
+HEARTBEAT_TIMEOUT_MS = 600
+HEARTBEAT_INTERVAL_S = 0.1
+GROUPS = [f"broker-{i}" for i in range(6)]
+BROKERS = (1, 2, 3)
+
+
+@attrs.frozen
+class Seen:
+    """What one SUCCESS reply said a group's durable metadata is."""
+    master_id: int
+    master_epoch: int
+    sync_state_set: tuple[int, ...]
+    sss_epoch: int
+
+
+def _seen(info: dict) -> Seen:
+    return Seen(info["master_id"], info["master_epoch"], tuple(info["sync_state_set"]), info["sss_epoch"])
+
+
+def lost_decisions(acked: dict[str, list[Seen]], stored: dict[str, Seen]) -> list[str]:
+    """Every acknowledged state is the stored one or behind it (both epochs only grow); a
+    stored state behind an acknowledged one, or a different one at the same epochs, lost it."""
+    problems = []
+    for group, seen in acked.items():
+        final = stored.get(group)
+        for s in seen:
+            if final is None:
+                problems.append(f"{group}: acknowledged {s}, etcd holds nothing")
+            elif s.master_epoch > final.master_epoch or s.sss_epoch > final.sss_epoch or (
+                    (s.master_epoch, s.sss_epoch) == (final.master_epoch, final.sss_epoch) and s != final):
+                problems.append(f"{group}: acknowledged {s}, etcd holds {final}")
+    return problems
+
+
+def epochs_went_back(acked: dict[str, list[Seen]]) -> list[str]:
+    problems = []
+    for group, seen in acked.items():
+        for a, b in itertools.pairwise(seen):
+            if b.master_epoch < a.master_epoch or b.sss_epoch < a.sss_epoch:
+                problems.append(f"{group}: {a} then {b}")
+    return problems
+
+
+def stored_states(cluster: EtcdCluster) -> dict[str, Seen]:
+    out = {}
+    for key, value in cluster.read_prefix(PREFIX).items():
+        s = scan(value, key.decode())
+        assert s.problem is None and len(s.records) == 1, s.problem
+        r = s.records[0]
+        assert key.decode() == PREFIX + r.group
+        out[r.group] = Seen(r.master_id, r.master_epoch, r.sync_state_set, r.sss_epoch)
+    return out
+
+
+@attrs.define
+class Driver:
+    """Brokers of GROUPS against one controller: heartbeats, AlterSyncStateSet, and a master that
+    stops heartbeating now and then (the controller's tick elects another)."""
+    port: int
+    acked: dict[str, list[Seen]] = attrs.Factory(dict)
+    silenced: set[tuple[str, int]] = attrs.Factory(set)
+    codes: dict[str, int] = attrs.Factory(dict)
+    elections: int = 0
+    running: bool = True
+    client_error: str | None = None
+
+    def note(self, group: str, reply: dict) -> dict:
+        self.codes[reply["code"]] = self.codes.get(reply["code"], 0) + 1
+        if reply["code"] == "SUCCESS" and reply.get("info"):
+            self.acked.setdefault(group, []).append(_seen(reply["info"]))
+        return reply
+
+    async def run(self, client: ControllerClient, seconds: float) -> None:
+        tasks = [asyncio.create_task(self._heartbeats(client))]
+        tasks += [asyncio.create_task(self._group(client, g)) for g in GROUPS]
+        await asyncio.sleep(seconds)
+        self.running = False
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def register_all(self, client: ControllerClient) -> None:
+        for g in GROUPS:
+            for b in BROKERS:
+                self.note(g, await client.register(g, b))
+
+    async def _heartbeats(self, client: ControllerClient) -> None:
+        while self.running:
+            try:
+                await asyncio.gather(*(client.heartbeat(g, b, max_offset=4096) for g in GROUPS for b in BROKERS
+                                       if (g, b) not in self.silenced))
+            except ControllerClientError as err:
+                self.client_error = str(err)
+                return
+            await asyncio.sleep(HEARTBEAT_INTERVAL_S)
+
+    async def _group(self, client: ControllerClient, g: str) -> None:
+        try:
+            while self.running:
+                info = self.note(g, await client.get_replica_info(g)).get("info")
+                if info is None:
+                    await asyncio.sleep(0.05)
+                    continue
+                m = info["master_id"]
+                if m and len(info["sync_state_set"]) >= 2:
+                    await self._depose(client, g, m)
+                elif m:
+                    others = [b for b in info["alive"] if b != m and (g, b) not in self.silenced]
+                    if others:
+                        self.note(g, await client.alter(g, m, info["master_epoch"], info["sss_epoch"],
+                                                        {m, others[0]}))
+                await asyncio.sleep(0.02)
+        except ControllerClientError as err:
+            self.client_error = str(err)
+
+    async def _depose(self, client: ControllerClient, g: str, master: int) -> None:
+        """The master stops heartbeating until the controller has elected another."""
+        self.silenced.add((g, master))
+        try:
+            deadline = time.monotonic() + 5
+            while self.running and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+                info = self.note(g, await client.get_replica_info(g)).get("info")
+                if info is not None and info["master_id"] != master:
+                    self.elections += 1
+                    return
+        finally:
+            self.silenced.discard((g, master))
+
+
+async def _drive(driver: Driver, seconds: float, register: bool = False) -> None:
+    client = await ControllerClient.connect("127.0.0.1", driver.port)
+    try:
+        if register:
+            await driver.register_all(client)
+        await driver.run(client, seconds)
+    finally:
+        await client.close()
+
+
+async def _drive_and_kill(driver: Driver, cluster: EtcdCluster, members: int, before_s: float,
+                          after_s: float, register: bool = False) -> list[str]:
+    """Drive; after ``before_s`` kill ``members`` etcd members, the leader first."""
+    async def killer() -> list[str]:
+        await asyncio.sleep(before_s)
+        names = []
+        for _ in range(members):
+            victim = await asyncio.to_thread(cluster.leader) if len(cluster.alive()) > 1 else cluster.alive()[0]
+            await asyncio.to_thread(cluster.kill, victim)
+            names.append(victim.name)
+        return names
+
+    kill = asyncio.create_task(killer())
+    await _drive(driver, before_s + after_s, register)
+    return await kill
+
+
+def _controller(tmp_path, cluster: EtcdCluster, *flags: str):
+    return start_controller(tmp_path / "ctl", "--store", "etcd", "--etcd-endpoints", cluster.endpoints,
+                            "--controller-broker-heartbeat-timeout-ms", str(HEARTBEAT_TIMEOUT_MS),
+                            "--etcd-timeout-ms", "3000", *flags)
+
+
+def test_etcd_leader_killed_nothing_acknowledged_lost(tmp_path):
+    cluster = EtcdCluster.start(tmp_path, 3)
+    proc = again = None
+    try:
+        proc = _controller(tmp_path, cluster)
+        one = Driver(proc.port)
+        killed = asyncio.run(_drive_and_kill(one, cluster, 1, 2.0, 4.0, register=True))
+        assert len(killed) == 1 and len(cluster.alive()) == 2
+        assert proc.popen.poll() is None, proc.output()
+        assert one.client_error is None, one.client_error
+        assert one.elections >= len(GROUPS), one
+        assert one.codes.get("CONTROLLER_METADATA_NOT_DURABLE", 0) == 0, one.codes
+        stored = stored_states(cluster)
+        assert lost_decisions(one.acked, stored) == [] and epochs_went_back(one.acked) == []
+        assert proc.terminate() == 0, proc.output()
+
+        # a restarted controller recovers the same groups from the two live members
+        again = _controller(tmp_path, cluster)
+        assert f"recovered {len(GROUPS)} broker groups from etcd" in again.output()
+        two = Driver(again.port)
+        killed += asyncio.run(_drive_and_kill(two, cluster, 1, 1.5, 5.0))
+        first = {g: seen[0] for g, seen in two.acked.items()}
+        assert first == {g: s for g, s in stored.items() if g in first} and len(first) == len(GROUPS)
+
+        # two of three members gone: no majority, the controller stops with exit 3 naming the endpoints
+        assert again.popen.wait(timeout=20) == 3, again.output()
+        assert "no majority reachable" in again.output() and cluster.endpoints in again.output()
+        assert two.codes.get("CONTROLLER_METADATA_NOT_DURABLE", 0) + (two.client_error is not None) >= 1, two
+        for m in cluster.members:                    # bring the majority back and read what it holds
+            if m.popen.poll() is not None:
+                cluster.start_member(m)
+        cluster.wait_ready()
+        stored = stored_states(cluster)
+        acked = {g: one.acked.get(g, []) + two.acked.get(g, []) for g in GROUPS}
+        assert lost_decisions(acked, stored) == [] and epochs_went_back(acked) == []
+    finally:
+        for p in (proc, again):
+            if p is not None:
+                p.stop()
+        cluster.stop()
+
+
+async def _two_controllers(port_a: int, port_b: int) -> tuple[dict, dict, dict]:
+    """A alters the SSS; then B, which recovered the group before that, registers a broker."""
+    a = await ControllerClient.connect("127.0.0.1", port_a)
+    b = await ControllerClient.connect("127.0.0.1", port_b)
+    try:
+        await a.heartbeat("broker-a", 2)
+        info = (await a.get_replica_info("broker-a"))["info"]
+        altered = await a.alter("broker-a", 1, info["master_epoch"], info["sss_epoch"], {1, 2})
+        stale = await b.register("broker-a", 3)         # B still believes SSS {1}, sssEpoch 1
+        return info, altered, stale
+    finally:
+        await a.close()
+        await b.close()
+
+
+def _stale_controller_overwrites(tmp_path, *bug: str) -> tuple[list[str], dict, object]:
+    cluster = EtcdCluster.start(tmp_path, 1)
+    procs = []
+    try:
+        procs.append(_controller(tmp_path / "a", cluster, *bug))
+        boot = Driver(procs[0].port)
+
+        async def setup():
+            c = await ControllerClient.connect("127.0.0.1", procs[0].port)
+            for broker in (1, 2):
+                boot.note("broker-a", await c.register("broker-a", broker))
+            await c.close()
+        asyncio.run(setup())
+        procs.append(_controller(tmp_path / "b", cluster, *bug))
+        _, altered, stale = asyncio.run(_two_controllers(procs[0].port, procs[1].port))
+        assert altered["code"] == "SUCCESS", altered
+        boot.note("broker-a", altered)
+        if stale["code"] != "SUCCESS":
+            assert procs[1].popen.wait(timeout=20) == 3
+        return lost_decisions(boot.acked, stored_states(cluster)), stale, procs[1]
+    finally:
+        for p in procs:
+            p.stop()
+        cluster.stop()
+
+
+def test_a_second_controller_cannot_overwrite_a_decision(tmp_path):
+    lost, stale, b = _stale_controller_overwrites(tmp_path)
+    assert lost == []
+    assert stale["code"] == "CONTROLLER_METADATA_NOT_DURABLE" and "changed under this controller" in stale["reason"]
+    assert "another controller writes these broker groups" in b.output()
+
+
+def test_bug_etcd_no_compare_is_caught(tmp_path):
+    lost, stale, _ = _stale_controller_overwrites(tmp_path, "--bug", "BugEtcdNoCompare")
+    assert stale["code"] == "SUCCESS"
+    assert lost and "etcd holds" in lost[0], lost
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cli", "controller", "--port", "0", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_etcd_flags_and_an_unreachable_etcd(tmp_path):
+    etcd_binary()
+    for args, words in [(("--store", "etcd"), "needs --etcd-endpoints"),
+                        (("--store", "etcd", "--etcd-endpoints", "localhost"), "'localhost': expected host:port"),
+                        (("--etcd-endpoints", "127.0.0.1:2379"), "only with --store etcd"),
+                        (("--bug", "BugEtcdNoCompare"), "needs --store etcd"),
+                        (("--store", "etcd", "--etcd-endpoints", "a:1,a:1"), "listed twice")]:
+        r = _cli("--dir", str(tmp_path), *args)
+        assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r)
+    port = free_ports(1)[0]
+    r = _cli("--dir", str(tmp_path), "--store", "etcd", "--etcd-endpoints", f"127.0.0.1:{port}",
+             "--etcd-timeout-ms", "500")
+    assert r.returncode == 3 and f"127.0.0.1:{port}" in r.stderr and "no majority reachable" in r.stderr, r
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
