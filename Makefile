@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test java chromium setup clean
+.PHONY: run test java chromium etcd setup clean
 
 setup: $(STAMP) java
 
@@ -48,12 +48,26 @@ chromium:
 	fi; \
 	command -v chromium >/dev/null 2>&1 || { echo "chromium is still missing after the install"; exit 1; }
 
+# The etcd-backed controller store is tested against a real 3-member etcd; Debian's etcd-server.
+etcd:
+	@if command -v etcd >/dev/null 2>&1; then exit 0; fi; \
+	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "etcd not found: installing Debian's etcd-server with apt-get (for the controller's etcd store tests)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; \
+	elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+	  echo "etcd not found: installing Debian's etcd-server with sudo apt-get"; \
+	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; \
+	else \
+	  echo "etcd not found. Install it (Debian/Ubuntu: 'apt-get install etcd-server'), then run make again."; exit 1; \
+	fi; \
+	command -v etcd >/dev/null 2>&1 || { echo "etcd is still missing after the install"; exit 1; }
+
 run: setup
 	$(VENV)/bin/ackorder run
 
 # Both cores (pytest-xdist); tests that must share a process or not run at once carry an xdist_group.
 TEST_WORKERS ?= 2
-test: setup chromium
+test: setup chromium etcd
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 clean:
