@@ -44,6 +44,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cpu-count", type=int, default=20_000, help="messages per cpu point")
     p.add_argument("--quick", action="store_true",
                    help="controller: 1 and 20 groups, 100 ms heartbeats, 500 ms timeout (under a minute)")
+    p.add_argument("--store", choices=("file", "etcd", "both"), default="file",
+                   help="controller: the metadata store (etcd: a 3-member etcd on loopback per point; both: side by "
+                        "side); only the default writes docs/benchmarks.md")
+    p.add_argument("--groups", default=None, metavar="N,N,...",
+                   help="controller: broker group counts instead of the plan's (1,100,1000; --quick 1,20)")
     p.add_argument("--json", type=Path, metavar="FILE")
     p.add_argument("--plot", type=Path, metavar="FILE.png")
     p.add_argument("--docs", type=Path, default=DOCS,
@@ -80,9 +85,19 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
             return scenarios.tsp(Path(work), _producers(args.tsp_producers, "--tsp-producers"), min(args.count, args.tsp_count),
                                  args.size, 0.0, step)
         if name == "controller":
+            import attrs
+
             from reference.bench.controller import FULL, QUICK, controller
 
-            return controller(Path(work), QUICK if args.quick else FULL, step)
+            plan = QUICK if args.quick else FULL
+            stores = ("file", "etcd") if args.store == "both" else (args.store,)
+            groups = tuple(_producers(args.groups, "--groups")) if args.groups else plan.groups
+            from reference.real.etcd_cluster import EtcdClusterError
+
+            try:
+                return controller(Path(work), attrs.evolve(plan, stores=stores, groups=groups), step)
+            except EtcdClusterError as err:
+                raise errors.EnvironmentFailure(str(err)) from None
         if name == "traces":
             from spark_fuzz.tlabench import trace_check_rates
 
@@ -179,7 +194,7 @@ def main(args: argparse.Namespace) -> int:
         from reference.bench.report import plot
 
         plot(results[names[0]], args.plot)
-    if args.scenario == "controller" and not args.quick:
+    if args.scenario == "controller" and not args.quick and args.store == "file" and not args.groups:
         from reference.bench.controller import update_docs
 
         console.print(f"wrote {update_docs(results['controller'], args.docs)}")

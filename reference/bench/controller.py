@@ -17,6 +17,10 @@ until it sees a new master.  Election
 time runs from the master's last heartbeat to that moment; it contains the
 heartbeat timeout, so it is also given beyond the timeout (the controller's
 own share: scan, decision, fsync, the reply).
+
+``stores``: the metadata store of each point, the file (fdatasync) and/or
+etcd (a fresh 3-member cluster on loopback per point,
+reference/real/etcd_cluster.py): the same workload, side by side.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class Plan:
     poll_ms: int
     alter_interval_ms: int           # the failover phase's alters: one per master per interval
     designs: tuple[str, ...] = ("serial", "pipelined")
+    stores: tuple[str, ...] = ("file",)
 
 
 # alter_interval_ms: BrokerConfig.checkSyncStateSetPeriod (5 s), how often a master may propose
@@ -211,12 +216,29 @@ class Run:
         }
 
 
-def point(work: Path, design: str, groups: int, plan: Plan) -> dict:
-    directory = work / f"controller-{design}-{groups}"
+def point(work: Path, design: str, groups: int, plan: Plan, store: str = "file") -> dict:
+    name = f"controller-{design}-{groups}" + ("" if store == "file" else f"-{store}")
+    directory = work / name
     directory.mkdir(parents=True)
+    flags = []
+    cluster = None
+    if store == "etcd":
+        from reference.real.etcd_cluster import EtcdCluster
+
+        cluster = EtcdCluster.start(directory, 3)
+        flags = ["--store", "etcd", "--etcd-endpoints", cluster.endpoints]
+    try:
+        return _measure(work, name, directory, design, groups, plan, store, flags)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+def _measure(work: Path, name: str, directory: Path, design: str, groups: int, plan: Plan, store: str,
+             flags: list[str]) -> dict:
     proc = Broker(["controller", "--dir", str(directory), "--port", "0", "--design", design,
                    "--controller-broker-heartbeat-timeout-ms", str(plan.timeout_ms), "--max-groups",
-                   str(max(groups, 1))], work / f"controller-{design}-{groups}.log")
+                   str(max(groups, 1)), *flags], work / f"{name}.log")
     try:
         m = proc.wait_for(r"listening host=\S+ port=(\d+)")
         cpu0 = proc.cpu_seconds()
@@ -224,7 +246,7 @@ def point(work: Path, design: str, groups: int, plan: Plan) -> dict:
         row["controller_cpu_s"] = round(proc.cpu_seconds() - cpu0, 2)
     finally:
         stats = proc.stop()
-    row = {"design": design, **row, "records": stats.get("records", 0), "fsyncs": stats.get("fsyncs", 0)}
+    row = {"design": design, "store": store, **row, "records": stats.get("records", 0), "fsyncs": stats.get("fsyncs", 0)}
     row["records_per_fsync"] = round(row["records"] / max(1, row["fsyncs"]), 2)
     # from handing the fdatasync to the worker until the loop hears it is done: what bounds the serial design
     row["fsync_mean_ms"] = round(stats.get("fsync_wait_ms", 0) / max(1, row["fsyncs"]), 2)
@@ -238,11 +260,19 @@ def controller(work: Path, plan: Plan, progress: Callable[[str], None] = lambda 
     rows = []
     for groups in plan.groups:
         for design in plan.designs:
-            progress(f"controller: {design}, {groups} groups")
-            rows.append(point(work, design, groups, plan))
-    by = {(r["design"], r["groups"]): r for r in rows}
+            for store in plan.stores:
+                progress(f"controller: {design}, {groups} groups, {store} store")
+                rows.append(point(work, design, groups, plan, store))
     most, least = max(plan.groups), min(plan.groups)
-    ratios = {
+    ratios = {}
+    if set(plan.stores) == {"file", "etcd"}:
+        at = {(r["design"], r["store"]): r["alters_per_s"] for r in rows if r["groups"] == most}
+        ratios.update({f"{d} etcd/file alters_per_s at {most} groups":
+                       round(at[d, "etcd"] / max(0.1, at[d, "file"]), 2) for d in plan.designs})
+    by = {(r["design"], r["groups"]): r for r in rows if r["store"] == plan.stores[0]}
+    if len(plan.designs) < 2 or len(plan.groups) < 2:
+        return _result(plan, rows, ratios, disk, load_before)
+    ratios |= {
         f"pipelined/serial alters_per_s at {most} groups":
             round(by["pipelined", most]["alters_per_s"] / max(0.1, by["serial", most]["alters_per_s"]), 1),
         **{f"{d} election p50 at {most}/{least} groups":
@@ -251,11 +281,15 @@ def controller(work: Path, plan: Plan, progress: Callable[[str], None] = lambda 
            round(by[d, most]["beyond_timeout_p50_ms"] / max(1.0, by[d, least]["beyond_timeout_p50_ms"]), 2)
            for d in plan.designs},
     }
+    return _result(plan, rows, ratios, disk, load_before)
+
+
+def _result(plan: Plan, rows: list[dict], ratios: dict, disk: dict, load_before: float) -> dict:
     return {"scenario": "controller", "plan": attrs.asdict(plan), "rows": rows, "ratios": ratios, "disk": disk,
             "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)], "cores": os.cpu_count()}
 
 
-COLUMNS = {"design": "design", "groups": "groups", "heartbeats_per_s": "heartbeats/s", "alters_per_s": "alters/s",
+COLUMNS = {"design": "design", "store": "store", "groups": "groups", "heartbeats_per_s": "heartbeats/s", "alters_per_s": "alters/s",
            "alter_p50_ms": "alter p50 ms", "alter_p99_ms": "alter p99 ms", "records_per_fsync": "records/fsync",
            "fsync_mean_ms": "fsync wait ms",
            "elections": "elections", "election_p50_ms": "election p50 ms", "election_p99_ms": "election p99 ms",

@@ -72,14 +72,14 @@ def test_the_controller_section_is_replaced_in_place_and_kept_by_bench_all(tmp_p
                           "controller_cpu_s")}
     result = {"plan": {"heartbeat_interval_ms": 1000, "timeout_ms": 10_000, "steady_s": 10, "alter_interval_ms": 5000},
               "disk": {"fdatasyncs_per_s": 300}, "load_average": [1, 2], "cores": 2, "ratios": {"r": 1},
-              "rows": [{"design": "serial", **row}]}
+              "rows": [{"design": "serial", "store": "file", **row}]}
     (tmp_path / "benchmarks.md").write_text("# Benchmarks\n\n## `ack`\n\nA\n\n## What bounds these figures\n\nB\n")
     update_docs(result, tmp_path)
     once = (tmp_path / "benchmarks.md").read_text()
     update_docs(result, tmp_path)
     text = (tmp_path / "benchmarks.md").read_text()
-    assert text == once and text.count(SECTION) == 1 and "| serial | 1 |" in text
+    assert text == once and text.count(SECTION) == 1 and "| serial | file | 1 |" in text
     assert text.index("## What bounds") < text.index(SECTION), "a new section goes at the end"
     kept = kept_section(text)
-    assert kept[0] == SECTION and any(line.startswith("| serial | 1 |") for line in kept)
+    assert kept[0] == SECTION and any(line.startswith("| serial | file | 1 |") for line in kept)
     assert not any(line.startswith("## What bounds") for line in kept)

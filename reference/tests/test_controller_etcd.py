@@ -1,5 +1,5 @@
 """`ackorder controller --store etcd` on a real 3-member etcd cluster on
-127.0.0.1 (reference/tests/etcdcluster.py): brokers register, heartbeat,
+127.0.0.1 (reference/real/etcd_cluster.py): brokers register, heartbeat,
 alter their SyncStateSets and lose masters (elections) while the etcd
 leader is killed with SIGKILL; every decision the controller answered
 SUCCESS must be in etcd afterwards, epochs never go back, the controller
@@ -23,11 +23,12 @@ import attrs
 
 from reference.failover.metadata import scan
 from reference.real.controller_client import ControllerClient, ControllerClientError
-from reference.tests.etcdcluster import EtcdCluster, etcd_binary, free_ports
+from reference.real.etcd_cluster import EtcdCluster, etcd_binary, free_ports
 from reference.tests.realproc import start_controller
 
 PREFIX = "/ackorder/controller/"
 HEARTBEAT_TIMEOUT_MS = 600
+LONG_TIMEOUT_MS = 600_000
 HEARTBEAT_INTERVAL_S = 0.1
 GROUPS = [f"broker-{i}" for i in range(6)]
 BROKERS = (1, 2, 3)
@@ -182,9 +183,9 @@ async def _drive_and_kill(driver: Driver, cluster: EtcdCluster, members: int, be
     return await kill
 
 
-def _controller(tmp_path, cluster: EtcdCluster, *flags: str):
+def _controller(tmp_path, cluster: EtcdCluster, *flags: str, heartbeat_timeout_ms: int = HEARTBEAT_TIMEOUT_MS):
     return start_controller(tmp_path / "ctl", "--store", "etcd", "--etcd-endpoints", cluster.endpoints,
-                            "--controller-broker-heartbeat-timeout-ms", str(HEARTBEAT_TIMEOUT_MS),
+                            "--controller-broker-heartbeat-timeout-ms", str(heartbeat_timeout_ms),
                             "--etcd-timeout-ms", "3000", *flags)
 
 
@@ -249,7 +250,8 @@ def _stale_controller_overwrites(tmp_path, *bug: str) -> tuple[list[str], dict, 
     cluster = EtcdCluster.start(tmp_path, 1)
     procs = []
     try:
-        procs.append(_controller(tmp_path / "a", cluster, *bug))
+        # no heartbeats here: a long timeout keeps broker 1 the master in both controllers
+        procs.append(_controller(tmp_path / "a", cluster, *bug, heartbeat_timeout_ms=LONG_TIMEOUT_MS))
         boot = Driver(procs[0].port)
 
         async def setup():
@@ -258,7 +260,7 @@ def _stale_controller_overwrites(tmp_path, *bug: str) -> tuple[list[str], dict, 
                 boot.note("broker-a", await c.register("broker-a", broker))
             await c.close()
         asyncio.run(setup())
-        procs.append(_controller(tmp_path / "b", cluster, *bug))
+        procs.append(_controller(tmp_path / "b", cluster, *bug, heartbeat_timeout_ms=LONG_TIMEOUT_MS))
         _, altered, stale = asyncio.run(_two_controllers(procs[0].port, procs[1].port))
         assert altered["code"] == "SUCCESS", altered
         boot.note("broker-a", altered)

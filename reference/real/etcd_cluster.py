@@ -1,10 +1,10 @@
-"""A real etcd cluster on 127.0.0.1 for tests: N members (Debian's
-etcd-server), free ports, data directories under the test's tmp_path;
-kill -9 a member (the leader, found with the maintenance Status API) and
-restart it on its own data directory.
+"""A real etcd cluster on 127.0.0.1 for the tests and the controller
+benchmark: N members (Debian's etcd-server), free ports, data directories
+in a given directory; kill -9 a member (the leader, found with the
+maintenance Status API) and restart it on its own data directory.
 
-etcd missing is a failure with a clear message, never a skip: `make test`
-installs etcd-server (Makefile target `etcd`).
+etcd missing is ``EtcdClusterError`` with a clear message (a test fails,
+never skips: `make test` installs etcd-server, Makefile target `etcd`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,15 @@ HEARTBEAT_INTERVAL_MS = 50
 ELECTION_TIMEOUT_MS = 500
 
 
+class EtcdClusterError(RuntimeError):
+    """etcd is not installed, or a cluster did not come up."""
+
+
 def etcd_binary() -> str:
     path = shutil.which(ETCD)
-    assert path is not None, ("the etcd binary is not on PATH: run `make test` (it installs Debian's etcd-server) "
-                              "or `apt-get install etcd-server`")
+    if path is None:
+        raise EtcdClusterError("the etcd binary is not on PATH: run `make test` (it installs Debian's "
+                               "etcd-server) or `apt-get install etcd-server`")
     return path
 
 
@@ -106,10 +111,10 @@ class EtcdCluster:
                     break
                 except Exception as err:   # noqa: BLE001 — not up yet
                     if m.popen.poll() is not None:
-                        raise AssertionError(f"etcd {m.name} exited ({m.popen.returncode}): "
+                        raise EtcdClusterError(f"etcd {m.name} exited ({m.popen.returncode}): "
                                              f"{m.log_path.read_text()[-2000:]}") from None
                     if time.monotonic() > deadline:
-                        raise AssertionError(f"etcd {m.name} not ready in {timeout_s} s: {err}") from None
+                        raise EtcdClusterError(f"etcd {m.name} not ready in {timeout_s} s: {err}") from None
                     time.sleep(0.1)
 
     def leader(self, timeout_s: float = 10) -> Member:
@@ -120,7 +125,8 @@ class EtcdCluster:
             if len(ids) == 1 and None not in ids:
                 port = ids.pop()
                 return next(m for m in self.members if m.client_port == port)
-            assert time.monotonic() < deadline, f"no agreed etcd leader in {timeout_s} s: {ids}"
+            if time.monotonic() >= deadline:
+                raise EtcdClusterError(f"no agreed etcd leader in {timeout_s} s: {ids}")
             time.sleep(0.1)
 
     def kill(self, m: Member) -> None:
