@@ -46,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="controller: 1 and 20 groups, 100 ms heartbeats, 500 ms timeout (under a minute)")
     p.add_argument("--store", choices=("file", "etcd", "both"), default="file",
                    help="controller: the metadata store (etcd: a 3-member etcd on loopback per point; both: side by "
-                        "side); only the default writes docs/benchmarks.md")
+                        "side); the default and `both` write their parts of docs/benchmarks.md")
     p.add_argument("--groups", default=None, metavar="N,N,...",
                    help="controller: broker group counts instead of the plan's (1,100,1000; --quick 1,20)")
     p.add_argument("--json", type=Path, metavar="FILE")
@@ -194,7 +194,8 @@ def main(args: argparse.Namespace) -> int:
         from reference.bench.report import plot
 
         plot(results[names[0]], args.plot)
-    if args.scenario == "controller" and not args.quick and args.store == "file" and not args.groups:
+    if args.scenario == "controller" and not args.quick and (args.store == "both" or
+                                                            (args.store == "file" and not args.groups)):
         from reference.bench.controller import update_docs
 
         console.print(f"wrote {update_docs(results['controller'], args.docs)}")

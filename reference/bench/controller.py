@@ -333,14 +333,51 @@ def markdown(result: dict) -> list[str]:
     return lines
 
 
+STORES_SECTION = "### The metadata in etcd (`--store both`)"
+
+
+def markdown_stores(result: dict) -> list[str]:
+    """The subsection of a `--store both` run: the file and etcd side by side."""
+    disk, groups = result["disk"], ",".join(str(g) for g in result["plan"]["groups"])
+    lines = [STORES_SECTION, "",
+             f"Written by `{COMMAND} --store both --groups {groups}` on {time.strftime('%Y-%m-%d')} "
+             f"({result['cores']} cores shared with other jobs: load average {result['load_average'][0]} before, "
+             f"{result['load_average'][1]} after). The same workload and timings as above, each point run on the "
+             "file store and on a fresh 3-member etcd cluster on loopback (Debian's etcd 3.4; its members fsync "
+             "their WALs on this same disk, reference/real/etcd_cluster.py). In the etcd rows a sync is one etcd "
+             "transaction per 64 groups (compare each key's mod_revision, put): records/fsync is records per sync "
+             "and fsync wait the time until etcd answered that a majority committed it. This disk, probed before "
+             f"the run: {disk['fdatasyncs_per_s']:,} fdatasyncs/s.", "",
+             "| " + " | ".join(COLUMNS.values()) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in result["rows"]:
+        lines.append("| " + " | ".join(cell(k, r[k]) for k in COLUMNS) + " |")
+    lines += ["", "Ratios: `" + json.dumps(result["ratios"]) + "`", ""]
+    return lines
+
+
+def _cut(text: str, heading: str, ends: tuple[str, ...]) -> tuple[str, str, str]:
+    """(before, the part from ``heading`` to the first of ``ends`` after it, the rest)."""
+    before, found, after = text.partition(heading)
+    if not found:
+        return text, "", ""
+    stops = [i for i in (after.find(e) for e in ends) if i >= 0]
+    end = min(stops, default=len(after))
+    return before, heading + after[:end], after[end:]
+
+
 def update_docs(result: dict, docs: Path) -> Path:
-    """Put the section into docs/benchmarks.md in place of the previous one (or at the end)."""
+    """Put the section into docs/benchmarks.md in place of the previous one (or at the end); a
+    `--store both` run replaces only its subsection of it, and the section keeps that subsection."""
     out = docs / "benchmarks.md"
     text = out.read_text() if out.exists() else "# Benchmarks\n"
-    before, found, after = text.partition(SECTION)
-    end = after.find("\n## ") if found else -1
-    rest = after[end + 1:] if end >= 0 else ""
-    out.write_text(before.rstrip("\n") + "\n\n" + "\n".join(markdown(result)) + ("\n" + rest if rest else ""))
+    before, section, rest = _cut(text, SECTION, ("\n## ",))
+    head, stores, tail = _cut(section, STORES_SECTION, ("\n## ", "\n### "))
+    if result["plan"].get("stores", ["file"]) != ["file"]:
+        new = [*((head + tail).rstrip("\n").split("\n") if section else []), "", *markdown_stores(result)]
+    else:
+        new = markdown(result) + (stores.rstrip("\n").split("\n") + [""] if stores else [])
+    rest = rest.lstrip("\n")
+    out.write_text(before.rstrip("\n") + "\n\n" + "\n".join(new).strip("\n") + "\n" + ("\n" + rest if rest else ""))
     return out
 
 

@@ -47,6 +47,13 @@ def test_bad_producers_are_refused(tmp_path):
     assert main(["bench", "ack", "--producers", "1,x"]) == 2
 
 
+# every measured column of a `bench controller` row, set to 1 (the docs tests' rows)
+CONTROLLER_ROW = {k: 1 for k in ("groups", "heartbeats_per_s", "alters_per_s", "alter_p50_ms", "alter_p99_ms",
+                                 "records_per_fsync", "fsync_mean_ms", "elections", "election_p50_ms",
+                                 "election_p99_ms", "beyond_timeout_p50_ms", "beyond_timeout_p99_ms",
+                                 "elections_per_s", "heartbeat_p99_ms", "controller_cpu_s")}
+
+
 def test_bench_controller_quick_reports_both_designs_side_by_side(tmp_path):
     """The structure of `ackorder bench controller --quick` (never its timings)."""
     from reference.bench.controller import QUICK, controller
@@ -66,10 +73,7 @@ def test_bench_controller_quick_reports_both_designs_side_by_side(tmp_path):
 def test_the_controller_section_is_replaced_in_place_and_kept_by_bench_all(tmp_path):
     from reference.bench.controller import SECTION, kept_section, update_docs
 
-    row = {k: 1 for k in ("groups", "heartbeats_per_s", "alters_per_s", "alter_p50_ms", "alter_p99_ms",
-                          "records_per_fsync", "fsync_mean_ms", "elections", "election_p50_ms", "election_p99_ms",
-                          "beyond_timeout_p50_ms", "beyond_timeout_p99_ms", "elections_per_s", "heartbeat_p99_ms",
-                          "controller_cpu_s")}
+    row = dict(CONTROLLER_ROW)
     result = {"plan": {"heartbeat_interval_ms": 1000, "timeout_ms": 10_000, "steady_s": 10, "alter_interval_ms": 5000},
               "disk": {"fdatasyncs_per_s": 300}, "load_average": [1, 2], "cores": 2, "ratios": {"r": 1},
               "rows": [{"design": "serial", "store": "file", **row}]}
@@ -83,3 +87,28 @@ def test_the_controller_section_is_replaced_in_place_and_kept_by_bench_all(tmp_p
     kept = kept_section(text)
     assert kept[0] == SECTION and any(line.startswith("| serial | file | 1 |") for line in kept)
     assert not any(line.startswith("## What bounds") for line in kept)
+
+
+def test_a_store_run_writes_its_subsection_and_a_default_run_keeps_it(tmp_path):
+    from reference.bench.controller import SECTION, STORES_SECTION, kept_section, update_docs
+
+    row = dict(CONTROLLER_ROW)
+    common = {"disk": {"fdatasyncs_per_s": 300}, "load_average": [1, 2], "cores": 2, "ratios": {"r": 1}}
+    plan = {"heartbeat_interval_ms": 1000, "timeout_ms": 10_000, "steady_s": 10, "alter_interval_ms": 5000,
+            "groups": [100]}
+    default = {**common, "plan": {**plan, "stores": ["file"]}, "rows": [{"design": "serial", "store": "file", **row}]}
+    stores = {**common, "plan": {**plan, "stores": ["file", "etcd"]},
+              "rows": [{"design": "pipelined", "store": s, **row} for s in ("file", "etcd")]}
+    (tmp_path / "benchmarks.md").write_text("# Benchmarks\n\n## `ack`\n\nA\n\n## What bounds\n\nB\n")
+    update_docs(default, tmp_path)
+    update_docs(stores, tmp_path)
+    once = (tmp_path / "benchmarks.md").read_text()
+    update_docs(stores, tmp_path)
+    assert (tmp_path / "benchmarks.md").read_text() == once
+    update_docs(default, tmp_path)
+    text = (tmp_path / "benchmarks.md").read_text()
+    assert text == once, "a default run rewrites its part and keeps the etcd subsection as it was"
+    assert text.count(SECTION) == 1 and text.count(STORES_SECTION) == 1 and "| pipelined | etcd | 1 |" in text
+    assert text.index(SECTION) < text.index("| serial | file | 1 |") < text.index(STORES_SECTION)
+    kept = kept_section(text)
+    assert STORES_SECTION in kept and any(line.startswith("| pipelined | etcd | 1 |") for line in kept)
