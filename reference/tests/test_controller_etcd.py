@@ -91,6 +91,9 @@ class Driver:
     silenced: set[tuple[str, int]] = attrs.Factory(set)
     codes: dict[str, int] = attrs.Factory(dict)
     elections: int = 0
+    killed_at: float | None = None       # when an etcd member was killed (time.monotonic)
+    acked_after_kill: int = 0
+    elections_after_kill: int = 0
     running: bool = True
     client_error: str | None = None
 
@@ -98,6 +101,7 @@ class Driver:
         self.codes[reply["code"]] = self.codes.get(reply["code"], 0) + 1
         if reply["code"] == "SUCCESS" and reply.get("info"):
             self.acked.setdefault(group, []).append(_seen(reply["info"]))
+            self.acked_after_kill += self.killed_at is not None
         return reply
 
     async def run(self, client: ControllerClient, seconds: float) -> None:
@@ -151,6 +155,7 @@ class Driver:
                 info = self.note(g, await client.get_replica_info(g)).get("info")
                 if info is not None and info["master_id"] != master:
                     self.elections += 1
+                    self.elections_after_kill += self.killed_at is not None
                     return
         finally:
             self.silenced.discard((g, master))
@@ -175,6 +180,7 @@ async def _drive_and_kill(driver: Driver, cluster: EtcdCluster, members: int, be
         for _ in range(members):
             victim = await asyncio.to_thread(cluster.leader) if len(cluster.alive()) > 1 else cluster.alive()[0]
             await asyncio.to_thread(cluster.kill, victim)
+            driver.killed_at = driver.killed_at or time.monotonic()
             names.append(victim.name)
         return names
 
@@ -200,6 +206,7 @@ def test_etcd_leader_killed_nothing_acknowledged_lost(tmp_path):
         assert proc.popen.poll() is None, proc.output()
         assert one.client_error is None, one.client_error
         assert one.elections >= len(GROUPS), one
+        assert one.acked_after_kill > 0 and one.elections_after_kill > 0, one     # it kept serving
         assert one.codes.get("CONTROLLER_METADATA_NOT_DURABLE", 0) == 0, one.codes
         stored = stored_states(cluster)
         assert lost_decisions(one.acked, stored) == [] and epochs_went_back(one.acked) == []
