@@ -192,7 +192,7 @@ async def _drive_and_kill(driver: Driver, cluster: EtcdCluster, members: int, be
 def _controller(tmp_path, cluster: EtcdCluster, *flags: str, heartbeat_timeout_ms: int = HEARTBEAT_TIMEOUT_MS):
     return start_controller(tmp_path / "ctl", "--store", "etcd", "--etcd-endpoints", cluster.endpoints,
                             "--controller-broker-heartbeat-timeout-ms", str(heartbeat_timeout_ms),
-                            "--etcd-timeout-ms", "3000", *flags)
+                            "--etcd-timeout-ms", "5000", *flags)
 
 
 def test_etcd_leader_killed_nothing_acknowledged_lost(tmp_path):
