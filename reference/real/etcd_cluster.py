@@ -143,6 +143,11 @@ class EtcdCluster:
         """A linearizable read of every key under ``prefix`` from a live member."""
         return asyncio.run(_read_prefix(self.alive()[0], prefix.encode()))
 
+    def history(self, prefix: str, timeout_s: float = 20) -> dict[bytes, list[bytes]]:
+        """Every value each key under ``prefix`` ever held, oldest first (etcd's MVCC history,
+        replayed by a watch from revision 1; nothing here compacts it)."""
+        return asyncio.run(asyncio.wait_for(_history(self.alive()[0], prefix.encode()), timeout_s))
+
 
 async def _get(m: Member, key: bytes):
     async with aetcd.Client("127.0.0.1", m.client_port, timeout=2) as c:
@@ -164,3 +169,18 @@ async def _leader_port(m: Member) -> int | None:
 async def _read_prefix(m: Member, prefix: bytes) -> dict[bytes, bytes]:
     async with aetcd.Client("127.0.0.1", m.client_port, timeout=5) as c:
         return {kv.key: kv.value for kv in await c.get_prefix(prefix)}
+
+
+async def _history(m: Member, prefix: bytes) -> dict[bytes, list[bytes]]:
+    out: dict[bytes, list[bytes]] = {}
+    async with aetcd.Client("127.0.0.1", m.client_port, timeout=5) as c:
+        last = max((kv.mod_revision for kv in await c.get_prefix(prefix)), default=0)
+        if last == 0:
+            return out
+        watch = await c.watch_prefix(prefix, start_revision=1)
+        async for event in watch:
+            out.setdefault(event.kv.key, []).append(event.kv.value)
+            if event.kv.mod_revision >= last:
+                break
+        await watch.cancel()
+    return out
