@@ -16,6 +16,7 @@ core refused, each with one log line.
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import selectors
 import signal
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from reference import effects as fx
 from reference.admission import Admission
 from reference.commitlog import CommitLog
-from reference.frames import Ack, Data, Handshake, Put, Refuse, encode_response
+from reference.frames import Ack, Data, EpochQuery, EpochReply, Handshake, Put, Refuse, encode_response
 from reference.master import DISCARD, MasterCore
 from reference.real.disk import FileOps, SegmentStore, ShortWrite
 from reference.real.loop import Conn, Loop, Worker, listen, now_ms
@@ -56,6 +57,9 @@ class MasterRuntime:
                                         self.recovery)
         self.core = MasterCore(cfg, opts.replicas, now_ms(), log=commitlog)
         self.core.spec_steps = DISCARD
+        if opts.sync_state_set is not None:
+            self.core.change_sync_state_set(opts.replicas, frozenset(opts.sync_state_set))
+        self.epoch_entries = tuple(opts.epoch_entries)
         self.trace_out = None
         if opts.trace is not None:
             self._start_trace(opts.trace)
@@ -121,6 +125,19 @@ class MasterRuntime:
 
     def stop(self) -> None:
         self.loop.stop()
+
+    def call(self, fn: Callable, timeout_s: float = 10.0):
+        """Run ``fn()`` on the loop thread and return its result (another thread's way to
+        read or change the cores: the node that supervises this runtime)."""
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                fut.set_result(fn())
+            except BaseException as err:        # handed to the caller, re-raised there
+                fut.set_exception(err)
+        self.loop.call_soon(run)
+        return fut.result(timeout_s)
 
     def _turn(self) -> None:
         """After the sockets and completions of one wake-up: admit, run the services
@@ -224,6 +241,11 @@ class MasterRuntime:
         core = self.core
         for frame in frames:
             if conn.closed:
+                return
+            if isinstance(frame, EpochQuery):       # a node about to follow: our epochs, then close
+                conn.queue(EpochReply(core.log.committed, core.acked_upto, self.epoch_entries))
+                conn.flush()
+                self._close(conn, "epoch query answered")
                 return
             if isinstance(frame, Handshake):
                 core.replica_handshake(conn.id, frame.name, frame.offset, frame.chain, now, frame.records)
