@@ -1,0 +1,154 @@
+"""A load client that follows the master through failovers.
+
+Each producer sends synchronously (one request in flight, RocketMQ's sync
+send).  On a connection error, a timeout or any answer but PUT_OK it asks
+the controller (GetReplicaInfo) where the master is now and resends the SAME
+key: at-least-once, so a key may be stored twice (duplicates are allowed),
+never lost once acknowledged.  Every PUT_OK is recorded as
+reference/real/load.py records it (key, next_offset, size), with when it came
+and which broker answered (the failover time is measured from it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections import Counter
+
+import attrs
+
+from reference.failover.effects import NO_MASTER
+from reference.frames import FrameDecoder, FrameError, Put, Response, encode
+from reference.real.controller_client import ControllerClient, ControllerClientError
+from reference.real.load import Acked, body_for
+from reference.status import PutStatus
+
+REQUEST_TIMEOUT_S = 10.0       # longer than the store's flush and slave timeouts: the master answers first
+CONNECT_TIMEOUT_S = 1.0
+RETRY_PAUSE_S = 0.05
+MAX_TRIES_PER_KEY = 100_000    # bound: a key is retried this often at most (about 80 minutes of pauses)
+
+
+@attrs.frozen
+class AckedAt:
+    acked: Acked
+    at_s: float                # time.monotonic() when the PUT_OK came
+    broker_id: int             # who answered it
+
+
+async def _master_of(controller: tuple[str, int], group: str) -> tuple[int, tuple[str, int]] | None:
+    client = await ControllerClient.connect(*controller)
+    try:
+        reply = await asyncio.wait_for(client.get_replica_info(group), 5.0)
+    finally:
+        await client.close()
+    info = reply.get("info")
+    if not info or info["master_id"] == NO_MASTER:
+        return None
+    address = info.get("addresses", {}).get(str(info["master_id"]))
+    if address is None:
+        return None
+    host, port, _ha_port = address.rsplit(":", 2)
+    return info["master_id"], (host, int(port))
+
+
+class FailoverLoad:
+    """``producers`` threads sending keys first_key, first_key + 1, ... until ``stop()``."""
+
+    def __init__(self, controller: tuple[str, int], group: str, producers: int, size: int,
+                 first_key: int = 1) -> None:
+        assert producers >= 1 and size >= 1 and first_key >= 1
+        self.controller, self.group, self.size = controller, group, size
+        self.producers = producers
+        self._next_key = first_key
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.acked: list[AckedAt] = []
+        self.statuses: Counter = Counter()
+        self.resends = 0
+        self._master: tuple[int, tuple[str, int]] | None = None
+        self._master_version = 0
+        self._threads = [threading.Thread(target=self._producer, name=f"producer-{p}", daemon=True)
+                         for p in range(producers)]
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(REQUEST_TIMEOUT_S + 5)
+
+    def acked_since(self, index: int) -> list[AckedAt]:
+        with self._lock:
+            return self.acked[index:]
+
+    # ------------------------------------------------------------------ one producer
+
+    def _key(self) -> int:
+        with self._lock:
+            key, self._next_key = self._next_key, self._next_key + 1
+            return key
+
+    def _where(self, seen_version: int) -> tuple[int, tuple[int, tuple[str, int]] | None]:
+        """The master as last looked up; asked again when the caller saw this version fail."""
+        with self._lock:
+            if self._master is not None and self._master_version != seen_version:
+                return self._master_version, self._master
+        try:
+            found = asyncio.run(_master_of(self.controller, self.group))
+        except (OSError, ControllerClientError, asyncio.TimeoutError):
+            found = None
+        with self._lock:
+            self._master, self._master_version = found, self._master_version + 1
+            return self._master_version, found
+
+    def _producer(self) -> None:
+        sock: socket.socket | None = None
+        decoder = FrameDecoder()
+        version, master = self._where(-1)
+        key = self._key()
+        tries = 0
+        while not self._stop.is_set():
+            assert tries < MAX_TRIES_PER_KEY, f"key {key}: {tries} tries"
+            tries += 1
+            status = None
+            try:
+                if master is None:
+                    raise ConnectionError("no master known")
+                if sock is None:
+                    sock = socket.create_connection(master[1], timeout=CONNECT_TIMEOUT_S)
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    sock.settimeout(REQUEST_TIMEOUT_S)
+                    decoder = FrameDecoder()
+                sock.sendall(encode(Put(key, key, body_for(key, self.size))))
+                response = None
+                while response is None:
+                    data = sock.recv(65536)
+                    if not data:
+                        raise ConnectionError("closed by the broker")
+                    response = next((f for f in decoder.feed(data) if isinstance(f, Response) and f.req_id == key),
+                                    None)
+                status = PutStatus(response.status).name
+            except (OSError, ConnectionError, FrameError, ValueError):
+                status = "CONNECTION_LOST"
+            with self._lock:
+                self.statuses[status] += 1
+                if status == "PUT_OK":
+                    self.acked.append(AckedAt(Acked(key, response.next_offset, self.size), time.monotonic(),
+                                              master[0]))
+            if status == "PUT_OK":
+                key, tries = self._key(), 0
+                continue
+            with self._lock:
+                self.resends += 1
+            if sock is not None:
+                sock.close()
+                sock = None
+            self._stop.wait(RETRY_PAUSE_S)
+            version, master = self._where(version)
+        if sock is not None:
+            sock.close()
