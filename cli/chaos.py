@@ -35,6 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--failover-bug", action="append", default=[], metavar="NAME",
                    help="--failover: run the nodes with a seeded broker-side defect (BugTruncateNotDurable, "
                         "BugNoAllAck, ...)")
+    p.add_argument("--settle-timeout-s", type=float, default=30.0,
+                   help="--failover: how long a restarted broker may take to rejoin the SyncStateSet (default 30)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--producers", type=int, default=8)
     p.add_argument("--size", type=int, default=200, help="message body bytes")
@@ -132,6 +134,7 @@ def _failover(args: argparse.Namespace) -> int:
     opts = FailoverChaosOptions(failovers=args.failovers, seed=args.seed, producers=args.producers, size=args.size,
                                 max_load_s=max(args.max_load_s, 0.2), directory=args.dir,
                                 keep=args.dir is not None, failover_bugs=tuple(args.failover_bug),
+                                settle_timeout_s=args.settle_timeout_s,
                                 **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}))
     console = make_console()
     report = _with_progress(console, "failover", opts.failovers, lambda progress: run_failover_chaos(opts, progress))

@@ -62,6 +62,7 @@ class FailoverChaosOptions:
     controller_heartbeat_timeout_ms: int = 1_000   # controllerHeartBeatTimeoutMills, short for a chaos run
     node_heartbeat_interval_ms: int = 200
     shrink_after_ms: int = 1_000
+    settle_timeout_s: float = SETTLE_TIMEOUT_S    # how long a restarted broker may take to rejoin the SSS
     directory: Path | None = None
     keep: bool = False
     failover_bugs: tuple[str, ...] = ()
@@ -74,6 +75,8 @@ class FailoverChaosOptions:
         if not 0 < self.min_load_s <= self.max_load_s:
             raise ConfigError("the load time before a kill must be positive (min <= max)")
         check_bugs(self.failover_bugs)
+        if not self.settle_timeout_s > 0:
+            raise ConfigError(f"--settle-timeout-s {self.settle_timeout_s}: must be positive")
         check_segment_room(self.segment_bytes, self.size)
 
 
@@ -192,10 +195,10 @@ class Cluster:
         self.nodes[i].popen.kill()
         self.nodes[i].popen.wait(timeout=10)
 
-    def settled(self, timeout_s: float = SETTLE_TIMEOUT_S) -> dict | None:
+    def settled(self) -> dict | None:
         """Wait until a master serves with every node in its SyncStateSet (what a kill needs to
         be survivable under ALL_IN_SYNC); None when that did not happen in time."""
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + self.opts.settle_timeout_s
         while time.monotonic() < deadline:
             info = replica_info(self.controller_port)
             if info and info["master_id"] and len(info["sync_state_set"]) == NODES:
@@ -227,7 +230,7 @@ def run_failover_chaos(opts: FailoverChaosOptions,
         progress(0, "waiting for the first SyncStateSet")
         if cluster.settled() is None:
             raise ChaosAborted("the three nodes did not form a SyncStateSet within "
-                               f"{SETTLE_TIMEOUT_S:.0f} s (see {work / 'logs'})")
+                               f"{opts.settle_timeout_s:.0f} s (see {work / 'logs'})")
         load = FailoverLoad(("127.0.0.1", cluster.controller_port), GROUP, opts.producers, opts.size)
         load.start()
         for n in range(1, opts.failovers + 1):
@@ -333,4 +336,5 @@ def _not_settled(cluster: Cluster, report: FailoverReport, load: FailoverLoad, w
         _check_rejoined(cluster, report, load)
         report.rounds[-1].rejoined = False
     else:
-        report.stuck = f"{when}: no master with a full SyncStateSet within {SETTLE_TIMEOUT_S:.0f} s ({info})"
+        report.stuck = (f"{when}: no master with a full SyncStateSet within {cluster.opts.settle_timeout_s:.0f} s "
+                        f"({info})")
