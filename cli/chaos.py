@@ -76,17 +76,22 @@ def _main(args: argparse.Namespace) -> int:
     console = make_console()
     report = _with_progress(console, "kill -9", opts.kills, lambda progress: run_chaos(opts, progress))
     out = report.to_json()
-    table = Table(title=f"ackorder chaos: {opts.kills} kills, {opts.replicas} slave(s)"
-                        + (", corrupt tails" if opts.corrupt else "") + (", I/O errors" if opts.io_errors else ""),
-                  title_justify="left", show_header=False)
-    for key in ("acked", "lost", "corrupt", "duplicated", "resurrected_corrupt", "recovered_regions",
-                "replica_checks", "replicas_reseeded", "seconds"):
-        table.add_row(key, str(out[key]))
-    table.add_row("faults", json.dumps(out["faults"]))
+    title = (f"ackorder chaos: {opts.kills} kills, {opts.replicas} slave(s)"
+             + (", corrupt tails" if opts.corrupt else "") + (", I/O errors" if opts.io_errors else ""))
+    return _summary(console, args, title, out, ("acked", "lost", "corrupt", "duplicated", "resurrected_corrupt",
+                                                "recovered_regions", "replica_checks", "replicas_reseeded",
+                                                "seconds", "faults"), report.valid)
+
+
+def _summary(console, args: argparse.Namespace, title: str, out: dict, keys: tuple[str, ...], valid: bool) -> int:
+    """The summary table, the --json report and the verdict's exit code."""
+    table = Table(title=title, title_justify="left", show_header=False)
+    for key in keys:
+        table.add_row(key, json.dumps(out[key]) if isinstance(out[key], dict) else str(out[key]))
     console.print(table)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
-    return _verdict(console, report.valid)
+    return _verdict(console, valid)
 
 
 def _with_progress(console, label: str, total: int, run):
@@ -139,13 +144,8 @@ def _failover(args: argparse.Namespace) -> int:
     console = make_console()
     report = _with_progress(console, "failover", opts.failovers, lambda progress: run_failover_chaos(opts, progress))
     out = report.to_json()
-    table = Table(title=f"ackorder chaos --failover: {opts.failovers} master kills, 3 nodes, SYNC_MASTER "
-                        "ALL_IN_SYNC", title_justify="left", show_header=False)
-    for key in ("failovers", "acked", "lost", "corrupt", "diverged", "not_rejoined", "stuck", "failover_ms_p50",
-                "failover_ms_p99", "failover_ms_max", "truncations", "resends", "seconds"):
-        table.add_row(key, str(out[key]))
-    table.add_row("statuses", json.dumps(out["statuses"]))
-    console.print(table)
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2) + "\n")
-    return _verdict(console, report.valid)
+    return _summary(console, args, f"ackorder chaos --failover: {opts.failovers} master kills, 3 nodes, "
+                    "SYNC_MASTER ALL_IN_SYNC", out,
+                    ("failovers", "acked", "lost", "corrupt", "diverged", "not_rejoined", "stuck", "failover_ms_p50",
+                     "failover_ms_p99", "failover_ms_max", "truncations", "resends", "seconds", "statuses"),
+                    report.valid)

@@ -89,7 +89,7 @@ def _positive(instance, attribute, value) -> None:
 class NodeOptions:
     directory: Path = attrs.field(converter=Path)
     controller: tuple[str, int]
-    broker_id: int = attrs.field(validator=_positive)
+    broker_id: int = attrs.field()
     config: StoreConfig
     group: str = "broker-a"
     host: str = "127.0.0.1"
@@ -100,6 +100,8 @@ class NodeOptions:
     failover_bugs: frozenset[str] = attrs.field(default=frozenset(), converter=check_bugs)
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.broker_id, int) or not 1 <= self.broker_id <= 10**9:
+            raise ConfigError(f"--id {self.broker_id!r}: a broker id is 1..10**9")
         cfg = self.config
         if not (cfg.sync_master and cfg.ack_policy == "ALL_IN_SYNC" and cfg.sync_flush):
             raise ConfigError("a node runs SYNC_FLUSH, SYNC_MASTER and ALL_IN_SYNC (the 5.x controller mode): "
@@ -109,8 +111,6 @@ class NodeOptions:
                               "(the controller hands them to producers and slaves)")
         if not self.group or len(self.group) > 255 or any(c.isspace() for c in self.group):
             raise ConfigError(f"--group {self.group!r}: a name of 1-255 characters without white space")
-        if self.broker_id > 10**9:
-            raise ConfigError(f"--id {self.broker_id}: at most 10**9")
         if Path(self.directory).exists() and not Path(self.directory).is_dir():
             raise ConfigError(f"--dir {self.directory}: exists and is not a directory")
 
@@ -244,18 +244,25 @@ class Node:
         return frozenset(view - {self.me})
 
     def _become_master(self, info: dict) -> None:
-        self._stop_runtime()
-        self.rm.log_end_offset = self._recover_log_end()
-        self.rm.confirm_offset = min(self.rm.confirm_offset, self.rm.log_end_offset)
+        """ChangeToMaster.  A master re-elected (the controller lost its heartbeats for a
+        while) keeps serving: its new epoch starts at its log end, taken on its loop thread.
+        Otherwise the runtime is built first (its recovery gives the log end the new epoch
+        starts at), the epoch file is written, and only then does it serve."""
         sss = frozenset(broker_name(b) for b in info["sync_state_set"])
-        effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
-        if not effects:
+        if self.rm.role == MASTER and isinstance(self.runtime, MasterRuntime):
+            runtime = self.runtime
+            self.rm.log_end_offset = max(self.rm.log_end_offset, runtime.call(lambda: runtime.core.log.wrote))
+            effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
+            self._perform(effects)
+            entries = self.rm.epoch_cache.entries
+            runtime.call(lambda: setattr(runtime, "epoch_entries", entries))
+            self._push_view()
+            self.log(f"role MASTER epoch {self.rm.master_epoch} (re-elected) from offset {self.rm.log_end_offset}")
             return
-        self._perform(effects)             # the epoch file, fsynced, before the first put is taken
+        self._stop_runtime()
         opts = self.opts
         mopts = MasterOptions(directory=opts.directory, config=opts.config, replicas=self._others(), host=opts.host,
-                              port=opts.port, ha_port=opts.ha_port, epoch_entries=self.rm.epoch_cache.entries,
-                              sync_state_set=tuple(sorted(self._ack_view())))
+                              port=opts.port, ha_port=opts.ha_port, sync_state_set=())
         for attempt in range(100):          # our last incarnation's port may linger a moment
             try:
                 runtime = MasterRuntime(mopts, log=lambda m: self.log(f"[master] {m}"))
@@ -264,6 +271,12 @@ class Node:
                 if attempt == 99:
                     raise
                 time.sleep(0.05)
+        self.rm.log_end_offset = runtime.recovery.end_offset
+        self.rm.confirm_offset = min(self.rm.confirm_offset, self.rm.log_end_offset)
+        effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
+        self._perform(effects)             # the epoch file, fsynced, before the first put is taken
+        runtime.epoch_entries = self.rm.epoch_cache.entries
+        runtime.core.change_sync_state_set(runtime.core.replicas, self._ack_view())   # not serving yet
         self._start(runtime)
         self.absent_since_ms = {}
         self.log(f"role MASTER epoch {self.rm.master_epoch} from offset {self.rm.log_end_offset} "
@@ -291,6 +304,10 @@ class Node:
         except (OSError, asyncio.TimeoutError, FrameError, ConnectionError) as err:
             self.log(f"epoch query to {master} at {addr[0]}:{addr[2]} failed: {err}")
             return
+        await asyncio.to_thread(self._handshake_and_start, reply, master, addr)
+
+    def _handshake_and_start(self, reply: EpochReply, master: str, addr: tuple[str, int, int]) -> None:
+        """The slave's side of the handshake (in a thread: the cut and the recovery take a while)."""
         rm = self.rm
         if rm.client is None:
             rm.client = SlaveHandshake(rm.epoch_cache, rm.log_end_offset, rm.confirm_offset, bugs=rm.bugs)
@@ -395,16 +412,26 @@ class Node:
 
     # ------------------------------------------------------------------ the controller
 
+    async def _heartbeats(self, client: ControllerClient) -> None:
+        """BrokerHeartbeat on its own timer: role changes (a log recovery, a runtime stopping)
+        run in a thread meanwhile, and must not look like a dead broker to the controller."""
+        opts, rm = self.opts, self.rm
+        while client.error is None and not self.stopping:
+            runtime = self.runtime
+            end = runtime.core.received_end if isinstance(runtime, ReplicaRuntime) else rm.log_end_offset
+            try:
+                await asyncio.wait_for(client.heartbeat(opts.group, opts.broker_id,
+                                                        epoch=rm.epoch_cache.last_epoch(), max_offset=end,
+                                                        confirm_offset=min(rm.confirm_offset, end),
+                                                        address=opts.address), CONTROLLER_CALL_TIMEOUT_S)
+            except (ControllerClientError, asyncio.TimeoutError):
+                return
+            await asyncio.sleep(opts.heartbeat_interval_ms / 1000)
+
     async def _tick(self, client: ControllerClient) -> None:
         opts, rm = self.opts, self.rm
         if self.runtime_failure is not None:
             raise SlaveStopped(self.runtime_failure)
-        end = rm.log_end_offset
-        if isinstance(self.runtime, ReplicaRuntime):
-            end = self.runtime.core.received_end
-        await asyncio.wait_for(client.heartbeat(opts.group, opts.broker_id, epoch=rm.epoch_cache.last_epoch(),
-                                                max_offset=end, confirm_offset=min(rm.confirm_offset, end),
-                                                address=opts.address), CONTROLLER_CALL_TIMEOUT_S)
         reply = await asyncio.wait_for(client.get_replica_info(opts.group), CONTROLLER_CALL_TIMEOUT_S)
         info = reply["info"]
         if info is None:
@@ -415,9 +442,9 @@ class Node:
         self.addresses = {int(b): parse_node_address(a) for b, a in info.get("addresses", {}).items()}
         if info["master_id"] != NO_MASTER and info["master_epoch"] > rm.master_epoch:
             if info["master_id"] == opts.broker_id:
-                self._become_master(info)
+                await asyncio.to_thread(self._become_master, info)
             else:
-                self._become_slave(info)
+                await asyncio.to_thread(self._become_slave, info)
         if rm.role == MASTER and self.runtime is not None:
             await self._maintain_sss(client, info)
         elif rm.role == SLAVE and rm.master_id is not None:
@@ -429,7 +456,7 @@ class Node:
     async def run(self) -> None:
         opts = self.opts
         deadline = time.monotonic() + CONTROLLER_CONNECT_TIMEOUT_S
-        client = None
+        client = heartbeats = None
         try:
             while not self.stopping:
                 if client is None or client.error is not None:
@@ -438,6 +465,7 @@ class Node:
                         await asyncio.wait_for(client.register(opts.group, opts.broker_id, address=opts.address),
                                                CONTROLLER_CALL_TIMEOUT_S)
                         self.log(f"registered with the controller {opts.controller[0]}:{opts.controller[1]}")
+                        heartbeats = asyncio.create_task(self._heartbeats(client))
                     except (OSError, ControllerClientError, asyncio.TimeoutError) as err:
                         client = None
                         if time.monotonic() > deadline and self.runtime is None:
@@ -452,6 +480,8 @@ class Node:
                     client = None
                 await asyncio.sleep(opts.heartbeat_interval_ms / 1000)
         finally:
+            if heartbeats is not None:
+                heartbeats.cancel()
             if client is not None:
                 await client.close()
             self._stop_runtime()
