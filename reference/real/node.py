@@ -62,6 +62,7 @@ EPOCH_QUERY_TIMEOUT_S = 2.0
 CONTROLLER_CALL_TIMEOUT_S = 5.0
 CONTROLLER_CONNECT_TIMEOUT_S = 30.0
 EPOCH_FILE = "epochfile"
+UNANSWERED_ALTER_TICKS = 10
 
 
 def broker_name(broker_id: int) -> str:
@@ -164,6 +165,7 @@ class Node:
         self.absent_since_ms: dict[str, int] = {}
         self.stopping = False
         self.truncations = 0
+        self.unanswered_alter_ticks = 0
         log(f"node {self.me} (group {opts.group}): log ends at {end}, epochs {list(self.rm.epoch_cache.entries)}")
 
     # ------------------------------------------------------------------ the log on disk
@@ -370,6 +372,14 @@ class Node:
         if info["master_epoch"] == rm.master_epoch and info["sss_epoch"] > rm.sss_epoch:
             rm.change_sync_state_set(rm.master_epoch, frozenset(broker_name(b) for b in info["sync_state_set"]),
                                      info["sss_epoch"])
+        if rm.remote_sss:
+            # an AlterSyncStateSet whose answer was lost: acks keep counting over the union
+            # until the controller's SyncStateSet epoch moves, or for a few ticks at most
+            self.unanswered_alter_ticks += 1
+            if self.unanswered_alter_ticks < UNANSWERED_ALTER_TICKS:
+                return
+            rm.alter_refused()
+        self.unanswered_alter_ticks = 0
         self._push_view()
         end, acked, conns = runtime.call(self._snapshot)
         rm.log_end_offset = max(rm.log_end_offset, end)
