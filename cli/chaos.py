@@ -147,5 +147,6 @@ def _failover(args: argparse.Namespace) -> int:
     return _summary(console, args, f"ackorder chaos --failover: {opts.failovers} master kills, 3 nodes, "
                     "SYNC_MASTER ALL_IN_SYNC", out,
                     ("failovers", "acked", "lost", "corrupt", "diverged", "not_rejoined", "stuck", "failover_ms_p50",
-                     "failover_ms_p99", "failover_ms_max", "truncations", "resends", "seconds", "statuses"),
+                     "failover_ms_p99", "failover_ms_max", "truncations", "consumed", "consumed_lost",
+                     "read_above_confirm", "consumer_bad_records", "resends", "seconds", "statuses"),
                     report.valid)

@@ -142,7 +142,8 @@ class MasterCore:
         self.connecting: dict[str, int] = {}            # slave name -> a connection whose handshake waits
         self.push2SlaveMaxOffset = 0
         self.push2_records = 0
-        self.acked_upto = 0       # the largest nextOffset answered PUT_OK (a member joins the SSS above it)    # the same maximum, in records the slaves reported
+        self.acked_upto = 0       # the largest nextOffset answered PUT_OK (a member joins the SSS above it)
+        self.confirm_floor = 0    # failover: this master's epoch start (its whole log is the group's truth)    # the same maximum, in records the slaves reported
         # segments read back for slaves that lag: start -> (index, bytes), least recently used first
         self._old: OrderedDict[int, tuple[LogIndex, bytes]] = OrderedDict()
         self._old_capacity = max(2, len(self.replicas) + 1)
@@ -733,6 +734,15 @@ class MasterCore:
         self.replicas, self.sync_state_set = replicas, sync_state_set
         self._old_capacity = max(2, len(replicas) + 1)
         self._complete_covered()
+
+    def readable_end(self) -> int:
+        """confirmOffset as consumers see it (reputEndOffset): every byte below is acknowledged —
+        below the largest PUT_OK (answers release in offset order once the flush and the
+        SyncStateSet cover them), or below this master's epoch start, which no later election
+        can cut (every later master comes from a SyncStateSet this master fills)."""
+        end = max(self.acked_upto, self.confirm_floor)
+        assert end <= self.log.committed, (end, self.log.committed)
+        return end
 
     def covers_acked(self, name: str, floor_offset: int) -> bool:
         """ExpandSyncStateSet's guard, as the union rule needs it: the slave is connected and

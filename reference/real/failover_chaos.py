@@ -38,7 +38,7 @@ from reference.real.disk import SegmentStore
 from reference.real.load import body_for
 from reference.record import END_FILE_MIN_BLANK_LENGTH, encode, record_size, recover_log
 from reference.real.controller_client import ControllerClient, ControllerClientError
-from reference.real.failover_load import AckedAt, FailoverLoad
+from reference.real.failover_load import AckedAt, FailoverConsumer, FailoverLoad
 from reference.real.options import check_segment_room
 from spec.config import ConfigError
 
@@ -105,13 +105,18 @@ class FailoverReport:
     not_rejoined: list[int] = attrs.Factory(list)  # rounds whose killed broker never caught up
     stuck: str | None = None                       # a failover that never completed
     truncations: int = 0
+    consumed: int = 0                              # records a consumer read (below confirmOffset)
+    consumed_lost: list[int] = attrs.Factory(list)  # keys a consumer read that a later master lacks
+    read_above_confirm: int = 0                    # READ replies with bytes past their confirmOffset
+    consumer_bad_records: int = 0                  # records read that no producer sent
     statuses: dict = attrs.Factory(dict)
     resends: int = 0
     seconds: float = 0.0
 
     @property
     def valid(self) -> bool:
-        return not (self.lost or self.corrupt or self.diverged or self.not_rejoined or self.stuck)
+        return not (self.lost or self.corrupt or self.diverged or self.not_rejoined or self.stuck
+                    or self.consumed_lost or self.read_above_confirm or self.consumer_bad_records)
 
     def failover_ms(self, q: float) -> float:
         times = sorted(r.failover_ms for r in self.rounds)
@@ -123,7 +128,9 @@ class FailoverReport:
                 "not_rejoined": len(self.not_rejoined), "stuck": self.stuck,
                 "failover_ms_p50": self.failover_ms(0.50), "failover_ms_p99": self.failover_ms(0.99),
                 "failover_ms_max": max((round(r.failover_ms, 1) for r in self.rounds), default=0.0),
-                "truncations": self.truncations, "resends": self.resends, "statuses": self.statuses,
+                "truncations": self.truncations, "consumed": self.consumed,
+                "consumed_lost": len(self.consumed_lost), "read_above_confirm": self.read_above_confirm,
+                "consumer_bad_records": self.consumer_bad_records, "resends": self.resends, "statuses": self.statuses,
                 "seconds": round(self.seconds, 1), "lost_keys": self.lost[:50], "corrupt_keys": self.corrupt[:50],
                 "diverged_keys": self.diverged[:50], "options": self.options,
                 "rounds": [attrs.asdict(r) for r in self.rounds]}
@@ -224,7 +231,7 @@ def run_failover_chaos(opts: FailoverChaosOptions,
     report = FailoverReport(options={k: (str(v) if isinstance(v, Path) else v)
                                      for k, v in attrs.asdict(opts).items()})
     started = time.monotonic()
-    cluster = load = None
+    cluster = load = consumer = None
     try:
         cluster = Cluster(work, opts)
         progress(0, "waiting for the first SyncStateSet")
@@ -233,6 +240,8 @@ def run_failover_chaos(opts: FailoverChaosOptions,
                                f"{opts.settle_timeout_s:.0f} s (see {work / 'logs'})")
         load = FailoverLoad(("127.0.0.1", cluster.controller_port), GROUP, opts.producers, opts.size)
         load.start()
+        consumer = FailoverConsumer(("127.0.0.1", cluster.controller_port), GROUP, opts.size, opts.segment_bytes)
+        consumer.start()
         for n in range(1, opts.failovers + 1):
             info = cluster.settled()
             if info is None:
@@ -256,6 +265,9 @@ def run_failover_chaos(opts: FailoverChaosOptions,
                               _acked_by_key(load.acked_since(0)), opts.size)
             report.lost += check.lost
             report.corrupt += check.corrupt
+            read = check_log(cluster.node_dir(first.broker_id) / "commitlog", opts.segment_bytes,
+                             consumer.consumed_by_key(), opts.size)
+            report.consumed_lost += read.lost + read.corrupt
             unreplicated_tail(cluster.node_dir(victim) / "commitlog", opts.segment_bytes, opts.size,
                               TAIL_KEY_BASE + 10 * n, rng.randint(1, 5))
             cluster.start_node(victim)
@@ -269,6 +281,11 @@ def run_failover_chaos(opts: FailoverChaosOptions,
             else:
                 _check_rejoined(cluster, report, load)
     finally:
+        if consumer is not None:
+            consumer.stop()
+            report.consumed = len(consumer.consumed)
+            report.read_above_confirm = consumer.above_confirm
+            report.consumer_bad_records = len(consumer.bad_records)
         if load is not None:
             load.stop()
             report.acked = len(load.acked)

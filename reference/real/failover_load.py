@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 import threading
 import time
 from collections import Counter
@@ -20,9 +21,10 @@ from collections import Counter
 import attrs
 
 from reference.failover.effects import NO_MASTER
-from reference.frames import FrameDecoder, FrameError, Put, Response, encode
+from reference.frames import FrameDecoder, FrameError, Put, Read, ReadReply, Response, encode
 from reference.real.controller_client import ControllerClient, ControllerClientError
 from reference.real.load import Acked, body_for
+from reference.record import BLANK_MAGIC, HEADER_SIZE, MESSAGE_MAGIC
 from reference.status import PutStatus
 
 REQUEST_TIMEOUT_S = 10.0       # longer than the store's flush and slave timeouts: the master answers first
@@ -54,6 +56,29 @@ async def _master_of(controller: tuple[str, int], group: str) -> tuple[int, tupl
     return info["master_id"], (host, int(port))
 
 
+class MasterFinder:
+    """Where the master is, as last looked up; asked again (GetReplicaInfo) when a caller saw
+    that answer fail.  Shared by threads."""
+
+    def __init__(self, controller: tuple[str, int], group: str) -> None:
+        self.controller, self.group = controller, group
+        self._lock = threading.Lock()
+        self._master: tuple[int, tuple[str, int]] | None = None
+        self._version = 0
+
+    def where(self, seen_version: int) -> tuple[int, tuple[int, tuple[str, int]] | None]:
+        with self._lock:
+            if self._master is not None and self._version != seen_version:
+                return self._version, self._master
+        try:
+            found = asyncio.run(_master_of(self.controller, self.group))
+        except (OSError, ControllerClientError, asyncio.TimeoutError):
+            found = None
+        with self._lock:
+            self._master, self._version = found, self._version + 1
+            return self._version, found
+
+
 class FailoverLoad:
     """``producers`` threads sending keys first_key, first_key + 1, ... until ``stop()``."""
 
@@ -68,8 +93,7 @@ class FailoverLoad:
         self.acked: list[AckedAt] = []
         self.statuses: Counter = Counter()
         self.resends = 0
-        self._master: tuple[int, tuple[str, int]] | None = None
-        self._master_version = 0
+        self.finder = MasterFinder(controller, group)
         self._threads = [threading.Thread(target=self._producer, name=f"producer-{p}", daemon=True)
                          for p in range(producers)]
 
@@ -94,17 +118,7 @@ class FailoverLoad:
             return key
 
     def _where(self, seen_version: int) -> tuple[int, tuple[int, tuple[str, int]] | None]:
-        """The master as last looked up; asked again when the caller saw this version fail."""
-        with self._lock:
-            if self._master is not None and self._master_version != seen_version:
-                return self._master_version, self._master
-        try:
-            found = asyncio.run(_master_of(self.controller, self.group))
-        except (OSError, ControllerClientError, asyncio.TimeoutError):
-            found = None
-        with self._lock:
-            self._master, self._master_version = found, self._master_version + 1
-            return self._master_version, found
+        return self.finder.where(seen_version)
 
     def _producer(self) -> None:
         sock: socket.socket | None = None
@@ -150,5 +164,99 @@ class FailoverLoad:
                 sock = None
             self._stop.wait(RETRY_PAUSE_S)
             version, master = self._where(version)
+        if sock is not None:
+            sock.close()
+
+
+READ_BYTES = 64 * 1024
+
+
+class FailoverConsumer:
+    """One consumer pulling the log from offset 0 through failovers (READ on the master's
+    producer port, which answers only bytes below confirmOffset).  Every whole record it
+    reads is kept (key, its end offset, size): a record a consumer saw must survive every
+    later failover.  A reply with bytes at or above its confirmOffset, or a record that is
+    not a message some producer sent, is counted."""
+
+    def __init__(self, controller: tuple[str, int], group: str, size: int, segment_bytes: int) -> None:
+        self.finder = MasterFinder(controller, group)
+        self.size, self.segment_bytes = size, segment_bytes
+        self.offset = 0
+        self.consumed: list[Acked] = []
+        self.above_confirm = 0
+        self.bad_records: list[int] = []     # offsets
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="consumer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(REQUEST_TIMEOUT_S + 5)
+
+    def consumed_by_key(self) -> dict[int, Acked]:
+        with self._lock:
+            return {a.key: a for a in self.consumed}
+
+    def _take(self, base: int, data: bytes) -> int:
+        """The whole records at the start of ``data`` (log offset ``base``); the next offset to read."""
+        pos = 0
+        while pos + 8 <= len(data):
+            total, magic = struct.unpack_from(">II", data, pos)
+            if magic == BLANK_MAGIC:            # the rest of the segment is padding
+                at = base + pos
+                return at - at % self.segment_bytes + self.segment_bytes
+            if magic != MESSAGE_MAGIC or total < HEADER_SIZE:
+                self.bad_records.append(base + pos)
+                self._stop.set()
+                return base + pos
+            if pos + total > len(data):
+                break
+            key = struct.unpack_from(">Q", data, pos + 12)[0]
+            if data[pos + HEADER_SIZE: pos + total] != body_for(key, self.size) or total - HEADER_SIZE != self.size:
+                if key < 10**15:                 # not a test's unreplicated-tail record either
+                    self.bad_records.append(base + pos)
+                    self._stop.set()
+                    return base + pos
+            with self._lock:
+                self.consumed.append(Acked(key, base + pos + total, self.size))
+            pos += total
+        return base + pos
+
+    def _run(self) -> None:
+        version, master = self.finder.where(-1)
+        sock, decoder, req = None, FrameDecoder(), 0
+        while not self._stop.is_set():
+            try:
+                if master is None:
+                    raise ConnectionError("no master known")
+                if sock is None:
+                    sock = socket.create_connection(master[1], timeout=CONNECT_TIMEOUT_S)
+                    sock.settimeout(REQUEST_TIMEOUT_S)
+                    decoder = FrameDecoder()
+                req += 1
+                sock.sendall(encode(Read(req, self.offset, READ_BYTES)))
+                reply = None
+                while reply is None:
+                    data = sock.recv(65536 + 64)
+                    if not data:
+                        raise ConnectionError("closed by the broker")
+                    reply = next((f for f in decoder.feed(data) if isinstance(f, ReadReply) and f.req_id == req),
+                                 None)
+            except (OSError, ConnectionError, FrameError):
+                if sock is not None:
+                    sock.close()
+                    sock = None
+                self._stop.wait(RETRY_PAUSE_S)
+                version, master = self.finder.where(version)
+                continue
+            if reply.data and reply.offset + len(reply.data) > reply.confirm_offset:
+                self.above_confirm += 1
+            before = self.offset
+            self.offset = self._take(reply.offset, reply.data)
+            if self.offset == before:
+                self._stop.wait(0.02)
         if sock is not None:
             sock.close()

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from reference import effects as fx
 from reference.admission import Admission
 from reference.commitlog import CommitLog
-from reference.frames import Ack, Data, EpochQuery, EpochReply, Handshake, Put, Refuse, encode_response
+from reference.frames import Ack, Data, EpochQuery, EpochReply, Handshake, Put, Read, ReadReply, Refuse, encode_response
 from reference.master import DISCARD, MasterCore
 from reference.real.disk import FileOps, SegmentStore, ShortWrite
 from reference.real.loop import Conn, Loop, Worker, listen, now_ms
@@ -228,6 +228,9 @@ class MasterRuntime:
 
     def _producer_frames(self, conn: Conn, frames: list, problem: str | None, now: int) -> None:
         for frame in frames:
+            if isinstance(frame, Read):
+                self._read(conn, frame)
+                continue
             if not isinstance(frame, Put):
                 problem = f"a producer sent a {type(frame).__name__} frame"
                 break
@@ -236,6 +239,26 @@ class MasterRuntime:
             self.admission.arrive(req_id, frame.key, frame.body, now)
         if problem is not None:
             self._close(conn, problem)
+
+    def _read(self, conn: Conn, frame: Read) -> None:
+        """A consumer's pull: bytes from one segment, never at or above confirmOffset."""
+        seg = self.cfg.mapped_file_size_commit_log
+        confirm = self.core.readable_end()
+        end = min(frame.offset + frame.max_bytes, confirm)
+        data = b""
+        if frame.offset < end:
+            start = frame.offset - frame.offset % seg
+            end = min(end, start + seg)
+            try:
+                data = self.store.read(start, frame.offset - start, end - frame.offset)
+            except OSError as err:
+                self.log(f"read of [{frame.offset}, {end}) failed: {err}")
+        assert frame.offset + len(data) <= confirm or not data, (frame.offset, len(data), confirm)
+        self.stats["reads"] += 1
+        if conn.queue(ReadReply(frame.req_id, confirm, frame.offset, data)):
+            self._dirty.add(conn)
+        else:
+            self._close(conn, "the consumer does not read its replies")
 
     def _slave_frames(self, conn: Conn, frames: list, problem: str | None, now: int) -> None:
         core = self.core

@@ -256,8 +256,13 @@ class Node:
             self.rm.log_end_offset = max(self.rm.log_end_offset, runtime.call(lambda: runtime.core.log.wrote))
             effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
             self._perform(effects)
-            entries = self.rm.epoch_cache.entries
-            runtime.call(lambda: setattr(runtime, "epoch_entries", entries))
+            entries, floor = self.rm.epoch_cache.entries, self.rm.epoch_cache.last_start()
+
+            def new_epoch() -> None:
+                runtime.epoch_entries = entries
+                core = runtime.core
+                core.confirm_floor = max(core.confirm_floor, min(floor, core.log.committed))
+            runtime.call(new_epoch)
             self._push_view()
             self.log(f"role MASTER epoch {self.rm.master_epoch} (re-elected) from offset {self.rm.log_end_offset}")
             return
@@ -278,6 +283,7 @@ class Node:
         effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
         self._perform(effects)             # the epoch file, fsynced, before the first put is taken
         runtime.epoch_entries = self.rm.epoch_cache.entries
+        runtime.core.confirm_floor = self.rm.log_end_offset     # this epoch's start: the group's truth
         runtime.core.change_sync_state_set(runtime.core.replicas, self._ack_view())   # not serving yet
         self._start(runtime)
         self.absent_since_ms = {}

@@ -4,7 +4,8 @@ loopback (real TCP, real files and fsync), the master killed with SIGKILL.
 * the node level: a new master is elected, every acknowledged message is in
   its log, and the old master rejoins as a slave and cuts its unacknowledged
   tail (a truncation, logged) before it follows;
-* `ackorder chaos --failover --failovers 3`: exit 0, nothing lost;
+* `ackorder chaos --failover --failovers 3`: exit 0, nothing acknowledged lost, and nothing a
+  consumer read (the READ request, bounded by confirmOffset) missing from a later master;
 * the property bites: with BugTruncateNotDurable (the cut only in memory,
   RocketMQ's truncateDirtyFiles, B14) the old master keeps its diverged tail,
   the master refuses it, and the chaos check exits 1;
@@ -22,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from reference.frames import EpochQuery, EpochReply, FrameError, decode_frames, encode, frame_bytes
+from reference.frames import (EpochQuery, EpochReply, FrameError, Read, ReadReply, decode_frames, encode,
+                              frame_bytes)
 from reference.real.chaos import check_log
 from reference.real.failover_chaos import (TREE, Cluster, FailoverChaosOptions, replica_info, unreplicated_tail)
 from reference.real.failover_load import FailoverLoad
@@ -45,12 +47,15 @@ def _wait(predicate, timeout_s: float, what: str):
 
 
 def test_epoch_frames_round_trip_and_refuse_malformed():
-    for frame in (EpochQuery(), EpochReply(4096, 2048, ((1, 0), (3, 1024)))):
+    for frame in (EpochQuery(), EpochReply(4096, 2048, ((1, 0), (3, 1024))), Read(7, 4096, 65536),
+                  ReadReply(7, 8192, 4096, b"records")):
         assert decode_frames(encode(frame), 1 << 20) == ([frame], len(encode(frame)))
     with pytest.raises(FrameError, match="EPOCH_REPLY frame has 20 payload bytes"):
         decode_frames(frame_bytes(8, bytes(20)), 1 << 20)
     with pytest.raises(FrameError, match="EPOCH_QUERY frame has 1 payload bytes"):
         decode_frames(frame_bytes(7, b"x"), 1 << 20)
+    with pytest.raises(FrameError, match="READ frame asks for 0 bytes"):
+        decode_frames(encode(Read(1, 0, 0)), 1 << 20)
 
 
 def test_master_killed_new_master_has_every_acked_message_and_old_master_truncates(tmp_path: Path):
@@ -104,6 +109,8 @@ def test_chaos_failover_three_failovers_lose_nothing(tmp_path: Path):
     report = json.loads(out.read_text())
     assert report["failovers"] == 3 and report["lost"] == 0 and report["corrupt"] == 0 and report["diverged"] == 0
     assert report["acked"] > 0 and report["truncations"] >= 1
+    assert report["consumed"] > 0 and report["consumed_lost"] == 0 and report["read_above_confirm"] == 0
+    assert report["consumer_bad_records"] == 0
     assert 0 < report["failover_ms_p50"] <= report["failover_ms_p99"]
 
 
