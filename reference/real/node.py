@@ -405,7 +405,7 @@ class Node:
                 core = runtime.core
                 if not core.covers_acked(name, floor):
                     return False
-                if self._ack_view() or "BugNoAllAck" not in self.opts.failover_bugs:
+                if not {"BugNoAllAck", "BugCommittedSssOnly"} & self.opts.failover_bugs:
                     core.change_sync_state_set(core.replicas, core.sync_state_set | {name})
                 return True
             if runtime.call(join):
