@@ -57,6 +57,24 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                          help="write this slave's trace (merged with the master's by `ackorder trace-check`); "
                               "the store must start empty")
     replica.set_defaults(func=_replica)
+    node = roles.add_parser("node", help="a broker that follows the controller (registers, heartbeats, takes "
+                                         "the role it is given, truncates as a slave)")
+    node.add_argument("--controller", required=True, metavar="HOST:PORT", help="the controller's address")
+    node.add_argument("--id", type=int, required=True, help="this broker's id in its group (1, 2, ...)")
+    node.add_argument("--dir", required=True, help="data directory (commitlog/ and epochfile inside)")
+    node.add_argument("--host", default="127.0.0.1", help="listen address (default loopback only)")
+    node.add_argument("--port", type=int, required=True, help="producer port, while master")
+    node.add_argument("--ha-port", type=int, required=True, help="HA port, while master")
+    node.add_argument("--group", default="broker-a", help="broker group (brokerName; default broker-a)")
+    node.add_argument("--heartbeat-interval-ms", type=int, default=1000,
+                      help="heartbeat to the controller this often (brokerHeartbeatInterval, default 1000)")
+    node.add_argument("--shrink-after-ms", type=int, default=15_000,
+                      help="drop a SyncStateSet member with no HA connection for this long "
+                           "(haMaxTimeSlaveNotCatchup, default 15000)")
+    node.add_argument("--failover-bug", action="append", default=[], metavar="NAME",
+                      help="switch on a seeded broker-side failover defect (BugTruncateNotDurable, BugNoAllAck, ...)")
+    add_store_flags(node)
+    node.set_defaults(func=_node, flush_disk_type="SYNC_FLUSH", broker_role="SYNC_MASTER", ack_policy="ALL_IN_SYNC")
 
     load = sub.add_parser("load", help="send messages to a master and report throughput and latency")
     load.add_argument("--target", required=True, metavar="HOST:PORT")
@@ -117,17 +135,39 @@ def _master(args) -> int:
 def _replica(args) -> int:
     def body() -> int:
         from reference.real.options import ReplicaOptions, parse_address
-        from reference.real.replica_server import SlaveStopped, serve_replica
+        from reference.real.replica_server import serve_replica
 
         opts = ReplicaOptions(directory=args.dir, name=args.name, master=parse_address(args.master, "--master"),
                               segment_size=args.mapped_file_size_commit_log,
                               heartbeat_interval_ms=args.heartbeat_interval_ms, trace=args.trace)
-        try:
-            return serve_replica(opts)
-        except SlaveStopped as err:
-            print(f"ackorder broker replica: {err}", file=sys.stderr)
-            return errors.ENVIRONMENT
+        return _until_disk_fails("broker replica", lambda: serve_replica(opts))
     return guarded("broker replica", body)
+
+
+def _until_disk_fails(command: str, serve: Callable[[], int]) -> int:
+    """A slave whose own disk failed stops: one line, exit 3 (the environment failed)."""
+    from reference.real.replica_server import SlaveStopped
+
+    try:
+        return serve()
+    except SlaveStopped as err:
+        print(f"ackorder {command}: {err}", file=sys.stderr)
+        return errors.ENVIRONMENT
+
+
+def _node(args) -> int:
+    def body() -> int:
+        from reference.config import store_config_from_args
+        from reference.real.node import NodeOptions, serve_node
+        from reference.real.options import parse_address
+
+        opts = NodeOptions(directory=args.dir, controller=parse_address(args.controller, "--controller"),
+                           broker_id=args.id, config=store_config_from_args(args), group=args.group,
+                           host=args.host, port=args.port, ha_port=args.ha_port,
+                           heartbeat_interval_ms=args.heartbeat_interval_ms, shrink_after_ms=args.shrink_after_ms,
+                           failover_bugs=frozenset(args.failover_bug))
+        return _until_disk_fails("broker node", lambda: serve_node(opts))
+    return guarded("broker node", body)
 
 
 def _load(args) -> int:

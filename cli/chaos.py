@@ -28,6 +28,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--power-loss", action="store_true",
                    help="record the store's file operations and check every crash state a power loss could "
                         "leave (ALICE/CrashMonkey style) instead of kill -9")
+    p.add_argument("--failover", action="store_true",
+                   help="a controller and three broker nodes (SYNC_MASTER, ALL_IN_SYNC); kill -9 the master, "
+                        "check every acknowledged message on the new one, report the failover time")
+    p.add_argument("--failovers", type=int, default=10, help="--failover: masters killed (default 10)")
+    p.add_argument("--failover-bug", action="append", default=[], metavar="NAME",
+                   help="--failover: run the nodes with a seeded broker-side defect (BugTruncateNotDurable, "
+                        "BugNoAllAck, ...)")
+    p.add_argument("--settle-timeout-s", type=float, default=30.0,
+                   help="--failover: how long a restarted broker may take to rejoin the SyncStateSet (default 30)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--producers", type=int, default=8)
     p.add_argument("--size", type=int, default=200, help="message body bytes")
@@ -55,6 +64,8 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace) -> int:
     if args.power_loss:
         return _power_loss(args)
+    if args.failover:
+        return _failover(args)
     from reference.real.chaos import ChaosOptions, run_chaos
 
     opts = ChaosOptions(kills=args.kills, replicas=args.replicas, corrupt=args.corrupt, io_errors=args.io_errors,
@@ -65,17 +76,22 @@ def _main(args: argparse.Namespace) -> int:
     console = make_console()
     report = _with_progress(console, "kill -9", opts.kills, lambda progress: run_chaos(opts, progress))
     out = report.to_json()
-    table = Table(title=f"ackorder chaos: {opts.kills} kills, {opts.replicas} slave(s)"
-                        + (", corrupt tails" if opts.corrupt else "") + (", I/O errors" if opts.io_errors else ""),
-                  title_justify="left", show_header=False)
-    for key in ("acked", "lost", "corrupt", "duplicated", "resurrected_corrupt", "recovered_regions",
-                "replica_checks", "replicas_reseeded", "seconds"):
-        table.add_row(key, str(out[key]))
-    table.add_row("faults", json.dumps(out["faults"]))
+    title = (f"ackorder chaos: {opts.kills} kills, {opts.replicas} slave(s)"
+             + (", corrupt tails" if opts.corrupt else "") + (", I/O errors" if opts.io_errors else ""))
+    return _summary(console, args, title, out, ("acked", "lost", "corrupt", "duplicated", "resurrected_corrupt",
+                                                "recovered_regions", "replica_checks", "replicas_reseeded",
+                                                "seconds", "faults"), report.valid)
+
+
+def _summary(console, args: argparse.Namespace, title: str, out: dict, keys: tuple[str, ...], valid: bool) -> int:
+    """The summary table, the --json report and the verdict's exit code."""
+    table = Table(title=title, title_justify="left", show_header=False)
+    for key in keys:
+        table.add_row(key, json.dumps(out[key]) if isinstance(out[key], dict) else str(out[key]))
     console.print(table)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
-    return _verdict(console, report.valid)
+    return _verdict(console, valid)
 
 
 def _with_progress(console, label: str, total: int, run):
@@ -115,3 +131,22 @@ def _power_loss(args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return _verdict(console, report.valid)
+
+
+def _failover(args: argparse.Namespace) -> int:
+    from reference.real.failover_chaos import FailoverChaosOptions, run_failover_chaos
+
+    opts = FailoverChaosOptions(failovers=args.failovers, seed=args.seed, producers=args.producers, size=args.size,
+                                max_load_s=max(args.max_load_s, 0.2), directory=args.dir,
+                                keep=args.dir is not None, failover_bugs=tuple(args.failover_bug),
+                                settle_timeout_s=args.settle_timeout_s,
+                                **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}))
+    console = make_console()
+    report = _with_progress(console, "failover", opts.failovers, lambda progress: run_failover_chaos(opts, progress))
+    out = report.to_json()
+    return _summary(console, args, f"ackorder chaos --failover: {opts.failovers} master kills, 3 nodes, "
+                    "SYNC_MASTER ALL_IN_SYNC", out,
+                    ("failovers", "acked", "lost", "corrupt", "diverged", "not_rejoined", "stuck", "failover_ms_p50",
+                     "failover_ms_p99", "failover_ms_max", "truncations", "consumed", "consumed_lost",
+                     "read_above_confirm", "consumer_bad_records", "resends", "seconds", "statuses"),
+                    report.valid)

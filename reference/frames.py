@@ -33,6 +33,10 @@ class FrameType(enum.IntEnum):
     DATA = 4        # master -> slave: offset u64, log bytes
     ACK = 5         # slave -> master: offset u64, records u64
     REFUSE = 6      # master -> slave: reason utf-8, then the master closes
+    EPOCH_QUERY = 7  # a broker node -> a master's HA port: (empty) what is your epoch history?
+    EPOCH_REPLY = 8  # master -> node: log_end u64, confirm u64, then (epoch u64, start_offset u64)*
+    READ = 9        # consumer -> master (producer port): req_id u64, offset u64, max_bytes u32
+    READ_REPLY = 10  # master -> consumer: req_id u64, confirm_offset u64, offset u64, log bytes below confirm
 
 
 class FrameError(ValueError):
@@ -78,7 +82,42 @@ class Refuse:
     reason: str
 
 
+@attrs.frozen
+class EpochQuery:
+    """A following node asks the master for its epoch entries before it truncates
+    (AutoSwitchHAClient's HANDSHAKE, the master's half; reference/real/node.py)."""
+
+
+@attrs.frozen
+class EpochReply:
+    log_end_offset: int
+    confirm_offset: int
+    entries: tuple[tuple[int, int], ...]
+
+
+@attrs.frozen
+class Read:
+    """A consumer's pull: log bytes from ``offset``, at most ``max_bytes``."""
+    req_id: int
+    offset: int
+    max_bytes: int
+
+
+@attrs.frozen
+class ReadReply:
+    """The bytes [offset, offset + len(data)), never past ``confirm_offset`` (reputEndOffset)."""
+    req_id: int
+    confirm_offset: int
+    offset: int
+    data: bytes
+
+
+MAX_EPOCH_REPLY_ENTRIES = 65_536
+MAX_READ_BYTES = 1 << 20
+_READ = struct.Struct(">QQI")
+_READ_REPLY = struct.Struct(">QQQ")
 _U64 = struct.Struct(">Q")
+_ENTRY = struct.Struct(">QQ")
 _PUT = struct.Struct(">QQ")
 _RESPONSE = struct.Struct(">QBQ")
 _RESPONSE_HEAD = bytes([2])                                       # FrameType.RESPONSE
@@ -100,6 +139,17 @@ def encode(frame) -> bytes:
         kind, payload = FrameType.ACK, _U64.pack(frame.offset) + _U64.pack(frame.records)
     elif isinstance(frame, Refuse):
         kind, payload = FrameType.REFUSE, frame.reason.encode()
+    elif isinstance(frame, Read):
+        kind, payload = FrameType.READ, _READ.pack(frame.req_id, frame.offset, frame.max_bytes)
+    elif isinstance(frame, ReadReply):
+        kind, payload = FrameType.READ_REPLY, _READ_REPLY.pack(frame.req_id, frame.confirm_offset, frame.offset) \
+            + frame.data
+    elif isinstance(frame, EpochQuery):
+        kind, payload = FrameType.EPOCH_QUERY, b""
+    elif isinstance(frame, EpochReply):
+        assert len(frame.entries) <= MAX_EPOCH_REPLY_ENTRIES
+        kind, payload = (FrameType.EPOCH_REPLY, _ENTRY.pack(frame.log_end_offset, frame.confirm_offset)
+                         + b"".join(_ENTRY.pack(e, o) for e, o in frame.entries))
     else:
         raise TypeError(f"not a frame: {frame!r}")
     return frame_bytes(kind, payload)
@@ -123,7 +173,8 @@ def _decode(kind: int, payload: bytes):
     except ValueError:
         raise FrameError(f"unknown frame type {kind}") from None
     need = {FrameType.PUT: 16, FrameType.RESPONSE: 17, FrameType.HANDSHAKE: 32,
-            FrameType.DATA: 8, FrameType.ACK: 16, FrameType.REFUSE: 0}[t]
+            FrameType.DATA: 8, FrameType.ACK: 16, FrameType.REFUSE: 0, FrameType.EPOCH_QUERY: 0,
+            FrameType.EPOCH_REPLY: 16, FrameType.READ: 20, FrameType.READ_REPLY: 24}[t]
     if len(payload) < need:
         raise FrameError(f"{t.name} frame has {len(payload)} payload bytes, needs at least {need}")
     if t is FrameType.PUT:
@@ -146,6 +197,25 @@ def _decode(kind: int, payload: bytes):
         if len(payload) != 16:
             raise FrameError(f"ACK frame has {len(payload)} payload bytes, expected 16")
         return Ack(_U64.unpack_from(payload)[0], _U64.unpack_from(payload, 8)[0])
+    if t is FrameType.READ:
+        if len(payload) != 20:
+            raise FrameError(f"READ frame has {len(payload)} payload bytes, expected 20")
+        req_id, offset, max_bytes = _READ.unpack(payload)
+        if not 0 < max_bytes <= MAX_READ_BYTES:
+            raise FrameError(f"READ frame asks for {max_bytes} bytes: 1..{MAX_READ_BYTES}")
+        return Read(req_id, offset, max_bytes)
+    if t is FrameType.READ_REPLY:
+        return ReadReply(*_READ_REPLY.unpack_from(payload), payload[24:])
+    if t is FrameType.EPOCH_QUERY:
+        if payload:
+            raise FrameError(f"EPOCH_QUERY frame has {len(payload)} payload bytes, expected 0")
+        return EpochQuery()
+    if t is FrameType.EPOCH_REPLY:
+        if (len(payload) - 16) % 16 or (len(payload) - 16) // 16 > MAX_EPOCH_REPLY_ENTRIES:
+            raise FrameError(f"EPOCH_REPLY frame has {len(payload)} payload bytes: 16 and then up to "
+                             f"{MAX_EPOCH_REPLY_ENTRIES} entries of 16")
+        end, confirm = _ENTRY.unpack_from(payload)
+        return EpochReply(end, confirm, tuple(_ENTRY.unpack_from(payload, i) for i in range(16, len(payload), 16)))
     try:
         return Refuse(payload.decode())
     except UnicodeDecodeError:

@@ -141,7 +141,9 @@ class MasterCore:
         self.ungreeted: dict[int, int] = {}             # connection id -> when it opened (no HANDSHAKE yet)
         self.connecting: dict[str, int] = {}            # slave name -> a connection whose handshake waits
         self.push2SlaveMaxOffset = 0
-        self.push2_records = 0    # the same maximum, in records the slaves reported
+        self.push2_records = 0
+        self.acked_upto = 0       # the largest nextOffset answered PUT_OK (a member joins the SSS above it)
+        self.confirm_floor = 0    # failover: this master's epoch start (its whole log is the group's truth)    # the same maximum, in records the slaves reported
         # segments read back for slaves that lag: start -> (index, bytes), least recently used first
         self._old: OrderedDict[int, tuple[LogIndex, bytes]] = OrderedDict()
         self._old_capacity = max(2, len(self.replicas) + 1)
@@ -191,6 +193,8 @@ class MasterCore:
         if req.status is None:
             req.flush_done_when_answered = self.flush_leg_done(req)
         req.status = status
+        if status is PutStatus.PUT_OK:
+            self.acked_upto = max(self.acked_upto, req.next_offset)
         self.requests.pop(req.req_id, None)
         # The double-response switch is decided here, not in a runtime: under the bug a PUT_OK
         # whose flush deadline is still queued gets a second answer when that deadline passes.
@@ -717,6 +721,36 @@ class MasterCore:
         for name in [n for n, c in self.connecting.items() if c == conn]:
             del self.connecting[name]
         self._emit(CloseReplica(conn, reason))
+
+    def change_sync_state_set(self, replicas: tuple[str, ...], sync_state_set: frozenset[str]) -> None:
+        """Controller-driven failover (reference/real/node.py): the slaves this master may
+        take and the SyncStateSet its ALL_IN_SYNC acks count over — the controller's, or its
+        union with an AlterSyncStateSet proposal in flight (#5663).  Slaves are only ever
+        added to ``replicas``; a connected slave stays connected."""
+        replicas, sync_state_set = tuple(replicas), frozenset(sync_state_set)
+        assert set(self.replicas) <= set(replicas), (self.replicas, replicas)
+        assert sync_state_set <= set(replicas), (sync_state_set, replicas)
+        assert len(replicas) <= 64, "replicas unbounded"
+        self.replicas, self.sync_state_set = replicas, sync_state_set
+        self._old_capacity = max(2, len(replicas) + 1)
+        self._complete_covered()
+
+    def readable_end(self) -> int:
+        """confirmOffset as consumers see it (reputEndOffset): every byte below is acknowledged —
+        below the largest PUT_OK (answers release in offset order once the flush and the
+        SyncStateSet cover them), or below this master's epoch start, which no later election
+        can cut (every later master comes from a SyncStateSet this master fills)."""
+        end = max(self.acked_upto, self.confirm_floor)
+        assert end <= self.log.committed, (end, self.log.committed)
+        return end
+
+    def covers_acked(self, name: str, floor_offset: int) -> bool:
+        """ExpandSyncStateSet's guard, as the union rule needs it: the slave is connected and
+        holds everything ever answered PUT_OK and at least ``floor_offset`` (the start of this
+        master's epoch: what earlier masters acknowledged).  From the moment it joins the ack
+        view every later PUT_OK waits for it too, so nothing acknowledged is missing on it."""
+        hc = self.conns.get(name)
+        return hc is not None and hc.ack_offset >= max(self.acked_upto, floor_offset)
 
     def name_of(self, conn: int) -> str | None:
         return next((name for name, hc in self.conns.items() if hc.conn == conn), None)

@@ -37,6 +37,7 @@ OPS = {
     "elect": {},
     "info": {},
 }
+MAX_ADDRESS_BYTES = 128    # "address": where a broker serves (HOST:PORT:HA_PORT), BrokerLiveInfo.brokerAddr
 OPTIONAL = {"epoch": 0, "max_offset": 0, "confirm_offset": 0, "election_priority": ELECTION_PRIORITY_DEFAULT}
 
 
@@ -90,6 +91,10 @@ def parse_request(obj) -> Request:
         raise FrameError(f"{where}: broker_id {fields['broker_id']} exceeds {MAX_BROKER_ID}")
     for key, default in OPTIONAL.items():
         fields[key] = _int(obj, key, 0, where) if key in obj else default
+    address = obj.get("address", "")
+    if not isinstance(address, str) or len(address.encode()) > MAX_ADDRESS_BYTES:
+        raise FrameError(f"{where}: address = {address!r} must be a string of at most {MAX_ADDRESS_BYTES} bytes")
+    fields["address"] = address
     return Request(rid, op, group, fields)
 
 
@@ -126,8 +131,13 @@ def info_json(info: ReplicaInfo | None) -> dict | None:
             "sync_state_set": list(info.sync_state_set), "sss_epoch": info.sss_epoch, "alive": list(info.alive)}
 
 
-def encode_reply(client_id: int, reply: Reply) -> bytes:
-    body = {"id": client_id, "code": reply.code, "reason": reply.reason, "info": info_json(reply.info)}
+def encode_reply(client_id: int, reply: Reply, addresses: dict[int, str] | None = None) -> bytes:
+    """``addresses``: the brokers' addresses of the reply's group (liveness data the server
+    keeps beside the core, as RocketMQ's BrokerLiveInfo does; not metadata)."""
+    info = info_json(reply.info)
+    if info is not None:
+        info["addresses"] = {str(b): a for b, a in sorted((addresses or {}).items())}
+    body = {"id": client_id, "code": reply.code, "reason": reply.reason, "info": info}
     return frame_bytes(ControllerFrame.REPLY, json.dumps(body, separators=(",", ":")).encode())
 
 

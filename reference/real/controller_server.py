@@ -96,6 +96,7 @@ class ControllerRuntime:
         self._conn_ids = itertools.count(1)
         self._req_ids = itertools.count(1)
         self.routes: dict[int, tuple[Conn, int]] = {}
+        self.addresses: dict[str, dict[int, str]] = {}     # group -> broker id -> HOST:PORT:HA_PORT
         self._dirty: set[Conn] = set()
         self.flusher = Worker(self.loop, "metadata-fsync")
         self.written_token = self.recovery_token = 0
@@ -186,6 +187,8 @@ class ControllerRuntime:
         self.routes[rid] = (conn, req.id)
         self.stats[req.op] += 1
         f, core = req.fields, self.core
+        if f["address"] and req.op in ("register", "heartbeat"):
+            self._remember_address(req.group, f["broker_id"], f["address"])
         if req.op == "heartbeat":
             core.broker_heartbeat(rid, req.group, f["broker_id"], now, f["epoch"], f["max_offset"],
                                   f["confirm_offset"], f["election_priority"])
@@ -217,6 +220,17 @@ class ControllerRuntime:
                 self.written_token = e.token
                 self.stats["records"] += 1
 
+    def _remember_address(self, group: str, broker_id: int, address: str) -> None:
+        """Where a broker serves, for GetReplicaInfo's answers (bounded like the core's groups)."""
+        cfg = self.core.cfg
+        known = self.addresses.get(group)
+        if known is None:
+            if len(self.addresses) >= cfg.max_groups:
+                return
+            known = self.addresses[group] = {}
+        if broker_id in known or len(known) < cfg.max_brokers_per_group:
+            known[broker_id] = address
+
     def _reply(self, e: fx.Reply) -> None:
         self.stats[f"reply_{e.code}"] += 1
         route = self.routes.pop(e.req_id, None)
@@ -225,7 +239,8 @@ class ControllerRuntime:
         conn, client_id = route
         if conn.closed:
             return
-        if conn.queue_bytes(wire.encode_reply(client_id, e)):
+        addresses = self.addresses.get(e.info.group) if e.info is not None else None
+        if conn.queue_bytes(wire.encode_reply(client_id, e, addresses)):
             self._dirty.add(conn)
         else:
             self._close(conn, "the client does not read its replies")

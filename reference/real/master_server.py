@@ -16,6 +16,7 @@ core refused, each with one log line.
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import selectors
 import signal
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from reference import effects as fx
 from reference.admission import Admission
 from reference.commitlog import CommitLog
-from reference.frames import Ack, Data, Handshake, Put, Refuse, encode_response
+from reference.frames import Ack, Data, EpochQuery, EpochReply, Handshake, Put, Read, ReadReply, Refuse, encode_response
 from reference.master import DISCARD, MasterCore
 from reference.real.disk import FileOps, SegmentStore, ShortWrite
 from reference.real.loop import Conn, Loop, Worker, listen, now_ms
@@ -56,6 +57,9 @@ class MasterRuntime:
                                         self.recovery)
         self.core = MasterCore(cfg, opts.replicas, now_ms(), log=commitlog)
         self.core.spec_steps = DISCARD
+        if opts.sync_state_set is not None:
+            self.core.change_sync_state_set(opts.replicas, frozenset(opts.sync_state_set))
+        self.epoch_entries = tuple(opts.epoch_entries)
         self.trace_out = None
         if opts.trace is not None:
             self._start_trace(opts.trace)
@@ -121,6 +125,19 @@ class MasterRuntime:
 
     def stop(self) -> None:
         self.loop.stop()
+
+    def call(self, fn: Callable, timeout_s: float = 10.0):
+        """Run ``fn()`` on the loop thread and return its result (another thread's way to
+        read or change the cores: the node that supervises this runtime)."""
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                fut.set_result(fn())
+            except BaseException as err:        # handed to the caller, re-raised there
+                fut.set_exception(err)
+        self.loop.call_soon(run)
+        return fut.result(timeout_s)
 
     def _turn(self) -> None:
         """After the sockets and completions of one wake-up: admit, run the services
@@ -211,6 +228,9 @@ class MasterRuntime:
 
     def _producer_frames(self, conn: Conn, frames: list, problem: str | None, now: int) -> None:
         for frame in frames:
+            if isinstance(frame, Read):
+                self._read(conn, frame)
+                continue
             if not isinstance(frame, Put):
                 problem = f"a producer sent a {type(frame).__name__} frame"
                 break
@@ -220,10 +240,35 @@ class MasterRuntime:
         if problem is not None:
             self._close(conn, problem)
 
+    def _read(self, conn: Conn, frame: Read) -> None:
+        """A consumer's pull: bytes from one segment, never at or above confirmOffset."""
+        seg = self.cfg.mapped_file_size_commit_log
+        confirm = self.core.readable_end()
+        end = min(frame.offset + frame.max_bytes, confirm)
+        data = b""
+        if frame.offset < end:
+            start = frame.offset - frame.offset % seg
+            end = min(end, start + seg)
+            try:
+                data = self.store.read(start, frame.offset - start, end - frame.offset)
+            except OSError as err:
+                self.log(f"read of [{frame.offset}, {end}) failed: {err}")
+        assert frame.offset + len(data) <= confirm or not data, (frame.offset, len(data), confirm)
+        self.stats["reads"] += 1
+        if conn.queue(ReadReply(frame.req_id, confirm, frame.offset, data)):
+            self._dirty.add(conn)
+        else:
+            self._close(conn, "the consumer does not read its replies")
+
     def _slave_frames(self, conn: Conn, frames: list, problem: str | None, now: int) -> None:
         core = self.core
         for frame in frames:
             if conn.closed:
+                return
+            if isinstance(frame, EpochQuery):       # a node about to follow: our epochs, then close
+                conn.queue(EpochReply(core.log.committed, core.acked_upto, self.epoch_entries))
+                conn.flush()
+                self._close(conn, "epoch query answered")
                 return
             if isinstance(frame, Handshake):
                 core.replica_handshake(conn.id, frame.name, frame.offset, frame.chain, now, frame.records)

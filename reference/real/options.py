@@ -106,6 +106,10 @@ class MasterOptions:
     inject_write_fault_after: int | None = attrs.field(default=None, validator=_count_or_none)
     inject_write_fault: str = "eio"
     trace: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path), validator=_trace_path)
+    # Controller-driven failover (reference/real/node.py): this master's epoch entries, answered
+    # to an EPOCH_QUERY, and the SyncStateSet (slave names) its acks start from; None: --replicas.
+    epoch_entries: tuple[tuple[int, int], ...] = ()
+    sync_state_set: tuple[str, ...] | None = None
 
     def __attrs_post_init__(self) -> None:
         for name in self.replicas:
@@ -119,7 +123,7 @@ class MasterOptions:
         if self.port == self.ha_port != 0:
             raise ConfigError(f"--port and --ha-port are both {self.port}: producers and slaves need two ports")
         cfg = self.config
-        if cfg.sync_master and not self.replicas:
+        if cfg.sync_master and not self.replicas and self.sync_state_set is None:
             raise ConfigError("--broker-role SYNC_MASTER with no slave would answer every put SLAVE_NOT_AVAILABLE: "
                               "name the slaves with --replicas r1[,r2...], or use --broker-role ASYNC_MASTER")
         if cfg.sync_master and cfg.ack_policy == "AT_LEAST_K" and cfg.in_sync_replicas > 1 + len(self.replicas):

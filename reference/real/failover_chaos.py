@@ -1,0 +1,357 @@
+"""`ackorder chaos --failover` as a library: a controller and three broker
+nodes (reference/real/node.py) on loopback under SYNC_FLUSH + SYNC_MASTER +
+ALL_IN_SYNC load from the failover load client (reference/real/failover_load.py);
+the current master is killed with SIGKILL at seeded random moments and
+restarted on its directory (it rejoins as a slave and truncates).
+
+After each election:
+
+* every acknowledged message (key -> its bytes at its offset) must be in
+  the new master's log (``lost``, ``corrupt``);
+* the killed broker, restarted, must catch up and rejoin the SyncStateSet,
+  and every acknowledged message its log reaches must be there, intact:
+  a deposed master that kept a diverged tail fails this (``diverged``);
+* the failover time is measured: master killed -> first PUT_OK from the new
+  master (p50/p99 over the run).
+
+Duplicates are allowed (the client resends the same key after an error:
+at-least-once); loss and divergence are not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from collections.abc import Callable
+
+import attrs
+
+import reference
+from reference.bench.procs import Broker
+from reference.failover.bugs import check_bugs
+from reference.real.chaos import ChaosAborted, _free_ports, check_log
+from reference.real.disk import SegmentStore
+from reference.real.load import body_for
+from reference.record import END_FILE_MIN_BLANK_LENGTH, encode, record_size, recover_log
+from reference.real.controller_client import ControllerClient, ControllerClientError
+from reference.real.failover_load import AckedAt, FailoverConsumer, FailoverLoad
+from reference.real.options import check_segment_room
+from spec.config import ConfigError
+
+NODES = 3
+GROUP = "broker-a"
+TREE = Path(reference.__file__).resolve().parents[1]     # children run this very source tree
+SETTLE_TIMEOUT_S = 30.0
+FAILOVER_TIMEOUT_S = 30.0
+TAIL_KEY_BASE = 10**15       # keys of the unreplicated tail: never sent by a producer, never acknowledged
+
+
+@attrs.frozen
+class FailoverChaosOptions:
+    failovers: int = 10
+    seed: int = 0
+    producers: int = 8
+    size: int = 200
+    segment_bytes: int = 256 * 1024
+    min_load_s: float = 0.2
+    max_load_s: float = 1.0
+    controller_heartbeat_timeout_ms: int = 1_000   # controllerHeartBeatTimeoutMills, short for a chaos run
+    node_heartbeat_interval_ms: int = 200
+    shrink_after_ms: int = 1_000
+    settle_timeout_s: float = SETTLE_TIMEOUT_S    # how long a restarted broker may take to rejoin the SSS
+    directory: Path | None = None
+    keep: bool = False
+    failover_bugs: tuple[str, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if self.failovers < 1:
+            raise ConfigError(f"--failovers {self.failovers}: at least one failover")
+        if self.producers < 1 or self.size < 1:
+            raise ConfigError("--producers and --size must be positive")
+        if not 0 < self.min_load_s <= self.max_load_s:
+            raise ConfigError("the load time before a kill must be positive (min <= max)")
+        check_bugs(self.failover_bugs)
+        if not self.settle_timeout_s > 0:
+            raise ConfigError(f"--settle-timeout-s {self.settle_timeout_s}: must be positive")
+        check_segment_room(self.segment_bytes, self.size)
+
+
+@attrs.define
+class FailoverRound:
+    round: int
+    killed: int                  # broker id
+    new_master: int
+    load_s: float
+    failover_ms: float
+    acked_total: int
+    lost: int
+    corrupt: int
+    rejoined: bool
+    diverged: int
+
+
+@attrs.define
+class FailoverReport:
+    options: dict
+    rounds: list[FailoverRound] = attrs.Factory(list)
+    acked: int = 0
+    lost: list[int] = attrs.Factory(list)
+    corrupt: list[int] = attrs.Factory(list)
+    diverged: list[int] = attrs.Factory(list)     # keys a rejoined broker holds other bytes for
+    not_rejoined: list[int] = attrs.Factory(list)  # rounds whose killed broker never caught up
+    stuck: str | None = None                       # a failover that never completed
+    truncations: int = 0
+    consumed: int = 0                              # records a consumer read (below confirmOffset)
+    consumed_lost: list[int] = attrs.Factory(list)  # keys a consumer read that a later master lacks
+    read_above_confirm: int = 0                    # READ replies with bytes past their confirmOffset
+    consumer_bad_records: int = 0                  # records read that no producer sent
+    statuses: dict = attrs.Factory(dict)
+    resends: int = 0
+    seconds: float = 0.0
+
+    @property
+    def valid(self) -> bool:
+        return not (self.lost or self.corrupt or self.diverged or self.not_rejoined or self.stuck
+                    or self.consumed_lost or self.read_above_confirm or self.consumer_bad_records)
+
+    def failover_ms(self, q: float) -> float:
+        times = sorted(r.failover_ms for r in self.rounds)
+        return round(times[min(len(times) - 1, int(q * len(times)))], 1) if times else 0.0
+
+    def to_json(self) -> dict:
+        return {"valid": self.valid, "failovers": len(self.rounds), "acked": self.acked, "lost": len(self.lost),
+                "corrupt": len(self.corrupt), "diverged": len(self.diverged),
+                "not_rejoined": len(self.not_rejoined), "stuck": self.stuck,
+                "failover_ms_p50": self.failover_ms(0.50), "failover_ms_p99": self.failover_ms(0.99),
+                "failover_ms_max": max((round(r.failover_ms, 1) for r in self.rounds), default=0.0),
+                "truncations": self.truncations, "consumed": self.consumed,
+                "consumed_lost": len(self.consumed_lost), "read_above_confirm": self.read_above_confirm,
+                "consumer_bad_records": self.consumer_bad_records, "resends": self.resends, "statuses": self.statuses,
+                "seconds": round(self.seconds, 1), "lost_keys": self.lost[:50], "corrupt_keys": self.corrupt[:50],
+                "diverged_keys": self.diverged[:50], "options": self.options,
+                "rounds": [attrs.asdict(r) for r in self.rounds]}
+
+
+async def _info(port: int) -> dict | None:
+    client = await ControllerClient.connect("127.0.0.1", port)
+    try:
+        return (await asyncio.wait_for(client.get_replica_info(GROUP), 5.0)).get("info")
+    finally:
+        await client.close()
+
+
+def replica_info(port: int) -> dict | None:
+    """The controller's GetReplicaInfo for the group (None: not answered)."""
+    try:
+        return asyncio.run(_info(port))
+    except (OSError, ControllerClientError, asyncio.TimeoutError):
+        return None
+
+
+class Cluster:
+    """The controller and the three nodes as OS processes, logs under ``work/logs``."""
+
+    def __init__(self, work: Path, opts: FailoverChaosOptions) -> None:
+        self.work, self.opts = work, opts
+        (work / "logs").mkdir(parents=True, exist_ok=True)
+        ports = _free_ports(1 + 2 * NODES)
+        self.controller_port = ports[0]
+        self.node_ports = {i: (ports[2 * i - 1], ports[2 * i]) for i in range(1, NODES + 1)}
+        self.incarnations = {i: 0 for i in range(1, NODES + 1)}
+        self.controller = self._spawn("controller", ["controller", "--port", str(self.controller_port), "--dir",
+                                                     str(work / "controller"),
+                                                     "--controller-broker-heartbeat-timeout-ms",
+                                                     str(opts.controller_heartbeat_timeout_ms)],
+                                      r"listening host=\S+ port=\d+")
+        self.nodes: dict[int, Broker] = {}
+        for i in range(1, NODES + 1):
+            self.start_node(i)
+
+    def _spawn(self, label: str, argv: list[str], ready: str) -> Broker:
+        proc = Broker(argv, self.work / "logs" / f"{label}.log", tree=TREE)
+        try:
+            proc.wait_for(ready)
+        except (RuntimeError, TimeoutError) as err:
+            proc.stop()
+            last = proc.text().strip().splitlines()[-1:] or [str(err)]
+            raise ChaosAborted(f"{label} did not start: {last[0]}") from None
+        return proc
+
+    def node_dir(self, i: int) -> Path:
+        return self.work / f"b{i}"
+
+    def start_node(self, i: int) -> None:
+        opts = self.opts
+        port, ha_port = self.node_ports[i]
+        self.incarnations[i] += 1
+        argv = ["broker", "node", "--controller", f"127.0.0.1:{self.controller_port}", "--id", str(i),
+                "--dir", str(self.node_dir(i)), "--port", str(port), "--ha-port", str(ha_port),
+                "--heartbeat-interval-ms", str(opts.node_heartbeat_interval_ms),
+                "--shrink-after-ms", str(opts.shrink_after_ms),
+                "--mapped-file-size-commit-log", str(opts.segment_bytes),
+                "--max-message-size", str(opts.size + 64)]
+        for bug in opts.failover_bugs:
+            argv += ["--failover-bug", bug]
+        self.nodes[i] = self._spawn(f"b{i}-{self.incarnations[i]:03d}", argv, r"node b\d+ serving")
+
+    def kill(self, i: int) -> None:
+        self.nodes[i].popen.kill()
+        self.nodes[i].popen.wait(timeout=10)
+
+    def settled(self) -> dict | None:
+        """Wait until a master serves with every node in its SyncStateSet (what a kill needs to
+        be survivable under ALL_IN_SYNC); None when that did not happen in time."""
+        deadline = time.monotonic() + self.opts.settle_timeout_s
+        while time.monotonic() < deadline:
+            info = replica_info(self.controller_port)
+            if info and info["master_id"] and len(info["sync_state_set"]) == NODES:
+                return info
+            time.sleep(0.05)
+        return None
+
+    def truncations(self) -> int:
+        return sum(p.read_text().count("truncated the log at") for p in (self.work / "logs").glob("b*.log"))
+
+    def stop(self) -> None:
+        for proc in [*self.nodes.values(), self.controller]:
+            proc.stop()
+
+
+def run_failover_chaos(opts: FailoverChaosOptions,
+                       progress: Callable[[int, str], None] = lambda n, text: None) -> FailoverReport:
+    rng = random.Random(opts.seed)
+    work = Path(opts.directory) if opts.directory else Path(tempfile.mkdtemp(prefix="ackorder-failover-"))
+    if opts.directory and work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    report = FailoverReport(options={k: (str(v) if isinstance(v, Path) else v)
+                                     for k, v in attrs.asdict(opts).items()})
+    started = time.monotonic()
+    cluster = load = consumer = None
+    try:
+        cluster = Cluster(work, opts)
+        progress(0, "waiting for the first SyncStateSet")
+        if cluster.settled() is None:
+            raise ChaosAborted("the three nodes did not form a SyncStateSet within "
+                               f"{opts.settle_timeout_s:.0f} s (see {work / 'logs'})")
+        load = FailoverLoad(("127.0.0.1", cluster.controller_port), GROUP, opts.producers, opts.size)
+        load.start()
+        consumer = FailoverConsumer(("127.0.0.1", cluster.controller_port), GROUP, opts.size, opts.segment_bytes)
+        consumer.start()
+        for n in range(1, opts.failovers + 1):
+            info = cluster.settled()
+            if info is None:
+                _not_settled(cluster, report, load, f"round {n}")
+                break
+            if report.rounds:
+                _check_rejoined(cluster, report, load)
+            load_s = rng.uniform(opts.min_load_s, opts.max_load_s)
+            progress(n - 1, f"load {load_s:.2f} s, then kill -9 b{info['master_id']}")
+            time.sleep(load_s)
+            victim = info["master_id"]
+            before = len(load.acked)
+            cluster.kill(victim)
+            killed_at = time.monotonic()
+            first = _first_ack_from_other(load, before, victim, killed_at)
+            if first is None:
+                report.stuck = f"round {n}: no PUT_OK from a new master within {FAILOVER_TIMEOUT_S:.0f} s of the kill"
+                break
+            progress(n - 1, f"b{first.broker_id} took over; checking")
+            check = check_log(cluster.node_dir(first.broker_id) / "commitlog", opts.segment_bytes,
+                              _acked_by_key(load.acked_since(0)), opts.size)
+            report.lost += check.lost
+            report.corrupt += check.corrupt
+            read = check_log(cluster.node_dir(first.broker_id) / "commitlog", opts.segment_bytes,
+                             consumer.consumed_by_key(), opts.size)
+            report.consumed_lost += read.lost + read.corrupt
+            unreplicated_tail(cluster.node_dir(victim) / "commitlog", opts.segment_bytes, opts.size,
+                              TAIL_KEY_BASE + 10 * n, rng.randint(1, 5))
+            cluster.start_node(victim)
+            report.rounds.append(FailoverRound(n, victim, first.broker_id, round(load_s, 3),
+                                               round((first.at_s - killed_at) * 1000, 1), len(load.acked),
+                                               len(check.lost), len(check.corrupt), False, 0))
+            progress(n, f"failover {n}: {report.rounds[-1].failover_ms:.0f} ms")
+        if report.rounds and report.stuck is None and not report.not_rejoined:
+            if cluster.settled() is None:
+                _not_settled(cluster, report, load, "after the last failover")
+            else:
+                _check_rejoined(cluster, report, load)
+    finally:
+        if consumer is not None:
+            consumer.stop()
+            report.consumed = len(consumer.consumed)
+            report.read_above_confirm = consumer.above_confirm
+            report.consumer_bad_records = len(consumer.bad_records)
+        if load is not None:
+            load.stop()
+            report.acked = len(load.acked)
+            report.statuses = dict(sorted(load.statuses.items()))
+            report.resends = load.resends
+        if cluster is not None:
+            cluster.stop()
+            report.truncations = cluster.truncations()
+        report.seconds = time.monotonic() - started
+        if not opts.keep and not opts.directory:
+            shutil.rmtree(work, ignore_errors=True)
+    return report
+
+
+def unreplicated_tail(directory: Path, segment_size: int, size: int, first_key: int, count: int) -> int:
+    """Append ``count`` whole records the slaves never got to a killed master's log: what its
+    page cache holds when it dies between a write and the transfer (on loopback the transfer
+    follows the write so closely that a kill rarely leaves one).  They were never acknowledged:
+    the restarted broker must cut them.  Returns the bytes appended."""
+    store = SegmentStore(directory, segment_size)
+    try:
+        end = recover_log(store.read_all(), segment_size).end_offset
+        start, pos = end - end % segment_size, end % segment_size
+        data = b"".join(encode(first_key + i, body_for(first_key + i, size)) for i in range(count))
+        if pos + len(data) + END_FILE_MIN_BLANK_LENGTH > segment_size or record_size(size) > len(data) // count:
+            return 0                         # no room before the segment's end: no tail this round
+        store.write(start, pos, data)
+        store.fsync(start, start + pos + len(data))
+        return len(data)
+    finally:
+        store.close()
+
+
+def _acked_by_key(acked: list[AckedAt]) -> dict:
+    return {a.acked.key: a.acked for a in acked}
+
+
+def _first_ack_from_other(load: FailoverLoad, index: int, victim: int, killed_at: float) -> AckedAt | None:
+    deadline = killed_at + FAILOVER_TIMEOUT_S
+    while time.monotonic() < deadline:
+        for a in load.acked_since(index):
+            if a.broker_id != victim and a.at_s >= killed_at:
+                return a
+        time.sleep(0.01)
+    return None
+
+
+def _check_rejoined(cluster: Cluster, report: FailoverReport, load: FailoverLoad) -> None:
+    """The broker killed last round is back in the SyncStateSet: every acknowledged message
+    its log reaches must be there, intact (a kept diverged tail is not)."""
+    last = report.rounds[-1]
+    check = check_log(cluster.node_dir(last.killed) / "commitlog", cluster.opts.segment_bytes,
+                      _acked_by_key(load.acked_since(0)), cluster.opts.size)
+    last.rejoined = True
+    last.diverged = len(check.corrupt)
+    report.diverged += check.corrupt
+
+
+def _not_settled(cluster: Cluster, report: FailoverReport, load: FailoverLoad, when: str) -> None:
+    """No full SyncStateSet in time: the broker restarted last did not catch up (a diverged
+    log the master refuses), or the group is stuck."""
+    info = replica_info(cluster.controller_port) or {}
+    if report.rounds and info.get("master_id") and report.rounds[-1].killed not in info.get("sync_state_set", ()):
+        report.not_rejoined.append(report.rounds[-1].round)
+        _check_rejoined(cluster, report, load)
+        report.rounds[-1].rejoined = False
+    else:
+        report.stuck = (f"{when}: no master with a full SyncStateSet within {cluster.opts.settle_timeout_s:.0f} s "
+                        f"({info})")

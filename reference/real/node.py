@@ -1,0 +1,523 @@
+"""`ackorder broker node`: a broker that follows the controller for real.
+
+The node registers with the controller (reference/real/controller_server.py),
+heartbeats (BrokerConfig.brokerHeartbeatInterval) with its epoch and max
+offset, and takes the role the controller's metadata gives it.  Every
+decision is a sans-IO core's:
+
+* role changes: reference/failover/roles.py ``ReplicasManager`` — only on a
+  strictly larger master epoch (E5); a new master appends (epoch, its log
+  end) to its epoch cache, which is written (fsynced, .bak) before it serves;
+* the slave's truncation: roles / truncation.py ``SlaveHandshake`` — the
+  master's epoch entries (an EPOCH_QUERY on its HA port) against ours, the
+  consistent point, then TruncateLog → FsyncLog → WriteEpochFile (B14);
+* the write path: reference/master.py ``MasterCore`` (SYNC_MASTER with
+  ALL_IN_SYNC: PUT_OK only when every SyncStateSet member holds the data) or
+  reference/replica.py ``ReplicaCore``, each run by its real runtime.
+
+The supervisor only moves data: it runs one MasterRuntime or ReplicaRuntime
+at a time over the same --dir in a thread, stopping one and starting the
+other on a role change, and performs the effects the cores emit in order.
+
+The SyncStateSet: a master proposes AlterSyncStateSet to shrink a member that
+has had no HA connection for ``shrink_after_ms`` (haMaxTimeSlaveNotCatchup)
+and to expand by a connected slave that holds everything ever acknowledged
+(and at least this epoch's start).  While a proposal is in flight acks count
+over the union of the committed and the proposed set (#5663): an expansion
+joins the ack view in the same step on the master's loop thread as its
+check, so no acknowledgement can slip past the new member.  A connected but
+slow member is not shrunk (it slows acks; puts time out with
+FLUSH_SLAVE_TIMEOUT rather than lose anything).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from reference.config import StoreConfig
+from reference.failover import broker_effects as bfx
+from reference.failover.bugs import check_bugs
+from reference.failover.effects import NO_MASTER, SUCCESS
+from reference.failover.epochfile import EpochFileCache
+from reference.failover.roles import MASTER, SLAVE, HandshakeReply, ReplicasManager, TransferBatch
+from reference.failover.truncation import SlaveHandshake
+from reference.frames import EpochQuery, EpochReply, FrameDecoder, FrameError, encode
+from reference.real.controller_client import ControllerClient, ControllerClientError
+from reference.real.disk import SegmentStore
+from reference.real.epochfile import load_epoch_file, write_epoch_file
+from reference.real.master_server import MasterRuntime
+from reference.real.options import MasterOptions, ReplicaOptions
+from reference.real.replica_server import ReplicaRuntime, SlaveStopped
+from spec.config import ConfigError
+
+BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT = 1_000     # BrokerConfig.brokerHeartbeatInterval
+HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT = 15_000  # MessageStoreConfig.haMaxTimeSlaveNotCatchup
+EPOCH_QUERY_TIMEOUT_S = 2.0
+CONTROLLER_CALL_TIMEOUT_S = 5.0
+CONTROLLER_CONNECT_TIMEOUT_S = 30.0
+EPOCH_FILE = "epochfile"
+UNANSWERED_ALTER_TICKS = 10
+
+
+def broker_name(broker_id: int) -> str:
+    """A broker's name on the HA port (MasterCore's slave names)."""
+    return f"b{broker_id}"
+
+
+def broker_id_of(name: str) -> int:
+    assert name.startswith("b") and name[1:].isdigit(), name
+    return int(name[1:])
+
+
+def parse_node_address(text: str) -> tuple[str, int, int]:
+    """``HOST:PORT:HA_PORT`` as a node registers it with the controller."""
+    host, port, ha_port = text.rsplit(":", 2)
+    return host, int(port), int(ha_port)
+
+
+def _positive(instance, attribute, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"--{attribute.name.replace('_', '-')} {value!r}: must be a positive integer")
+
+
+@attrs.frozen
+class NodeOptions:
+    directory: Path = attrs.field(converter=Path)
+    controller: tuple[str, int]
+    broker_id: int = attrs.field()
+    config: StoreConfig
+    group: str = "broker-a"
+    host: str = "127.0.0.1"
+    port: int = 10911
+    ha_port: int = 10912
+    heartbeat_interval_ms: int = attrs.field(default=BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT, validator=_positive)
+    shrink_after_ms: int = attrs.field(default=HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT, validator=_positive)
+    failover_bugs: frozenset[str] = attrs.field(default=frozenset(), converter=check_bugs)
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.broker_id, int) or not 1 <= self.broker_id <= 10**9:
+            raise ConfigError(f"--id {self.broker_id!r}: a broker id is 1..10**9")
+        cfg = self.config
+        if not (cfg.sync_master and cfg.ack_policy == "ALL_IN_SYNC" and cfg.sync_flush):
+            raise ConfigError("a node runs SYNC_FLUSH, SYNC_MASTER and ALL_IN_SYNC (the 5.x controller mode): "
+                              "--flush-disk-type SYNC_FLUSH --broker-role SYNC_MASTER --ack-policy ALL_IN_SYNC")
+        if not 0 < self.port <= 65535 or not 0 < self.ha_port <= 65535 or self.port == self.ha_port:
+            raise ConfigError(f"--port {self.port} --ha-port {self.ha_port}: two different fixed ports 1..65535 "
+                              "(the controller hands them to producers and slaves)")
+        if not self.group or len(self.group) > 255 or any(c.isspace() for c in self.group):
+            raise ConfigError(f"--group {self.group!r}: a name of 1-255 characters without white space")
+        if Path(self.directory).exists() and not Path(self.directory).is_dir():
+            raise ConfigError(f"--dir {self.directory}: exists and is not a directory")
+
+    @property
+    def name(self) -> str:
+        return broker_name(self.broker_id)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}:{self.ha_port}"
+
+
+async def query_epochs(host: str, ha_port: int, timeout_s: float = EPOCH_QUERY_TIMEOUT_S) -> EpochReply:
+    """Ask a master for its epoch entries, log end and acknowledged offset (EPOCH_QUERY)."""
+    async def ask() -> EpochReply:
+        reader, writer = await asyncio.open_connection(host, ha_port)
+        try:
+            writer.write(encode(EpochQuery()))
+            decoder = FrameDecoder()
+            while True:
+                data = await reader.read(65536)
+                if not data:
+                    raise ConnectionError(f"{host}:{ha_port} closed before its EPOCH_REPLY")
+                for frame in decoder.feed(data):
+                    if isinstance(frame, EpochReply):
+                        return frame
+                    raise ConnectionError(f"{host}:{ha_port} answered an EPOCH_QUERY with {type(frame).__name__}")
+        finally:
+            writer.close()
+    return await asyncio.wait_for(ask(), timeout_s)
+
+
+class Node:
+    def __init__(self, opts: NodeOptions, log: Callable[[str], None] = print) -> None:
+        self.opts = opts
+        self.log = log
+        self.me = opts.name
+        opts.directory.mkdir(parents=True, exist_ok=True)
+        self.epoch_path = opts.directory / EPOCH_FILE
+        self.runtime: MasterRuntime | ReplicaRuntime | None = None
+        loaded = load_epoch_file(self.epoch_path, bugs=opts.failover_bugs)
+        if loaded.fallback_reason:
+            log(f"epoch file: {loaded.fallback_reason}; using {loaded.source}")
+        end = self._recover_log_end()
+        self.rm = ReplicasManager.recover(self.me, epoch_cache=loaded.cache, log_end_offset=end,
+                                          checkpoint_confirm_offset=0, bugs=opts.failover_bugs)
+        self.thread: threading.Thread | None = None
+        self.runtime_failure: str | None = None
+        self.following: str | None = None         # the master whose HA port a ReplicaRuntime follows
+        self.addresses: dict[int, tuple[str, int, int]] = {}
+        self.absent_since_ms: dict[str, int] = {}
+        self.stopping = False
+        self.truncations = 0
+        self.unanswered_alter_ticks = 0
+        log(f"node {self.me} (group {opts.group}): log ends at {end}, epochs {list(self.rm.epoch_cache.entries)}")
+
+    # ------------------------------------------------------------------ the log on disk
+
+    def _store(self) -> SegmentStore:
+        return SegmentStore(self.opts.directory / "commitlog", self.opts.config.mapped_file_size_commit_log)
+
+    def _recover_log_end(self) -> int:
+        """CRC recovery (a torn tail is cut and zeroed, fsynced) while no runtime holds the files."""
+        assert self.runtime is None
+        store = self._store()
+        try:
+            return store.recover().end_offset
+        finally:
+            store.close()
+
+    def _perform(self, effects: tuple) -> None:
+        """The failover cores' effects, in order (broker_effects.py)."""
+        seg = self.opts.config.mapped_file_size_commit_log
+        for e in effects:
+            if isinstance(e, bfx.TruncateLog):
+                if e.on_disk:          # zero from the point (fdatasync'd), later segments unlinked, dir fsynced
+                    store = self._store()
+                    try:
+                        store.zero_tail(e.offset - e.offset % seg, e.offset % seg)
+                    finally:
+                        store.close()
+                self.truncations += 1
+                self.log(f"truncated the log at {e.offset}" + ("" if e.on_disk else " (in memory only)"))
+            elif isinstance(e, bfx.FsyncLog):
+                store = self._store()
+                try:
+                    if e.upto > 0 and store.segments():
+                        store.fsync((e.upto - 1) - (e.upto - 1) % seg, e.upto)
+                finally:
+                    store.close()
+            elif isinstance(e, bfx.WriteEpochFile):
+                write_epoch_file(self.epoch_path, EpochFileCache(e.entries), bugs=self.opts.failover_bugs)
+            elif isinstance(e, bfx.HandshakeFailed):
+                self.log(f"handshake failed: {e.reason}")
+            elif isinstance(e, (bfx.ReportOffset, bfx.StartHaClient, bfx.StopHaClient, bfx.CloseConnections)):
+                pass            # the runtimes report, connect and close by themselves
+            else:
+                raise AssertionError(f"unexpected effect {e!r}")
+
+    # ------------------------------------------------------------------ runtimes
+
+    def _start(self, runtime) -> None:
+        assert self.runtime is None
+        self.runtime, self.runtime_failure = runtime, None
+
+        def run() -> None:
+            try:
+                runtime.run()
+            except SlaveStopped as err:
+                self.runtime_failure = str(err)
+        self.thread = threading.Thread(target=run, name=f"{self.me}-{type(runtime).__name__}", daemon=True)
+        self.thread.start()
+
+    def _stop_runtime(self) -> None:
+        if self.runtime is None:
+            return
+        self.runtime.stop()
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "a runtime did not stop within 30 s"
+        self.runtime = self.thread = None
+        self.following = None
+
+    def _others(self) -> tuple[str, ...]:
+        return tuple(broker_name(b) for b in sorted(self.addresses) if b != self.opts.broker_id)
+
+    def _ack_view(self) -> frozenset[str]:
+        """The members (other than this master) acks wait for: the committed SSS and a
+        proposal in flight (roles.ack_view); none at all under BugNoAllAck (B10)."""
+        if "BugNoAllAck" in self.opts.failover_bugs:
+            return frozenset()
+        view = self.rm.sss if "BugCommittedSssOnly" in self.opts.failover_bugs else self.rm.sss | self.rm.remote_sss
+        return frozenset(view - {self.me})
+
+    def _become_master(self, info: dict) -> None:
+        """ChangeToMaster.  A master re-elected (the controller lost its heartbeats for a
+        while) keeps serving: its new epoch starts at its log end, taken on its loop thread.
+        Otherwise the runtime is built first (its recovery gives the log end the new epoch
+        starts at), the epoch file is written, and only then does it serve."""
+        sss = frozenset(broker_name(b) for b in info["sync_state_set"])
+        if self.rm.role == MASTER and isinstance(self.runtime, MasterRuntime):
+            runtime = self.runtime
+            self.rm.log_end_offset = max(self.rm.log_end_offset, runtime.call(lambda: runtime.core.log.wrote))
+            effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
+            self._perform(effects)
+            entries, floor = self.rm.epoch_cache.entries, self.rm.epoch_cache.last_start()
+
+            def new_epoch() -> None:
+                runtime.epoch_entries = entries
+                core = runtime.core
+                core.confirm_floor = max(core.confirm_floor, min(floor, core.log.committed))
+            runtime.call(new_epoch)
+            self._push_view()
+            self.log(f"role MASTER epoch {self.rm.master_epoch} (re-elected) from offset {self.rm.log_end_offset}")
+            return
+        self._stop_runtime()
+        opts = self.opts
+        mopts = MasterOptions(directory=opts.directory, config=opts.config, replicas=self._others(), host=opts.host,
+                              port=opts.port, ha_port=opts.ha_port, sync_state_set=())
+        for attempt in range(100):          # our last incarnation's port may linger a moment
+            try:
+                runtime = MasterRuntime(mopts, log=lambda m: self.log(f"[master] {m}"))
+                break
+            except OSError:
+                if attempt == 99:
+                    raise
+                time.sleep(0.05)
+        self.rm.log_end_offset = runtime.recovery.end_offset
+        self.rm.confirm_offset = min(self.rm.confirm_offset, self.rm.log_end_offset)
+        effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
+        self._perform(effects)             # the epoch file, fsynced, before the first put is taken
+        runtime.epoch_entries = self.rm.epoch_cache.entries
+        runtime.core.confirm_floor = self.rm.log_end_offset     # this epoch's start: the group's truth
+        runtime.core.change_sync_state_set(runtime.core.replicas, self._ack_view())   # not serving yet
+        self._start(runtime)
+        self.absent_since_ms = {}
+        self.log(f"role MASTER epoch {self.rm.master_epoch} from offset {self.rm.log_end_offset} "
+                 f"sss {sorted(self.rm.sss)} epochs {list(self.rm.epoch_cache.entries)}")
+
+    def _become_slave(self, info: dict) -> None:
+        master = broker_name(info["master_id"])
+        if not (self.rm.role == SLAVE and self.rm.master_id == master):
+            self._stop_runtime()
+            self.rm.log_end_offset = self._recover_log_end()
+            self.rm.confirm_offset = min(self.rm.confirm_offset, self.rm.log_end_offset)
+        was = self.rm.master_epoch
+        self._perform(self.rm.change_to_slave(master, info["master_epoch"]))
+        if self.rm.master_epoch != was:
+            self.log(f"role SLAVE of {master} epoch {self.rm.master_epoch}")
+
+    async def _follow(self) -> None:
+        """Handshake with the master (its epochs against ours), cut, then run the slave."""
+        master = self.rm.master_id
+        addr = self.addresses.get(broker_id_of(master))
+        if addr is None:
+            return
+        try:
+            reply = await query_epochs(addr[0], addr[2])
+        except (OSError, asyncio.TimeoutError, FrameError, ConnectionError) as err:
+            self.log(f"epoch query to {master} at {addr[0]}:{addr[2]} failed: {err}")
+            return
+        await asyncio.to_thread(self._handshake_and_start, reply, master, addr)
+
+    def _handshake_and_start(self, reply: EpochReply, master: str, addr: tuple[str, int, int]) -> None:
+        """The slave's side of the handshake (in a thread: the cut and the recovery take a while)."""
+        rm = self.rm
+        if rm.client is None:
+            rm.client = SlaveHandshake(rm.epoch_cache, rm.log_end_offset, rm.confirm_offset, bugs=rm.bugs)
+        if rm.client.state != "READY":
+            rm.follower_disconnected()
+        before = rm.log_end_offset
+        rm.start_following()
+        effects = rm.handshake_reply(HandshakeReply(0, reply.entries, reply.log_end_offset, reply.confirm_offset))
+        self._perform(effects)
+        if any(isinstance(e, bfx.HandshakeFailed) for e in effects):
+            # No epoch in common (an epoch file lost): this log cannot be trusted against the
+            # master's, which holds everything acknowledged; cut it all and follow from 0.
+            self._perform((bfx.TruncateLog(0), bfx.FsyncLog(0), bfx.WriteEpochFile(())))
+            rm.epoch_cache, rm.log_end_offset, rm.confirm_offset = EpochFileCache(), 0, 0
+            rm.client = SlaveHandshake(rm.epoch_cache, 0, 0, bugs=rm.bugs)
+            return
+        self.log(f"following {master}: log {before} -> {rm.log_end_offset}, epochs {list(rm.epoch_cache.entries)}")
+        ropts = ReplicaOptions(directory=self.opts.directory, name=self.me, master=(addr[0], addr[2]),
+                               segment_size=self.opts.config.mapped_file_size_commit_log,
+                               heartbeat_interval_ms=self.opts.heartbeat_interval_ms)
+        self._start(ReplicaRuntime(ropts, log=lambda m: self.log(f"[slave] {m}")))
+        self.following = master
+
+    async def _record_transfers(self) -> None:
+        """What the slave received since the last tick goes through the HA client's Transfer
+        (receive_transfer): the epoch labels of the master's entries covering it."""
+        rm, runtime = self.rm, self.runtime
+        end = runtime.core.received_end
+        if end <= rm.log_end_offset:
+            return
+        addr = self.addresses.get(broker_id_of(rm.master_id))
+        try:
+            reply = await query_epochs(addr[0], addr[2])
+        except (OSError, asyncio.TimeoutError, FrameError, ConnectionError):
+            return
+        master = EpochFileCache(reply.entries)
+        start = rm.log_end_offset
+        while start < end:
+            k = master.covering_index(start)
+            if k is None:
+                return
+            batch_end = end if k + 1 == len(master.entries) else min(end, master.entries[k + 1].start_offset)
+            self._perform(rm.transfer_received(TransferBatch(start, batch_end, master.entries[k],
+                                                             reply.confirm_offset)))
+            start = batch_end
+
+    # ------------------------------------------------------------------ the SyncStateSet
+
+    def _snapshot(self) -> tuple[int, int, dict[str, int]]:
+        core = self.runtime.core
+        return core.log.committed, core.acked_upto, {n: hc.ack_offset for n, hc in core.conns.items()}
+
+    def _push_view(self) -> None:
+        replicas, view = self._others(), self._ack_view()
+        self.runtime.call(lambda: self.runtime.core.change_sync_state_set(
+            tuple(dict.fromkeys(self.runtime.core.replicas + replicas)), view))
+
+    async def _maintain_sss(self, client: ControllerClient, info: dict) -> None:
+        rm, runtime = self.rm, self.runtime
+        if info["master_epoch"] == rm.master_epoch and info["sss_epoch"] > rm.sss_epoch:
+            rm.change_sync_state_set(rm.master_epoch, frozenset(broker_name(b) for b in info["sync_state_set"]),
+                                     info["sss_epoch"])
+        if rm.remote_sss:
+            # an AlterSyncStateSet whose answer was lost: acks keep counting over the union
+            # until the controller's SyncStateSet epoch moves, or for a few ticks at most
+            self.unanswered_alter_ticks += 1
+            if self.unanswered_alter_ticks < UNANSWERED_ALTER_TICKS:
+                return
+            rm.alter_refused()
+        self.unanswered_alter_ticks = 0
+        self._push_view()
+        end, acked, conns = runtime.call(self._snapshot)
+        rm.log_end_offset = max(rm.log_end_offset, end)
+        now = int(time.monotonic() * 1000)
+        members = rm.sss - {self.me}
+        for m in members:
+            if m in conns:
+                self.absent_since_ms.pop(m, None)
+            else:
+                self.absent_since_ms.setdefault(m, now)
+        drop = {m for m in members if now - self.absent_since_ms.get(m, now) >= self.opts.shrink_after_ms}
+        new = rm.sss - drop
+        floor = rm.epoch_cache.last_start()
+        for name in sorted(set(conns) - rm.sss):
+            # the check and the union switch in one step on the master's loop thread
+            def join(name=name) -> bool:
+                core = runtime.core
+                if not core.covers_acked(name, floor):
+                    return False
+                if not {"BugNoAllAck", "BugCommittedSssOnly"} & self.opts.failover_bugs:
+                    core.change_sync_state_set(core.replicas, core.sync_state_set | {name})
+                return True
+            if runtime.call(join):
+                new = new | {name}
+        if new == rm.sss:
+            return
+        rm.propose_sync_state_set(new)
+        self._push_view()
+        reply = await asyncio.wait_for(client.alter(self.opts.group, self.opts.broker_id, rm.master_epoch,
+                                                    rm.sss_epoch, {broker_id_of(n) for n in new}),
+                                       CONTROLLER_CALL_TIMEOUT_S)
+        if reply["code"] == SUCCESS and reply["info"] is not None:
+            rm.change_sync_state_set(rm.master_epoch, frozenset(broker_name(b) for b in reply["info"]["sync_state_set"]),
+                                     reply["info"]["sss_epoch"])
+            self.log(f"SyncStateSet {sorted(rm.sss)} (sssEpoch {rm.sss_epoch})")
+        else:
+            rm.alter_refused()
+            self.log(f"AlterSyncStateSet {sorted(new)} refused: {reply['code']} {reply.get('reason')}")
+        self._push_view()
+
+    # ------------------------------------------------------------------ the controller
+
+    async def _heartbeats(self, client: ControllerClient) -> None:
+        """BrokerHeartbeat on its own timer: role changes (a log recovery, a runtime stopping)
+        run in a thread meanwhile, and must not look like a dead broker to the controller."""
+        opts, rm = self.opts, self.rm
+        while client.error is None and not self.stopping:
+            runtime = self.runtime
+            end = runtime.core.received_end if isinstance(runtime, ReplicaRuntime) else rm.log_end_offset
+            try:
+                await asyncio.wait_for(client.heartbeat(opts.group, opts.broker_id,
+                                                        epoch=rm.epoch_cache.last_epoch(), max_offset=end,
+                                                        confirm_offset=min(rm.confirm_offset, end),
+                                                        address=opts.address), CONTROLLER_CALL_TIMEOUT_S)
+            except (ControllerClientError, asyncio.TimeoutError):
+                return
+            await asyncio.sleep(opts.heartbeat_interval_ms / 1000)
+
+    async def _tick(self, client: ControllerClient) -> None:
+        opts, rm = self.opts, self.rm
+        if self.runtime_failure is not None:
+            raise SlaveStopped(self.runtime_failure)
+        reply = await asyncio.wait_for(client.get_replica_info(opts.group), CONTROLLER_CALL_TIMEOUT_S)
+        info = reply["info"]
+        if info is None:
+            return
+        if info["master_id"] == NO_MASTER:
+            reply = await asyncio.wait_for(client.elect(opts.group), CONTROLLER_CALL_TIMEOUT_S)   # brokerElect
+            info = reply["info"] or info
+        self.addresses = {int(b): parse_node_address(a) for b, a in info.get("addresses", {}).items()}
+        if info["master_id"] != NO_MASTER and info["master_epoch"] > rm.master_epoch:
+            if info["master_id"] == opts.broker_id:
+                await asyncio.to_thread(self._become_master, info)
+            else:
+                await asyncio.to_thread(self._become_slave, info)
+        if rm.role == MASTER and self.runtime is not None:
+            await self._maintain_sss(client, info)
+        elif rm.role == SLAVE and rm.master_id is not None:
+            if self.following is None:
+                await self._follow()
+            elif isinstance(self.runtime, ReplicaRuntime):
+                await self._record_transfers()
+
+    async def run(self) -> None:
+        opts = self.opts
+        deadline = time.monotonic() + CONTROLLER_CONNECT_TIMEOUT_S
+        client = heartbeats = None
+        try:
+            while not self.stopping:
+                if client is None or client.error is not None:
+                    try:
+                        client = await ControllerClient.connect(*opts.controller)
+                        await asyncio.wait_for(client.register(opts.group, opts.broker_id, address=opts.address),
+                                               CONTROLLER_CALL_TIMEOUT_S)
+                        self.log(f"registered with the controller {opts.controller[0]}:{opts.controller[1]}")
+                        heartbeats = asyncio.create_task(self._heartbeats(client))
+                    except (OSError, ControllerClientError, asyncio.TimeoutError) as err:
+                        client = None
+                        if time.monotonic() > deadline and self.runtime is None:
+                            raise OSError(f"controller {opts.controller[0]}:{opts.controller[1]}: {err}") from None
+                        await asyncio.sleep(opts.heartbeat_interval_ms / 1000)
+                        continue
+                try:
+                    await self._tick(client)
+                except (ControllerClientError, asyncio.TimeoutError) as err:
+                    self.log(f"controller call failed: {err}; reconnecting")
+                    await client.close()
+                    client = None
+                await asyncio.sleep(opts.heartbeat_interval_ms / 1000)
+        finally:
+            if heartbeats is not None:
+                heartbeats.cancel()
+            if client is not None:
+                await client.close()
+            self._stop_runtime()
+
+
+def serve_node(opts: NodeOptions) -> int:
+    """`ackorder broker node`: run until SIGTERM or SIGINT."""
+    import signal
+
+    node = Node(opts, log=lambda m: print(m, flush=True))
+    print(f"node {node.me} serving host={opts.host} port={opts.port} ha_port={opts.ha_port}", flush=True)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            await node.run()
+        except asyncio.CancelledError:
+            pass
+    asyncio.run(main())
+    return 0

@@ -1,0 +1,140 @@
+"""Failover for real: a controller and three `ackorder broker node` processes on
+loopback (real TCP, real files and fsync), the master killed with SIGKILL.
+
+* the node level: a new master is elected, every acknowledged message is in
+  its log, and the old master rejoins as a slave and cuts its unacknowledged
+  tail (a truncation, logged) before it follows;
+* `ackorder chaos --failover --failovers 3`: exit 0, nothing acknowledged lost, and nothing a
+  consumer read (the READ request, bounded by confirmOffset) missing from a later master;
+* the property bites: with BugTruncateNotDurable (the cut only in memory,
+  RocketMQ's truncateDirtyFiles, B14) the old master keeps its diverged tail,
+  the master refuses it, and the chaos check exits 1;
+* wrong input: exit 2, one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reference.frames import (EpochQuery, EpochReply, FrameError, Read, ReadReply, decode_frames, encode,
+                              frame_bytes)
+from reference.real.chaos import check_log
+from reference.real.failover_chaos import (TREE, Cluster, FailoverChaosOptions, replica_info, unreplicated_tail)
+from reference.real.failover_load import FailoverLoad
+
+ENV = dict(os.environ, PYTHONPATH=str(TREE))
+
+
+def _cli(*argv: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cli", *argv], capture_output=True, text=True, env=ENV, cwd=TREE,
+                          timeout=timeout_s)
+
+
+def _wait(predicate, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if (got := predicate()):
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"no {what} within {timeout_s} s")
+
+
+def test_epoch_frames_round_trip_and_refuse_malformed():
+    for frame in (EpochQuery(), EpochReply(4096, 2048, ((1, 0), (3, 1024))), Read(7, 4096, 65536),
+                  ReadReply(7, 8192, 4096, b"records")):
+        assert decode_frames(encode(frame), 1 << 20) == ([frame], len(encode(frame)))
+    with pytest.raises(FrameError, match="EPOCH_REPLY frame has 20 payload bytes"):
+        decode_frames(frame_bytes(8, bytes(20)), 1 << 20)
+    with pytest.raises(FrameError, match="EPOCH_QUERY frame has 1 payload bytes"):
+        decode_frames(frame_bytes(7, b"x"), 1 << 20)
+    with pytest.raises(FrameError, match="READ frame asks for 0 bytes"):
+        decode_frames(encode(Read(1, 0, 0)), 1 << 20)
+
+
+def test_master_killed_new_master_has_every_acked_message_and_old_master_truncates(tmp_path: Path):
+    opts = FailoverChaosOptions(failovers=1, segment_bytes=256 * 1024, settle_timeout_s=30)
+    cluster = Cluster(tmp_path, opts)
+    try:
+        info = cluster.settled()
+        assert info is not None, "no full SyncStateSet"
+        old = info["master_id"]
+        load = FailoverLoad(("127.0.0.1", cluster.controller_port), "broker-a", producers=4, size=opts.size)
+        load.start()
+        _wait(lambda: len(load.acked) >= 500, 30, "500 acknowledged messages")
+        load.stop()
+        acked = {a.acked.key: a.acked for a in load.acked}
+        cluster.kill(old)
+        new_info = _wait(lambda: (i := replica_info(cluster.controller_port)) and i["master_id"] not in (0, old)
+                         and i, 30, "a new master")
+        new = new_info["master_id"]
+        assert new_info["master_epoch"] > info["master_epoch"]
+        _wait(lambda: "role MASTER" in cluster.nodes[new].text().split("role SLAVE")[-1], 10, "the new master serving")
+        check = check_log(cluster.node_dir(new) / "commitlog", opts.segment_bytes, acked, opts.size)
+        assert (check.lost, check.corrupt) == ((), ()), check
+        # the old master's page cache held records its slaves never got: it must cut them
+        assert unreplicated_tail(cluster.node_dir(old) / "commitlog", opts.segment_bytes, opts.size, 10**15, 3) > 0
+        cluster.start_node(old)
+        _wait(lambda: "truncated the log at" in cluster.nodes[old].text(), 30, "the old master's truncation")
+        assert cluster.settled() is not None, "the old master did not rejoin the SyncStateSet"
+        rejoined = check_log(cluster.node_dir(old) / "commitlog", opts.segment_bytes, acked, opts.size)
+        assert rejoined.corrupt == () and rejoined.lost == (), rejoined
+        assert rejoined.records >= len(acked)
+        assert not any(10**15 <= k for k in _keys(cluster.node_dir(old) / "commitlog", opts.segment_bytes))
+    finally:
+        cluster.stop()
+
+
+def _keys(directory: Path, segment_bytes: int) -> list[int]:
+    from reference.real.disk import SegmentStore
+    from reference.record import recover_log
+
+    store = SegmentStore(directory, segment_bytes)
+    try:
+        return [r.key for r in recover_log(store.read_all(), segment_bytes).records]
+    finally:
+        store.close()
+
+
+def test_chaos_failover_three_failovers_lose_nothing(tmp_path: Path):
+    out = tmp_path / "report.json"
+    done = _cli("chaos", "--failover", "--failovers", "3", "--seed", "3", "--json", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(out.read_text())
+    assert report["failovers"] == 3 and report["lost"] == 0 and report["corrupt"] == 0 and report["diverged"] == 0
+    assert report["acked"] > 0 and report["truncations"] >= 1
+    assert report["consumed"] > 0 and report["consumed_lost"] == 0 and report["read_above_confirm"] == 0
+    assert report["consumer_bad_records"] == 0
+    assert 0 < report["failover_ms_p50"] <= report["failover_ms_p99"]
+
+
+def test_chaos_failover_catches_a_cut_only_in_memory(tmp_path: Path):
+    out = tmp_path / "report.json"
+    done = _cli("chaos", "--failover", "--failovers", "2", "--seed", "3", "--settle-timeout-s", "8",
+                "--failover-bug", "BugTruncateNotDurable", "--json", str(out))
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads(out.read_text())
+    assert report["not_rejoined"] + report["diverged"] > 0, report
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (("chaos", "--failover", "--failovers", "0"), "--failovers 0"),
+    (("chaos", "--failover", "--failover-bug", "BugNope"), "BugNope"),
+    (("broker", "node", "--controller", "nowhere", "--id", "1", "--dir", "{tmp}", "--port", "1", "--ha-port", "2"),
+     "--controller 'nowhere'"),
+    (("broker", "node", "--controller", "127.0.0.1:1", "--id", "1", "--dir", "{tmp}", "--port", "5", "--ha-port",
+      "6", "--broker-role", "ASYNC_MASTER"), "ALL_IN_SYNC"),
+    (("broker", "node", "--controller", "127.0.0.1:1", "--id", "0", "--dir", "{tmp}", "--port", "5", "--ha-port",
+      "6"), "--id 0"),
+])
+def test_wrong_input_exits_2_with_one_line(tmp_path: Path, argv, needle):
+    done = _cli(*(a.replace("{tmp}", str(tmp_path / "d")) for a in argv), timeout_s=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], done.stderr
