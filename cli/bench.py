@@ -29,6 +29,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tsp-count", type=int, default=1_000,
                    help="messages per tsp point at most (the pool-on points are slow by design)")
     p.add_argument("--campaign-seeds", type=int, default=2_000, help="seeds of the fuzz-campaign part of sim")
+    p.add_argument("--sim-steps", default="10000,100000",
+                   help="run lengths of the checked simulator (sim; comma-separated; --full adds 1000000)")
+    p.add_argument("--sim-seed", type=int, default=0, help="the seed every sim point runs")
+    p.add_argument("--full", action="store_true", help="sim: also a 1,000,000-step checked run")
     p.add_argument("--trace-events", default="2000,20000",
                    help="simulator events of the traces checked (traces; comma-separated)")
     p.add_argument("--trace-real-messages", type=int, default=300,
@@ -40,10 +44,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rss-gib", type=float, default=2.0, help="GiB written through master and slave (rss)")
     p.add_argument("--rss-size", type=int, default=16 * 1024, help="message body bytes of the rss scenario")
     p.add_argument("--baseline", type=Path, default=None, metavar="DIR",
-                   help="a source tree to compare with (cpu: the same points run from it, side by side)")
+                   help="a source tree to compare with (cpu, sim: the same points run from it, side by side)")
     p.add_argument("--cpu-count", type=int, default=20_000, help="messages per cpu point")
     p.add_argument("--quick", action="store_true",
-                   help="controller: 1 and 20 groups, 100 ms heartbeats, 500 ms timeout (under a minute)")
+                   help="controller: 1 and 20 groups, 100 ms heartbeats, 500 ms timeout (under a minute); "
+                        "sim: no fuzz campaign")
     p.add_argument("--json", type=Path, metavar="FILE")
     p.add_argument("--plot", type=Path, metavar="FILE.png")
     p.add_argument("--docs", type=Path, default=DOCS,
@@ -103,8 +108,13 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
         if name == "cpu":
             return scenarios.cpu(Path(work), args.cpu_count, args.size, args.delay_ms, args.baseline,
                                  args.docs / "benchmarks" / "master-profile.txt", step)
-        result = scenarios.sim(progress=step)
-        if args.campaign_seeds:
+        from reference.bench.simrates import sim_rates
+
+        lengths = _producers(args.sim_steps, "--sim-steps") + ([1_000_000] if args.full else [])
+        if args.baseline is not None and not (args.baseline / "reference" / "sim" / "world.py").is_file():
+            raise errors.UsageError(f"--baseline {args.baseline}: not a source tree of ackorder (no reference/sim/world.py)")
+        result = sim_rates(tuple(lengths), args.sim_seed, args.baseline, progress=step)
+        if args.campaign_seeds and not args.quick:
             from spark_fuzz.bench import campaign_rates
 
             result.update(campaign_rates(args.campaign_seeds, progress=step))
@@ -137,16 +147,16 @@ def table(result: dict) -> Table:
                   str(result["master_peak_rss_mib"]), str(result["replica_peak_rss_mib"]), str(result["goal_mib"]))
         return t
     if name == "sim":
-        for col in ("", "steps", "seconds", "steps/s"):
+        for col in ("tree", "run", "steps", "CPU s", "steps per CPU-s", "load"):
             t.add_column(col)
-        for kind in ("unchecked", "checked"):
-            r = result[kind]
-            t.add_row(kind, f"{r['steps']:,}", str(r["seconds"]), f"{r['steps_per_s']:,}")
+        for r in result["rows"]:
+            t.add_row(r["tree"], r["kind"], f"{r['steps']:,}", str(r["cpu_s"]), f"{r['steps_per_s']:,}",
+                      str(r["load"]))
         for master in ("local[1]", "local[2]"):
             if master in result:
                 r = result[master]
-                t.add_row(f"campaign {master}", f"{r['seeds']:,} seeds", str(r["seconds"]),
-                          f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s)")
+                t.add_row("after", f"campaign {master}", f"{r['seeds']:,} seeds", f"{r['seconds']} (wall)",
+                          f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s)", "")
         return t
     cols = ["mode", "producers", "msgs/s", "avg ms", "p50 ms", "p99 ms", "statuses", "µs/msg m/s/load"]
     if name == "groupcommit":

@@ -12,6 +12,7 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     stop_shared()            # the sim scenario starts local[1] and local[2] sessions of its own
     args = build_parser().parse_args(["bench", "all", "--producers", "1,4", "--count", "40",
                                       "--tsp-producers", "4", "--tsp-count", "40", "--campaign-seeds", "8",
+                                      "--sim-steps", "300,1000",
                                       "--rss-gib", "0.005", "--rss-size", "4096", "--cpu-count", "40",
                                       "--docs", str(tmp_path / "docs"), "--json", str(tmp_path / "all.json")])
     assert args.func(args) == 0
@@ -27,7 +28,8 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     tsp = {r["mode"]: r for r in results["tsp"]["rows"]}
     assert set(tsp) == {"pool_off", "pool_on", "pool_on_fixed"}
     assert all(r["statuses"] == {"PUT_OK": 40} for r in tsp.values())
-    assert results["sim"]["checked"]["steps"] == results["sim"]["unchecked"]["steps"] > 0
+    assert [(r["kind"], r["steps"]) for r in results["sim"]["rows"]] == [("checked", 300), ("checked", 1000),
+                                                                        ("unchecked", 1000)]
     assert results["sim"]["local[1]"]["seeds"] == results["sim"]["local[2]"]["seeds"] == 8
     text = (tmp_path / "docs" / "benchmarks.md").read_text()
     rss = results["rss"]
@@ -39,6 +41,26 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     assert all(f"## `{name}`" in text for name in ("ack", "groupcommit", "tsp", "sim", "rss", "cpu"))
     for name in ("ack", "groupcommit", "tsp", "sim", "rss", "cpu"):
         assert (tmp_path / "docs" / "benchmarks" / f"{name}.png").stat().st_size > 1000
+
+
+def test_bench_sim_runs_each_point_from_both_trees_side_by_side(tmp_path):
+    """The structure of `ackorder bench sim --baseline` (never its timings): every point runs from the
+    baseline tree right before the same point from this one, each in its own process."""
+    from reference.bench.simrates import HERE, sim_rates
+
+    result = sim_rates((200, 50), seed=3, baseline=HERE)
+    assert [(r["tree"], r["kind"], r["steps"]) for r in result["rows"]] == [
+        (t, k, n) for k, n in (("checked", 50), ("checked", 200), ("unchecked", 200)) for t in ("before", "after")]
+    assert all(r["steps_per_s"] > 0 and r["cpu_s"] >= 0 for r in result["rows"])
+    assert set(result["ratios"]) >= {"before_long_over_short", "after_long_over_short",
+                                     "after_over_before_checked_200", "after_over_before_unchecked_200"}
+
+
+def test_bench_sim_refuses_a_baseline_that_is_no_source_tree(tmp_path):
+    from cli.main import main
+
+    assert main(["bench", "sim", "--quick", "--sim-steps", "10", "--baseline", str(tmp_path)]) == 2
+    assert main(["bench", "sim", "--quick", "--sim-steps", "10,x"]) == 2
 
 
 def test_bad_producers_are_refused(tmp_path):
