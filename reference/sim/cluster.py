@@ -128,6 +128,8 @@ class Cluster:
             if trace is not None else None
         self.master.request_log = self.history
         self.abstraction = Abstraction(self)
+        if self.checker is not None:
+            self.checker.abstraction = self.abstraction
         self.failed = False
         self.coverage = Coverage()        # branches and property antecedents of the spec steps taken
 
@@ -175,8 +177,7 @@ class Cluster:
             self.master.check_invariants()
         before = self.checker.shadow
         try:
-            self.checker.step(labels, lambda: self.abstraction.observe(labels), f"t={self.now}ms {what}",
-                              page_cache_records=self.page_cache_records)
+            self.checker.step(labels, f"t={self.now}ms {what}", page_cache_records=self.page_cache_records)
         except AssertionError as err:
             self.failed = True       # the shadow state is no longer in step: stop checking
             self._cover(before)
@@ -669,7 +670,7 @@ class Cluster:
 
     def observe(self):
         """The spec state this cluster is in (see reference/sim/abstraction.py)."""
-        return self.abstraction.observe([])
+        return self.abstraction.observe()
 
 
 # Spec actions that bump aux_ctrs, and which counter (the others are counted where they happen).
