@@ -301,13 +301,9 @@ def markdown(result: dict) -> list[str]:
 
 def update_docs(result: dict, docs: Path) -> Path:
     """Put the section into docs/benchmarks.md in place of the previous one (or at the end)."""
-    out = docs / "benchmarks.md"
-    text = out.read_text() if out.exists() else "# Benchmarks\n"
-    before, found, after = text.partition(SECTION)
-    end = after.find("\n## ") if found else -1
-    rest = after[end + 1:] if end >= 0 else ""
-    out.write_text(before.rstrip("\n") + "\n\n" + "\n".join(markdown(result)) + ("\n" + rest if rest else ""))
-    return out
+    from reference.bench.report import replace_section
+
+    return replace_section(docs, SECTION, markdown(result))
 
 
 def kept_section(text: str) -> list[str]:

@@ -189,6 +189,18 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def replace_section(docs: Path, heading: str, lines: list[str]) -> Path:
+    """Put ``lines`` (a section starting with ``heading``) into docs/benchmarks.md in place of the
+    section with that heading (or at the end)."""
+    out = docs / "benchmarks.md"
+    text = out.read_text() if out.exists() else "# Benchmarks\n"
+    before, found, after = text.partition(heading)
+    end = after.find("\n## ") if found else -1
+    rest = after[end + 1:] if end >= 0 else ""
+    out.write_text(before.rstrip("\n") + "\n\n" + "\n".join(lines) + ("\n" + rest if rest else ""))
+    return out
+
+
 def write_docs(results: dict, docs: Path) -> Path:
     docs.mkdir(parents=True, exist_ok=True)
     (docs / "benchmarks").mkdir(exist_ok=True)
@@ -207,9 +219,9 @@ def write_docs(results: dict, docs: Path) -> Path:
         plot(result, png)
         lines += [f"## `{name}`", "", f"Goal: {GOALS[name]}.", ""]
         if name == "sim":
-            from reference.bench.simrates import markdown
+            from reference.bench.simrates import BOUNDS, markdown
 
-            lines += markdown(result)
+            lines += markdown(result) + [""] + BOUNDS
             lines += ["", f"The refinement check costs {result['check_cost']}x."]
             if "local2_over_local1" in result:
                 lines.append(f"local[2] runs the campaign {result['local2_over_local1']}x as fast as local[1].")

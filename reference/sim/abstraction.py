@@ -36,6 +36,9 @@ _MASTER_DEATHS = frozenset({"MasterProcessCrash", "MasterMachineCrash"})
 _MASTER_LOG_REWRITES = frozenset({"MasterProcessCrash", "MasterMachineCrash", "Recover"})
 _RLOG_APPENDS = frozenset({"Transfer", "ReplicaAck"})   # the replica steps that leave a slave's log's prefix alone
 _DIGEST_MASK = (1 << 64) - 1
+# The spec steps that can change a request already put (tla/AckOrder.tla): Release, answers, crashes.
+_WAITING_STEPS = frozenset({"Respond", "Timeout", "Flush", "FlushFail", "WriteFail", "MasterProcessCrash",
+                            "MasterMachineCrash", "Recover"})
 
 
 class AbstractionMismatch(RefinementError):
@@ -67,6 +70,7 @@ class Abstraction:
         self.known = 0                            # spec requests compared at least once
         self.answered = 0                         # answered spec requests folded into ``digest``
         self.digest = 0
+        self._signal: tuple = ()                  # what waiting requests' abstraction read, as of the last event
 
     # ------------------------------------------------------------ the scalars and the logs
 
@@ -209,8 +213,15 @@ class Abstraction:
         if len(shadow.reqs) != registered:
             diffs["reqs"] = (f"{len(shadow.reqs)} requests", f"{registered} requests")
             return
-        ids = self._touched(labels)
-        ids.update(self.waiting)
+        c = self.c
+        signal = (c.incarnation, c.mstate, c.master.released_upto, c.responses_sent, len(c.aborted))
+        if signal != self._signal or any(label[0] in _WAITING_STEPS for label in labels):
+            self._signal = signal
+            ids = self._touched(labels)
+            ids.update(self.waiting)
+        else:                   # no waiting request can have changed on either side
+            ids = {requests.spec_id[label[1]] for label in labels
+                   if label[0] in _REQUEST_STEPS and label[1] in requests.spec_id}
         if registered > self.known:
             ids.update(range(self.known + 1, registered + 1))
         reqs, waiting = shadow.reqs, self.waiting
