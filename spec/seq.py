@@ -48,14 +48,15 @@ class Seq:
         return chain(*self._chunks, self._tail)
 
     def __getitem__(self, i):
-        if isinstance(i, slice):
-            start, stop, step = i.indices(self._len)
-            if step != 1:
-                return tuple(self)[i]
-            if start == 0:
-                return self._prefix(stop)
-            return self._piece(start, stop)     # a piece of a sequence (never stored in a state): a tuple
-        i = self._index(i)
+        if not (i.__class__ is int and 0 <= i < self._len):    # the common case goes straight on
+            if isinstance(i, slice):
+                start, stop, step = i.indices(self._len)
+                if step != 1:
+                    return tuple(self)[i]
+                if start == 0:
+                    return self._prefix(stop)
+                return self._piece(start, stop)     # a piece of a sequence (never stored in a state): a tuple
+            i = self._index(i)
         k = i >> _SHIFT
         if k < len(self._chunks):
             return self._chunks[k][i & _MASK]
