@@ -185,16 +185,23 @@ What is left per event: the twin's step itself (attrs `evolve` of a 17-field sta
 (about 15 watermarks and per-replica tuples), the waiting requests (as many as the deadlines let accumulate,
 not the run's length) and the coverage and trace bookkeeping.
 
-What still grows with the run: a master crash costs O(run length) — the twin aborts its waiting requests by
-scanning `reqs`, `AckedSurvivesCrash` is checked in full on crash steps, and the reference's own CRC recovery
-(`_recover`, reference/sim/cluster.py) scans the whole simulated disk at every restart, unchecked too. Seed 0
-crashes its master about once per 1,000 steps, seed 9 about once per 10,000: the first is bounded by its
-crashes at a million steps, the second much less.
+What still grows with the run, and why a million steps fall short of the goal: the master's crashes.
+A crash or restart costs O(run length) in the reference's simulator itself, checked or not: recovery
+(`_recover`, reference/sim/cluster.py) rebuilds the ghost index of the whole simulated disk (one
+`add_record` and chain entry per record, one checkpoint per segment) at every restart; the scan of a segment
+seen before is memoized (record.scan_log's ``memo``), its index entries are not. In the checker, the twin
+aborts the waiting requests by scanning `reqs`, a restart re-reads the master's log whole, and the
+coverage antecedent of a crash looks for a PUT_OK. Seed 0 restarts its master about once per 1,000 steps
+and seed 9 about once per 10,000: unchecked, the million-step runs of the table make about 12,000 (seed 0)
+and 24,000 (seed 9) steps/s, where 100,000 unchecked steps of seed 0 made 50,956 before this change
+(docs/benchmarks/sim-before-issue17.json); the checked figures follow them, the check itself costing 2.4x
+and 2.9x the unchecked run there. The next step is a recovery that starts from
+the last checkpoint it already indexed (RocketMQ's own recoverAbnormally starts from its checkpoint file).
 
 Unchecked: cProfile of 100,000 unchecked steps of seed 9 puts the time in the event loop's planning
 (`World._plan`: one pass over the links, the replicas and the master's next wake-up per event), the effect
 drain (`Cluster._drain`), the commit log's chain hashes and index (`chain_next`, `add_record`: a blake2b per
-record), the master's timers (`next_wakeup_ms`, `tick`, `replica_coverage`) and the recovery scans
-(`scan_log`, about 16% of the run in 25 restarts, growing with the disk). Each is a few microseconds of
+record), the master's timers (`next_wakeup_ms`, `tick`, `replica_coverage`) and recovery (before the scan
+memo, `scan_log` was 44% of 100,000 unchecked steps of seed 0; the index rebuild remains). Each is a few µs of
 interpreted Python per event; 150,000 steps/s leaves 6.7 µs per event for all of them, which this design
 (one Python call chain per event through world, cluster and cores) does not reach.""".split("\n")
