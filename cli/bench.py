@@ -29,6 +29,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tsp-count", type=int, default=1_000,
                    help="messages per tsp point at most (the pool-on points are slow by design)")
     p.add_argument("--campaign-seeds", type=int, default=2_000, help="seeds of the fuzz-campaign part of sim")
+    p.add_argument("--sim-steps", default="10000,100000",
+                   help="run lengths of the checked simulator (sim; comma-separated; --full adds 1000000)")
+    p.add_argument("--sim-seeds", default="0,9",
+                   help="the seeds every sim point runs (comma-separated; 0 crashes its master about once "
+                        "per 1,000 steps, 9 about once per 10,000)")
+    p.add_argument("--baseline-max-steps", type=int, default=100_000,
+                   help="sim: the longest run the --baseline tree makes (its checked cost may grow with the run)")
+    p.add_argument("--full", action="store_true", help="sim: also a 1,000,000-step checked run")
     p.add_argument("--trace-events", default="2000,20000",
                    help="simulator events of the traces checked (traces; comma-separated)")
     p.add_argument("--trace-real-messages", type=int, default=300,
@@ -40,10 +48,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rss-gib", type=float, default=2.0, help="GiB written through master and slave (rss)")
     p.add_argument("--rss-size", type=int, default=16 * 1024, help="message body bytes of the rss scenario")
     p.add_argument("--baseline", type=Path, default=None, metavar="DIR",
-                   help="a source tree to compare with (cpu: the same points run from it, side by side)")
+                   help="a source tree to compare with (cpu, sim: the same points run from it, side by side)")
     p.add_argument("--cpu-count", type=int, default=20_000, help="messages per cpu point")
     p.add_argument("--quick", action="store_true",
-                   help="controller: 1 and 20 groups, 100 ms heartbeats, 500 ms timeout (under a minute)")
+                   help="controller: 1 and 20 groups, 100 ms heartbeats, 500 ms timeout (under a minute); "
+                        "sim: no fuzz campaign")
     p.add_argument("--store", choices=("file", "etcd", "both"), default="file",
                    help="controller: the metadata store (etcd: a 3-member etcd on loopback per point; both: side by "
                         "side); the default and `both` write their parts of docs/benchmarks.md")
@@ -63,6 +72,16 @@ def _producers(text: str, flag: str = "--producers") -> list[int]:
         raise errors.UsageError(f"{flag} {text!r}: expected comma-separated integers") from None
     if not values or min(values) < 1:
         raise errors.UsageError(f"{flag} {text!r}: expected positive integers")
+    return values
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise errors.UsageError(f"--sim-seeds {text!r}: expected comma-separated integers") from None
+    if not values or min(values) < 0:
+        raise errors.UsageError(f"--sim-seeds {text!r}: expected seeds (integers >= 0)")
     return values
 
 
@@ -118,8 +137,14 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
         if name == "cpu":
             return scenarios.cpu(Path(work), args.cpu_count, args.size, args.delay_ms, args.baseline,
                                  args.docs / "benchmarks" / "master-profile.txt", step)
-        result = scenarios.sim(progress=step)
-        if args.campaign_seeds:
+        from reference.bench.simrates import sim_rates
+
+        lengths = _producers(args.sim_steps, "--sim-steps") + ([1_000_000] if args.full else [])
+        if args.baseline is not None and not (args.baseline / "reference" / "sim" / "world.py").is_file():
+            raise errors.UsageError(f"--baseline {args.baseline}: not a source tree of ackorder (no reference/sim/world.py)")
+        seeds = _seeds(args.sim_seeds)
+        result = sim_rates(tuple(lengths), seeds, args.baseline, args.baseline_max_steps, progress=step)
+        if args.campaign_seeds and not args.quick:
             from spark_fuzz.bench import campaign_rates
 
             result.update(campaign_rates(args.campaign_seeds, progress=step))
@@ -152,16 +177,16 @@ def table(result: dict) -> Table:
                   str(result["master_peak_rss_mib"]), str(result["replica_peak_rss_mib"]), str(result["goal_mib"]))
         return t
     if name == "sim":
-        for col in ("", "steps", "seconds", "steps/s"):
+        for col in ("tree", "seed", "run", "steps", "CPU s", "steps per CPU-s", "load"):
             t.add_column(col)
-        for kind in ("unchecked", "checked"):
-            r = result[kind]
-            t.add_row(kind, f"{r['steps']:,}", str(r["seconds"]), f"{r['steps_per_s']:,}")
+        for r in result["rows"]:
+            t.add_row(r["tree"], str(r["seed"]), r["kind"], f"{r['steps']:,}", str(r["cpu_s"]),
+                      f"{r['steps_per_s']:,}", str(r["load"]))
         for master in ("local[1]", "local[2]"):
             if master in result:
                 r = result[master]
-                t.add_row(f"campaign {master}", f"{r['seeds']:,} seeds", str(r["seconds"]),
-                          f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s)")
+                t.add_row("after", "", f"campaign {master}", f"{r['seeds']:,} seeds", f"{r['seconds']} (wall)",
+                          f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s)", "")
         return t
     cols = ["mode", "producers", "msgs/s", "avg ms", "p50 ms", "p99 ms", "statuses", "µs/msg m/s/load"]
     if name == "groupcommit":
@@ -194,6 +219,14 @@ def main(args: argparse.Namespace) -> int:
         from reference.bench.report import plot
 
         plot(results[names[0]], args.plot)
+    if args.scenario == "sim" and not args.quick:
+        from reference.bench.report import replace_section
+        from reference.bench.simrates import SECTION, section
+
+        command = (f"ackorder bench sim --sim-steps {args.sim_steps} --sim-seeds {args.sim_seeds}"
+                   + (" --full" if args.full else "") + (f" --baseline {args.baseline}" if args.baseline else "")
+                   + f" --campaign-seeds {args.campaign_seeds}")
+        console.print(f"wrote {replace_section(args.docs, SECTION, section(results['sim'], command))}")
     if args.scenario == "controller" and not args.quick and (args.store == "both" or
                                                             (args.store == "file" and not args.groups)):
         from reference.bench.controller import update_docs

@@ -59,6 +59,7 @@ class LogIndex:
         self._chains = bytearray()          # CHAIN_BYTES per record: the chain at its end
         self.checkpoints: dict[int, Checkpoint] = {base: Checkpoint(base, base_records, base_chain)}
         self.last_chain = base_chain
+        self.shrinks = 0                    # times records were dropped (observers re-read ``keys`` whole then)
 
     # --- growth ---------------------------------------------------------------
 
@@ -132,6 +133,7 @@ class LogIndex:
         assert chain is not None, offset
         k = self.records_upto(offset) - self.base_records
         del self.starts[k:], self.ends[k:], self.keys[k:], self._chains[k * CHAIN_BYTES:]
+        self.shrinks += 1
         for start in [s for s in self.checkpoints if s > offset]:
             del self.checkpoints[start]
         self.last_chain = chain
@@ -144,6 +146,7 @@ class LogIndex:
         cp = self.checkpoints[offset]
         k = bisect_right(self.ends, offset)
         del self.starts[:k], self.ends[:k], self.keys[:k], self._chains[:k * CHAIN_BYTES]
+        self.shrinks += 1
         self.base, self.base_records, self.base_chain = offset, cp.records, cp.chain
         assert self.count == cp.records + len(self.ends)
 

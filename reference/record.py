@@ -149,11 +149,14 @@ OnRecord = Callable[[int, bytes, int, int], None]     # (offset, header, end, ke
 
 
 def scan_log(starts: list[int], read: Callable[[int], bytes], segment_size: int, keep_torn: bool = False,
-             on_record: OnRecord | None = None) -> LogScan:
+             on_record: OnRecord | None = None, memo: dict | None = None) -> LogScan:
     """CRC recovery over the segments named by ``starts``, reading one at a time
     (``read(start)`` gives its bytes): the log ends at the first bad record;
     everything after it (in that and later segments) is dropped.  Memory: one
-    segment.  ``on_record`` sees every record kept (the simulator's ghost index)."""
+    segment.  ``on_record`` sees every record kept (the simulator's ghost index).
+    ``memo`` (the simulated disk's): a segment scanned before, with the same bytes
+    after the same chain, is not parsed again (a pure function of those; the
+    simulator restarts a master thousands of times over one growing log)."""
     dropped: list[str] = []
     checkpoints = [Checkpoint(0, 0, CHAIN_START)]
     chain, count, end, expected = CHAIN_START, 0, 0, 0
@@ -168,13 +171,24 @@ def scan_log(starts: list[int], read: Callable[[int], bytes], segment_size: int,
                 dropped.append(f"segment {start}: {len(data)} bytes dropped, {why}")
             stopped = True
             continue
-        scan = scan_segment(data, start, keep_torn)
-        for rec in scan.records:
-            pos = rec.offset - start
-            header = bytes(data[pos: pos + 12])
-            chain = chain_next(chain, rec.offset, header)
+        hit = memo.get(start) if memo is not None else None
+        if hit is not None and hit[0] == chain and hit[1] == keep_torn and hit[2] == data:
+            scan, kept, chain = hit[3], hit[4], hit[5]          # the same bytes after the same chain
             if on_record is not None:
-                on_record(rec.offset, header, rec.end, rec.key)
+                for rec in kept:
+                    on_record(*rec)
+        else:
+            chain_in, kept = chain, []
+            scan = scan_segment(data, start, keep_torn)
+            for rec in scan.records:
+                pos = rec.offset - start
+                header = bytes(data[pos: pos + 12])
+                chain = chain_next(chain, rec.offset, header)
+                kept.append((rec.offset, header, rec.end, rec.key))
+                if on_record is not None:
+                    on_record(rec.offset, header, rec.end, rec.key)
+            if memo is not None:
+                memo[start] = (chain_in, keep_torn, bytes(data), scan, tuple(kept), chain)
         count += len(scan.records)
         end = scan.valid_end
         tail, tail_bytes = scan.records, bytes(data[: end - start])

@@ -20,6 +20,7 @@ from spec import actions as sa
 from spec.config import Config
 from spec.functions import page_cache_end
 from spec.properties import INVARIANTS, SAFETY
+from spec.seq import Seq
 from spec.state import TORN, WAITING, State
 
 # One file of unbounded size: the reference's segments hold variable-size
@@ -83,20 +84,29 @@ class RefinementChecker:
     """Shadow spec state, advanced by the labelled steps of each event.
 
     Invariants are checked after every spec step, incrementally (see
-    ``IncrementalInvariants``), and in full every ``full_check_every`` steps
-    and at ``finish``, so a gap in the incremental reasoning cannot hide a
-    violation for long."""
+    ``IncrementalInvariants``), and in full every ``full_check_interval()``
+    steps and at ``finish``, so a gap in the incremental reasoning cannot hide
+    a violation for long.  The shadow's ``inv_responses`` holds the response
+    events of its last step only (the steps never copy the history); the
+    whole history is ``responses``, and ``full_state()`` puts it back."""
 
     def __init__(self, cfg: Config, invariants: tuple[str, ...] = SAFETY,
                  full_check_every: int = 256) -> None:
         self.cfg = cfg
         self.index = {r: k for k, r in enumerate(cfg.replicas)}
-        self.shadow = sa.initial_state(cfg)
+        # Seq, not tuple: the twin's steps extend and update the shadow's sequences in time
+        # independent of the run's length (spec/seq.py); the values are the same.
+        s0 = sa.initial_state(cfg)
+        self.shadow = attrs.evolve(s0, log=Seq(s0.log), reqs=Seq(s0.reqs), rlog=tuple(Seq(r) for r in s0.rlog))
         self.requests = SpecRequests()
         self.invariants = [(name, INVARIANTS[name]) for name in invariants if name != "TypeOK"]
         self.incremental = IncrementalInvariants(cfg, [name for name, _ in self.invariants])
         self.full_check_every = full_check_every
+        self._next_full_check = full_check_every
+        self.full_compares = 0
         self.steps_checked = 0
+        self.responses: list = []                   # inv_responses, in order (the shadow keeps the last step's)
+        self.abstraction = None                     # the reference's side: compare, observe, cross_check
         self.taken: list[tuple[str, State]] = []    # the spec steps of the last event, in order
 
     # --- one labelled step ----------------------------------------------------
@@ -163,48 +173,81 @@ class RefinementChecker:
             return self._pick(label, fn(cfg, s), lambda t: True)
         raise RefinementError(f"unknown spec step {label}")
 
-    def step(self, labels: list[tuple], observe, event: str = "",
-             page_cache_records=None) -> list[tuple[str, State]]:
-        """Apply one event's labelled steps, check the invariants, then compare
-        with ``observe()``, the abstraction of the reference's state (called
-        after the steps, which register new requests).  ``page_cache_records()``
-        says how many records the page cache really holds: only the disk knows
-        what a failed write left there, so it picks WriteFail's successor.
-        Returns the (action, state) pairs taken, for traces."""
+    def step(self, labels: list[tuple], event: str = "", page_cache_records=None) -> list[tuple[str, State]]:
+        """Apply one event's labelled steps, check the invariants, then compare the shadow with
+        the abstraction of the reference's state: what the event touched, through
+        ``abstraction.compare`` (called after the steps, which register new requests), and every
+        so many steps all of it, re-derived by ``abstraction.observe``.  ``page_cache_records()``
+        says how many records the page cache really holds: only the disk knows what a failed
+        write left there, so it picks WriteFail's successor.  Returns the (action, state) pairs
+        taken, for traces."""
         self._page_cache_records = page_cache_records
         taken = self.taken = []     # kept on the checker: a trace writer reads it even after a violation
+        start = self.shadow
+        full = False
         for label in labels:
+            s = self.shadow
+            if s.inv_responses:     # the ghost history lives in self.responses: no step copies it
+                s = self.shadow = attrs.evolve(s, inv_responses=frozenset())
             try:
                 t = self._apply(label)
             except RefinementError as err:
-                raise RefinementError(f"{event}: {err}\nshadow state: {self.shadow}") from None
+                raise RefinementError(f"{event}: {err}\nshadow state: {self.full_state()}") from None
             if t is not None:
-                before, self.shadow = self.shadow, t
+                before, self.shadow = s, t
+                self.responses.extend(t.inv_responses)
                 name = label_name(label, self.requests)
                 if t.aux_ctrs.forgedReport > before.aux_ctrs.forgedReport:   # the spec's ForgedAck took it
                     name = name.replace("ReplicaAck", "ForgedAck")
                 taken.append((name, t))
                 self.steps_checked += 1
                 bad = self.incremental.check(before, t, label[0])
-                if bad is None and self.steps_checked % self.full_check_every == 0:
+                if bad is None and self.steps_checked >= self._next_full_check:
+                    full = True
+                    self._next_full_check = self.steps_checked + self.full_check_interval()
                     bad = self._first_violated()
                 if bad is not None:
                     raise PropertyViolation(bad, f"{event}: {bad} violated after spec step "
                                                  f"{label_name(label, self.requests)}")
-        observed = observe()
-        if strip_ghost(self.shadow) != observed:
+        diffs = self.abstraction.compare(labels, start, self.shadow)
+        if diffs:
             raise RefinementError(
                 f"{event}: after spec steps {[label_name(l, self.requests) for l in labels]} the spec state "
-                f"and the reference state differ:\n{_diff(strip_ghost(self.shadow), observed)}")
+                f"and the reference state differ:\n" + "\n".join(
+                    f"  {k}: spec {a!r}\n  {' ' * len(k)}  reference {b!r}" for k, (a, b) in diffs.items()))
+        if full:
+            self.full_compare(event)
         return taken
 
+    def full_check_interval(self) -> int:
+        """Spec steps until the next full check: at least ``full_check_every``, and as many as
+        the state has requests, so that its O(run length) cost stays a constant per step."""
+        return max(self.full_check_every, len(self.shadow.reqs))
+
+    def full_state(self) -> State:
+        """The shadow with its whole ghost history (O(run length))."""
+        return attrs.evolve(self.shadow, inv_responses=frozenset(self.responses))
+
+    def full_compare(self, event: str) -> None:
+        """The whole spec state against the whole abstraction derived from scratch, and the
+        incremental abstraction against that derived one."""
+        observed = self.abstraction.observe()
+        if strip_ghost(self.shadow) != observed:
+            raise RefinementError(f"{event}: the spec state and the reference state differ (full comparison):\n"
+                                  f"{_diff(strip_ghost(self.shadow), observed)}")
+        self.abstraction.cross_check(observed)
+        self.full_compares += 1
+
     def _first_violated(self) -> str | None:
-        return next((name for name, check in self.invariants if not check(self.cfg, self.shadow)), None)
+        state = self.full_state()
+        return next((name for name, check in self.invariants if not check(self.cfg, state)), None)
 
     def finish(self, event: str = "end of run") -> None:
-        """A full check of every invariant on the final state."""
+        """A full check of every invariant on the final state, and of the abstraction."""
         if (bad := self._first_violated()) is not None:
             raise PropertyViolation(bad, f"{event}: {bad} violated")
+        if self.abstraction is not None:
+            self.full_compare(event)
 
 
 _REPLICA_ACTIONS = {"ReplicaConnect": "replica_connect", "Transfer": "transfer",
@@ -264,15 +307,16 @@ class IncrementalInvariants:
                     return "LogMatching"
         if "AckedSurvivesCrash" in names and p.promised(cfg):
             if kind in _CRASHES:
-                ok = p.acked_survives_crash(cfg, t)
+                ok = _acked_survive_cut(cfg, p, s, t)
             else:
                 ok = all(f.holds(t, t.log, e.id) or p.survives(cfg, t, e.id)
                          for e in new_events if e.status == "PUT_OK")
             if not ok:
                 return "AckedSurvivesCrash"
         if "AmbiguousAckOrdered" in names:
-            if kind in _CRASHES:
-                ok = p.ambiguous_ack_ordered(cfg, t)
+            if kind in _CRASHES:    # a crash leaves the slaves' logs alone; the master's counts once it is up
+                ok = ((t.mstate != "UP" or p.well_formed(t.log))
+                      and all(p.well_formed(a) for a, b in zip(t.rlog, s.rlog) if a is not b))
             else:
                 ok = _tail_ordered(t.log, s.log) and all(
                     _tail_ordered(a, b) for a, b in zip(t.rlog, s.rlog) if a is not b)
@@ -281,14 +325,38 @@ class IncrementalInvariants:
         return None
 
 
+def _acked_survive_cut(cfg: Config, p, s: State, t: State) -> bool:
+    """AckedSurvivesCrash after a crash or a recovery step from ``s``, where it held.  Such a step
+    only cuts the master's log (keeping a prefix, maybe a torn record after it) and leaves the
+    slaves' logs and the SyncStateSet alone, so only the PUT_OK requests whose records were cut
+    off can stop surviving: their positions are read, not every request.  A step that is no such
+    cut by the lengths and the last kept record is checked whole (and the full check every
+    ``full_check_interval()`` steps reads every request)."""
+    keep = min(len(t.log), len(s.log))
+    if keep and t.log[keep - 1] != s.log[keep - 1]:
+        keep -= 1                                   # the torn record in place of a whole one
+    if (t.rlog is not s.rlog or t.syncStateSet != s.syncStateSet or len(t.log) > keep + 1
+            or (keep and t.log[keep - 1] != s.log[keep - 1]) or len(t.reqs) != len(s.reqs)):
+        return p.acked_survives_crash(cfg, t)
+    for pos in range(keep, len(s.log)):
+        rid = s.log[pos]
+        if 0 < rid <= len(t.reqs) and t.reqs[rid - 1].status == "PUT_OK" and not p.survives(cfg, t, rid):
+            return False
+    return True
+
+
 def _tail_ordered(log: tuple, before: tuple) -> bool:
-    """The records appended to ``before`` keep ``log`` well formed."""
-    if log is before or len(log) <= len(before) and log == before:
+    """The records appended to ``before`` keep ``log`` well formed.  Outside crashes and recovery
+    the spec's actions only append to a log (their footprint), so only the new tail and the record
+    before it are read, in time independent of the log's length; a log that is no extension of
+    ``before`` by its length or its last record is read whole, and the full check every
+    ``full_check_interval()`` steps reads every log whole anyway."""
+    if log is before:
         return True
-    if log[: len(before)] != before:
+    n = len(before)
+    if len(log) < n or (n and log[n - 1] != before[n - 1]):
         return all(x != TORN for x in log) and all(a < b for a, b in zip(log, log[1:]))
-    start = max(len(before) - 1, 0)
-    tail = log[start:]
+    tail = log[max(n - 1, 0):]
     return all(x != TORN for x in tail) and all(a < b for a, b in zip(tail, tail[1:]))
 
 

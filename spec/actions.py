@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import attrs
 
 from spec.config import Bounds, Config
+from spec.seq import Seq, like
 from spec.functions import (
     ack_accepted, early_event, event, file_end, flush_leg_done, handshake_accepts, page_cache_end,
     recovered_log, replica_covered, timeout_statuses,
@@ -42,7 +43,21 @@ def _bump(s: State, kind: str) -> Counters:
 
 
 def _set(t: tuple, k: int, v) -> tuple:
+    if isinstance(t, Seq):
+        return t.set(k, v)
     return t[:k] + (v,) + t[k + 1:]
+
+
+def _replace(t: tuple, changes: dict[int, object]) -> tuple:
+    """``t`` with the items at the keys of ``changes`` replaced."""
+    if isinstance(t, Seq):
+        for k, v in changes.items():
+            t = t.set(k, v)
+        return t
+    items = list(t)
+    for k, v in changes.items():
+        items[k] = v
+    return tuple(items)
 
 
 # --- master -----------------------------------------------------------------
@@ -96,16 +111,15 @@ def release(cfg: Config, s: State, target: int) -> tuple[Request, ...]:
     bound can change (a waiter below the old flushed offset was released by
     an earlier flush), so only those log positions are visited."""
     bound = s.committed if cfg.bug("BugFlushOneFileReleasesAll") else target
-    reqs = None
+    changes = {}
     for pos in range(s.flushed, min(bound, len(s.log))):
         rid = s.log[pos]
         if rid == TORN or rid > len(s.reqs):
             continue
         r = s.reqs[rid - 1]
         if r.status == WAITING and not r.flush_done and r.off <= bound:
-            reqs = reqs or list(s.reqs)
-            reqs[rid - 1] = evolve(r, flush_done=True)
-    return s.reqs if reqs is None else tuple(reqs)
+            changes[rid - 1] = evolve(r, flush_done=True)
+    return _replace(s.reqs, changes) if changes else s.reqs
 
 
 def flush_allowed(cfg: Config, s: State) -> bool:
@@ -243,7 +257,7 @@ def _abort_waiting(cfg: Config, s: State) -> tuple[tuple[Request, ...], frozense
     events = frozenset(
         event(cfg, s, k + 1, CLIENT_TIMEOUT, "Crash") for k, r in enumerate(s.reqs) if r.status == WAITING
     )
-    reqs = tuple(evolve(r, status=CLIENT_TIMEOUT) if r.status == WAITING else r for r in s.reqs)
+    reqs = like(s.reqs, (evolve(r, status=CLIENT_TIMEOUT) if r.status == WAITING else r for r in s.reqs))
     return reqs, s.inv_responses | events
 
 

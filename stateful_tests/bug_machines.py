@@ -46,8 +46,11 @@ RULES_OFF = {
 def bug_hunt(base: settings | None = None) -> settings:
     """The profile's settings (loaded when this is called) without the target phase:
     hill-climbing toward long queues is for finding new behaviour; here it only delays
-    the search."""
-    return settings(base or settings(), max_examples=500, phases=[Phase.explicit, Phase.generate, Phase.shrink])
+    the search.  The budget is a ceiling (a hunt stops at its first failure): derandomized,
+    which examples come first shifts with incidental code changes (one import line added to
+    spec/actions.py moved BugAckCheckedAgainstWrote's first catch from within 500 examples to
+    beyond them: 12 s instead of 6 s here), so the ceiling leaves room for that."""
+    return settings(base or settings(), max_examples=2000, phases=[Phase.explicit, Phase.generate, Phase.shrink])
 
 
 # Pins beyond the simulator's: with no slave rules, only ASYNC_MASTER can answer PUT_OK.

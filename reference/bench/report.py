@@ -154,10 +154,18 @@ def plot(result: dict, path: Path) -> None:
         axes[1].barh(modes, [r["msgs_per_s"] for r in result["rows"]])
         axes[1].set_xlabel("messages/s")
     elif name == "sim":
-        kinds = ["unchecked", "checked"]
-        axes[0].bar(kinds, [result[k]["steps_per_s"] for k in kinds])
-        axes[0].set_ylabel("simulated steps/s (one core)")
-        axes[1].axis("off")
+        for tree in ("before", "after"):
+            rows = [r for r in result["rows"] if r["tree"] == tree and r["kind"] == "checked"]
+            if rows:
+                axes[0].plot([r["steps"] for r in rows], [r["steps_per_s"] for r in rows], marker="o",
+                             label=f"checked, {tree}")
+        axes[0].set_xscale("log")
+        axes[0].set_xlabel("run length (steps)")
+        axes[0].set_ylabel("steps per CPU-second")
+        axes[0].legend(fontsize=7)
+        unchecked = [r for r in result["rows"] if r["kind"] == "unchecked"]
+        axes[1].bar([r["tree"] for r in unchecked], [r["steps_per_s"] for r in unchecked])
+        axes[1].set_ylabel("unchecked steps per CPU-second")
     else:
         for mode in sorted({r["mode"] for r in result["rows"]}):
             rows = [r for r in result["rows"] if r["mode"] == mode]
@@ -181,6 +189,18 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def replace_section(docs: Path, heading: str, lines: list[str]) -> Path:
+    """Put ``lines`` (a section starting with ``heading``) into docs/benchmarks.md in place of the
+    section with that heading (or at the end)."""
+    out = docs / "benchmarks.md"
+    text = out.read_text() if out.exists() else "# Benchmarks\n"
+    before, found, after = text.partition(heading)
+    end = after.find("\n## ") if found else -1
+    rest = after[end + 1:] if end >= 0 else ""
+    out.write_text(before.rstrip("\n") + "\n\n" + "\n".join(lines) + ("\n" + rest if rest else ""))
+    return out
+
+
 def write_docs(results: dict, docs: Path) -> Path:
     docs.mkdir(parents=True, exist_ok=True)
     (docs / "benchmarks").mkdir(exist_ok=True)
@@ -199,15 +219,9 @@ def write_docs(results: dict, docs: Path) -> Path:
         plot(result, png)
         lines += [f"## `{name}`", "", f"Goal: {GOALS[name]}.", ""]
         if name == "sim":
-            lines += ["| | steps | seconds | steps/s |", "|---|---|---|---|"]
-            for kind in ("unchecked", "checked"):
-                r = result[kind]
-                lines.append(f"| {kind} | {r['steps']:,} | {r['seconds']} | {r['steps_per_s']:,} |")
-            for master in ("local[1]", "local[2]"):
-                if master in result:
-                    r = result[master]
-                    lines.append(f"| campaign on {master} | {r['seeds']:,} seeds | {r['seconds']} | "
-                                 f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s) |")
+            from reference.bench.simrates import BOUNDS, markdown
+
+            lines += markdown(result) + [""] + BOUNDS
             lines += ["", f"The refinement check costs {result['check_cost']}x."]
             if "local2_over_local1" in result:
                 lines.append(f"local[2] runs the campaign {result['local2_over_local1']}x as fast as local[1].")

@@ -8,7 +8,7 @@ the ratios between them.  Nothing here asserts a speed: it measures.
   SYNC_FLUSH + SYNC_MASTER.
 * ``groupcommit`` (seed 003): SYNC_FLUSH with group commit vs one fsync per
   message, against this disk's raw fdatasync rate and write bandwidth.
-* ``sim``: simulated steps/s of the core on one core, checked and unchecked.
+* ``sim``: in reference/bench/simrates.py (one process per run, CPU time).
 * ``rss``: peak resident memory of a master and a slave while 2 GiB go through them.
 * ``cpu``: CPU per message of the master and the slave, before (a baseline source tree) and
   after, side by side, with a profile of this master.
@@ -302,25 +302,6 @@ def profile_summary(prof: Path, out: Path, top: int = 25) -> str:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(body)
     return body
-
-
-def sim(seeds: int = 20, steps: int = 2_000, progress: Progress = print) -> dict:
-    """Simulated events/s on this one core, with and without the refinement check (the
-    campaign part of `ackorder bench sim` is spark_fuzz/bench.py's)."""
-    from reference.sim.params import draw
-    from reference.sim.world import World
-
-    out = {}
-    for checked in (False, True):
-        progress(f"sim {'checked' if checked else 'unchecked'}")
-        total, start = 0, time.perf_counter()
-        for seed in range(seeds):
-            total += World(draw(seed), check=checked).run(steps, liveness=False).steps
-        seconds = time.perf_counter() - start
-        out["checked" if checked else "unchecked"] = {"steps": total, "seconds": round(seconds, 2),
-                                                      "steps_per_s": round(total / seconds)}
-    out["check_cost"] = round(out["unchecked"]["steps_per_s"] / out["checked"]["steps_per_s"], 2)
-    return {"scenario": "sim", "seeds": seeds, "steps_per_seed": steps, **out}
 
 
 def workdir() -> tempfile.TemporaryDirectory:

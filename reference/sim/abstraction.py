@@ -1,41 +1,86 @@
-"""The refinement mapping: the spec state a Cluster is in.
+"""The refinement mapping: the spec state a Cluster is in, whole or step by step.
 
 Byte watermarks become record counts, producer request ids become spec
 request ids (in Put order), and the cluster's fault counters become
-``aux_ctrs``.  Built incrementally: a spec request is recomputed only when
-the step touched it or it is still waiting, and when it equals the shadow's
-it *is* the shadow's object, so comparing the two states is an identity scan
-over the untouched part.
+``aux_ctrs``.
+
+Two ways to the same mapping:
+
+* ``observe()`` derives the whole spec state from the cluster, from scratch
+  (every request ever made, every log whole): the definition, O(run length).
+* ``compare(labels, before, shadow)`` checks one event in time independent of
+  the run's length.  It keeps the *incremental abstraction*: the spec ids of
+  each log (extended as the log grows), the verified prefix of each log, the
+  requests the shadow still has waiting, and the answered ones folded into a
+  count and a running hash.  An event is compared on what it can have
+  touched: every scalar variable, the logs past their verified prefix (whole
+  after a step that rewrites them), and the requests its labels name, that
+  were or are waiting on either side, or that are new.  A request answered
+  and compared leaves the waiting set for the digest and is not looked at
+  again, unless a label names it (BugDoubleResponse answers twice).
+
+``cross_check(observed)`` asserts that the incremental abstraction equals the
+one re-derived from ``observe()``; the checker runs it every so many steps
+and at the end of a run, so that a gap in the footprints assumed here (which
+variables an action can change) cannot hide a difference for long.
 """
 
 from __future__ import annotations
 
-from spec.state import TORN, Counters, Request as SpecRequest, State
+from reference.refinement import RefinementError
+from spec.state import TORN, WAITING, Counters, Request as SpecRequest, State
 
 UP = "UP"
 _REQUEST_STEPS = frozenset({"Put", "Respond", "Timeout", "WriteFail"})
 _MASTER_DEATHS = frozenset({"MasterProcessCrash", "MasterMachineCrash"})
+_MASTER_LOG_REWRITES = frozenset({"MasterProcessCrash", "MasterMachineCrash", "Recover"})
+_RLOG_APPENDS = frozenset({"Transfer", "ReplicaAck"})   # the replica steps that leave a slave's log's prefix alone
+_DIGEST_MASK = (1 << 64) - 1
+# The spec steps that can change a request already put (tla/AckOrder.tla): Release, answers, crashes.
+_WAITING_STEPS = frozenset({"Respond", "Timeout", "Flush", "FlushFail", "WriteFail", "MasterProcessCrash",
+                            "MasterMachineCrash", "Recover"})
+
+
+class AbstractionMismatch(RefinementError):
+    """The incremental abstraction differs from the one derived from scratch: a bug of the
+    incremental bookkeeping (or of the footprints it assumes), not necessarily of the reference.
+    A run reports it as a refinement failure, with this message, so that no campaign misses it."""
+
+
+def request_hash(i: int, r: SpecRequest) -> int:
+    return hash((i, r.off, r.flush_done, r.status)) & _DIGEST_MASK
+
+
+def answered_digest(reqs) -> tuple[int, int]:
+    """(count, running hash) of the answered requests of a spec ``reqs`` sequence."""
+    count = total = 0
+    for i, r in enumerate(reqs, start=1):
+        if r.status != WAITING:
+            count += 1
+            total = (total + request_hash(i, r)) & _DIGEST_MASK
+    return count, total
 
 
 class Abstraction:
     def __init__(self, cluster) -> None:
         self.c = cluster
-        self._reqs: list[SpecRequest] = []
-        self._ids_cache: dict = {}
+        self._ids: dict[str, tuple] = {}          # log -> (its keys object, shrinks seen, spec ids: a list)
+        self._verified: dict[str, int] = {}       # log -> how much of it equals the shadow's, as of the last event
+        self.waiting: dict[int, SpecRequest] = {}     # spec id -> request, while the shadow's is WAITING
+        self.known = 0                            # spec requests compared at least once
+        self.answered = 0                         # answered spec requests folded into ``digest``
+        self.digest = 0
+        self._signal: tuple = ()                  # what waiting requests' abstraction read, as of the last event
 
-    def observe(self, labels: list[tuple]) -> State:
-        """The spec state after a step that performed ``labels``."""
+    # ------------------------------------------------------------ the scalars and the logs
+
+    def _fields(self) -> dict:
+        """Every spec variable but the logs, ``reqs`` and the ghost ones: O(replicas)."""
         c = self.c
-        ids = c.checker.requests.spec_id
-
-        def to_ids(keys):
-            return tuple(TORN if k is None else ids.get(k, TORN) for k in keys)
-
         names = c.replica_names
         if c.mstate == UP:
             m, log = c.master, c.master.log
             idx = log.ghost
-            mlog = self._cached_ids("master", idx.keys, to_ids)
             committed, flushed = idx.records_upto(log.committed), idx.records_upto(log.flushed)
             durable = idx.records_upto(c.durable_end)
             writable = m.writable
@@ -49,17 +94,14 @@ class Abstraction:
             push2 = m.push2_records
         else:
             d = c.down
-            mlog = to_ids(d["log"])
             committed, flushed, durable = d["committed"], d["flushed"], d["durable"]
             writable, unwritten, landed = True, frozenset(), 0
             connected, ack, push2 = (False,) * len(names), (0,) * len(names), 0
         n = c.counters
-        return State(
-            mstate=c.mstate, log=mlog, committed=committed, flushed=flushed, durable=durable,
-            writable=writable, unwritten=unwritten, landed=landed, reqs=self._observed_requests(labels), connected=connected,
-            ack=ack, push2SlaveMaxOffset=push2, syncStateSet=frozenset(names),
-            rlog=tuple(self._cached_ids(r, c.replicas[r].core.ghost.keys, to_ids) for r in names),
-            rUp=tuple(c.replicas[r].up for r in names), inv_responses=frozenset(),
+        return dict(
+            mstate=c.mstate, committed=committed, flushed=flushed, durable=durable, writable=writable,
+            unwritten=unwritten, landed=landed, connected=connected, ack=ack, push2SlaveMaxOffset=push2,
+            syncStateSet=frozenset(names), rUp=tuple(c.replicas[r].up for r in names),
             # A forged report is indistinguishable from a true one at the master, so
             # the implementation cannot count them: that bound comes from the shadow.
             aux_ctrs=Counters(masterProcessCrash=n["process"], masterMachineCrash=n["machine"],
@@ -68,45 +110,156 @@ class Abstraction:
                               forgedReport=c.checker.shadow.aux_ctrs.forgedReport),
         )
 
-    def _cached_ids(self, who: str, keys: list[int], to_ids) -> tuple:
-        """Spec ids of a log's keys, extended as the log grows (rebuilt if it shrank)."""
-        old_keys, old_ids = self._ids_cache.get(who, (None, ()))
-        if old_keys is keys and len(old_ids) <= len(keys):
-            ids = old_ids + to_ids(keys[len(old_ids):]) if len(old_ids) < len(keys) else old_ids
-        else:
-            ids = to_ids(keys)
-        self._ids_cache[who] = (keys, ids)
-        return ids
-
-    def _observed_requests(self, labels: list[tuple]) -> tuple:
+    def _log_keys(self) -> dict[str, tuple]:
+        """Each log's keys (producer ids; None for a torn record) and how often they shrank."""
         c = self.c
-        requests = c.checker.requests
-        obs = self._reqs
-        shadow = c.checker.shadow.reqs
+        if c.mstate == UP:
+            idx = c.master.log.ghost
+            out = {"master": (idx.keys, idx.shrinks)}
+        else:
+            out = {"master": (c.down["log"], 0)}      # a new list at every crash, never changed while down
+        for r in c.replica_names:
+            g = c.replicas[r].core.ghost
+            out[r] = (g.keys, g.shrinks)
+        return out
+
+    def _to_ids(self, keys) -> list[int]:
+        ids = self.c.checker.requests.spec_id
+        return [TORN if k is None else ids.get(k, TORN) for k in keys]
+
+    def _spec_ids(self, who: str, keys, shrinks: int) -> tuple[list[int], bool]:
+        """The spec ids of one log, extended as it grows; (ids, rebuilt from scratch)."""
+        old = self._ids.get(who)
+        if old is not None and old[0] is keys and old[1] == shrinks and len(old[2]) <= len(keys):
+            ids = old[2]
+            if len(ids) < len(keys):
+                ids += self._to_ids(keys[len(ids):])
+            return ids, False
+        ids = self._to_ids(keys)
+        self._ids[who] = (keys, shrinks, ids)
+        return ids, True
+
+    # ------------------------------------------------------------ requests
+
+    def _leg_and_status(self, req_id: int) -> tuple[bool, str]:
+        """A spec request's ``flush_done`` and ``status``, from the reference's request."""
+        c = self.c
+        if req_id in c.aborted:
+            return c.aborted[req_id], "CLIENT_TIMEOUT"
+        req = c.history[req_id]
+        if req.status is None:
+            return c.master.flush_leg_done(req), WAITING
+        return req.flush_done_when_answered, req.status.name
+
+    def _spec_request(self, req_id: int, off: int) -> SpecRequest:
+        return SpecRequest(off, *self._leg_and_status(req_id))
+
+    def _touched(self, labels: list[tuple]) -> set[int]:
+        """Spec ids of the requests this event can have changed, on the reference's side."""
+        c = self.c
+        ids = c.checker.requests.spec_id
         touched = {label[1] for label in labels if label[0] in _REQUEST_STEPS}
         if any(label[0] in _MASTER_DEATHS for label in labels):
             touched |= set(c.aborted)
         if c.mstate == UP:
             touched |= {req.req_id for req in c.master.requests_read}
             touched |= {req.req_id for req in c.master.waiting if req.status is None}
-        for req_id in touched:
-            i = requests.spec_id.get(req_id)
-            if i is None:
-                continue
-            fresh = self._spec_request(req_id, requests.spec_off[req_id])
-            if i - 1 < len(shadow) and shadow[i - 1] == fresh:
-                fresh = shadow[i - 1]
-            if i - 1 == len(obs):
-                obs.append(fresh)
-            else:
-                obs[i - 1] = fresh
-        return tuple(obs)
+        return {ids[r] for r in touched if r in ids}
 
-    def _spec_request(self, req_id: int, off: int) -> SpecRequest:
+    # ------------------------------------------------------------ the whole state
+
+    def observe(self) -> State:
+        """The spec state this cluster is in, derived from scratch (O(run length))."""
         c = self.c
-        if req_id in c.aborted:
-            return SpecRequest(off, c.aborted[req_id], "CLIENT_TIMEOUT")
-        req = c.history[req_id]
-        if req.status is None:
-            return SpecRequest(off, c.master.flush_leg_done(req), "WAITING")
-        return SpecRequest(off, req.flush_done_when_answered, req.status.name)
+        requests = c.checker.requests
+        logs = {who: tuple(self._to_ids(keys)) for who, (keys, _) in self._log_keys().items()}
+        reqs = tuple(self._spec_request(r, requests.spec_off[r]) for r in requests.by_spec_id)
+        return State(log=logs["master"], reqs=reqs, rlog=tuple(logs[r] for r in c.replica_names),
+                     inv_responses=frozenset(), **self._fields())
+
+    # ------------------------------------------------------------ one event
+
+    def compare(self, labels: list[tuple], before: State, shadow: State) -> dict[str, tuple]:
+        """The differences between ``shadow`` (the spec state after the event's steps, from
+        ``before``) and the reference, as {variable: (spec, reference)}, looking only at what
+        the event can have touched; updates the incremental abstraction."""
+        diffs = {}
+        for name, value in self._fields().items():
+            if getattr(shadow, name) != value:
+                diffs[name] = (getattr(shadow, name), value)
+        self._compare_logs(labels, shadow, diffs)
+        self._compare_requests(labels, before, shadow, diffs)
+        return diffs
+
+    def _compare_logs(self, labels: list[tuple], shadow: State, diffs: dict) -> None:
+        kinds = {label[0] for label in labels}
+        rewritten = {"master"} if kinds & _MASTER_LOG_REWRITES else set()
+        rewritten |= {label[1] for label in labels if label[0] not in _RLOG_APPENDS and len(label) > 1
+                      and label[1] in self.c.replicas}
+        for who, (keys, shrinks) in self._log_keys().items():
+            ids, rebuilt = self._spec_ids(who, keys, shrinks)
+            spec = shadow.log if who == "master" else shadow.rlog[self.c.replica_names.index(who)]
+            start = 0 if rebuilt or who in rewritten else min(self._verified.get(who, 0), len(ids), len(spec))
+            if len(spec) != len(ids) or tuple(ids[start:]) != spec[start:]:
+                self._verified[who] = 0
+                diffs["log" if who == "master" else f"rlog[{who}]"] = (spec, tuple(ids))
+            else:
+                self._verified[who] = len(ids)
+
+    def _compare_requests(self, labels: list[tuple], before: State, shadow: State, diffs: dict) -> None:
+        requests = self.c.checker.requests
+        by_spec_id, spec_off = requests.by_spec_id, requests.spec_off
+        registered = len(by_spec_id)
+        if len(shadow.reqs) != registered:
+            diffs["reqs"] = (f"{len(shadow.reqs)} requests", f"{registered} requests")
+            return
+        c = self.c
+        signal = (c.incarnation, c.mstate, c.master.released_upto, c.responses_sent, len(c.aborted))
+        if signal != self._signal or any(label[0] in _WAITING_STEPS for label in labels):
+            self._signal = signal
+            ids = self._touched(labels)
+            ids.update(self.waiting)
+        else:                   # no waiting request can have changed on either side
+            ids = {requests.spec_id[label[1]] for label in labels
+                   if label[0] in _REQUEST_STEPS and label[1] in requests.spec_id}
+        if registered > self.known:
+            ids.update(range(self.known + 1, registered + 1))
+        reqs, waiting = shadow.reqs, self.waiting
+        for i in sorted(ids):
+            spec, req_id = reqs[i - 1], by_spec_id[i - 1]
+            flush_done, status = self._leg_and_status(req_id)
+            if spec.status != status or spec.flush_done != flush_done or spec.off != spec_off[req_id]:
+                diffs[f"reqs[{i}]"] = (spec, SpecRequest(spec_off[req_id], flush_done, status))
+                continue
+            if status == WAITING:
+                waiting[i] = spec
+                continue
+            if i in waiting:
+                del waiting[i]
+            elif i <= self.known:     # answered before, and again (a second response): out of the digest first
+                self.digest = (self.digest - request_hash(i, before.reqs[i - 1])) & _DIGEST_MASK
+                self.answered -= 1
+            self.digest = (self.digest + request_hash(i, spec)) & _DIGEST_MASK
+            self.answered += 1
+        self.known = registered
+
+    # ------------------------------------------------------------ the cross-check
+
+    def cross_check(self, observed: State) -> None:
+        """Assert that the incremental abstraction equals the one derived from ``observed``
+        (``observe()``'s result): the logs' spec ids, the waiting requests, the digest."""
+        problems = []
+        logs = {"master": observed.log, **dict(zip(self.c.replica_names, observed.rlog))}
+        for who, (keys, shrinks) in self._log_keys().items():
+            ids, _ = self._spec_ids(who, keys, shrinks)
+            if tuple(ids) != logs[who]:
+                problems.append(f"{who}'s log: incremental {ids!r}, derived {logs[who]!r}")
+        waiting = {i: r for i, r in enumerate(observed.reqs, start=1) if r.status == WAITING}
+        if waiting != self.waiting:
+            problems.append(f"waiting requests: incremental {self.waiting!r}, derived {waiting!r}")
+        if (self.answered, self.digest) != answered_digest(observed.reqs) or self.known != len(observed.reqs):
+            problems.append(f"answered requests: incremental {self.answered} (digest {self.digest:#x}) of "
+                            f"{self.known}, derived {answered_digest(observed.reqs)} of {len(observed.reqs)}")
+        if problems:
+            raise AbstractionMismatch("the incremental abstraction differs from the derived one:\n  "
+                                      + "\n  ".join(problems))

@@ -114,6 +114,7 @@ class Cluster:
         self.lookalike_sizes: deque[int] = deque()     # bodies the next puts copy the sizes of
         self.next_req = 1
         self.responses: dict[int, list[int]] = {}
+        self.responses_sent = 0                         # Respond effects performed (observers' change signal)
         self.aborted: dict[int, bool] = {}
         self.history: dict[int, object] = {}           # every request of every incarnation (the cores forget)
         self.counters: Counter = Counter()             # spec fault kinds (aux_ctrs)
@@ -128,6 +129,8 @@ class Cluster:
             if trace is not None else None
         self.master.request_log = self.history
         self.abstraction = Abstraction(self)
+        if self.checker is not None:
+            self.checker.abstraction = self.abstraction
         self.failed = False
         self.coverage = Coverage()        # branches and property antecedents of the spec steps taken
 
@@ -175,8 +178,7 @@ class Cluster:
             self.master.check_invariants()
         before = self.checker.shadow
         try:
-            self.checker.step(labels, lambda: self.abstraction.observe(labels), f"t={self.now}ms {what}",
-                              page_cache_records=self.page_cache_records)
+            self.checker.step(labels, f"t={self.now}ms {what}", page_cache_records=self.page_cache_records)
         except AssertionError as err:
             self.failed = True       # the shadow state is no longer in step: stop checking
             self._cover(before)
@@ -252,10 +254,12 @@ class Cluster:
     # ------------------------------------------------------------ effects
 
     def _drain(self) -> None:
+        nodes = self.replicas.values()
         for _ in range(1000):
-            pending = self.master.take_effects() if self.mstate == UP else []
-            for node in self.replicas.values():
-                pending += [(node, e) for e in node.core.take_effects()]
+            pending = self.master.take_effects() if self.mstate == UP and self.master.effects else []
+            for node in nodes:
+                if node.core.effects:         # most events leave most cores quiet: no list for them
+                    pending += [(node, e) for e in node.core.take_effects()]
             if not pending:
                 return
             for item in pending:
@@ -312,6 +316,7 @@ class Cluster:
             self._close_conn(e.conn, by_master=True)
         elif isinstance(e, fx.Respond):
             self.responses.setdefault(e.req_id, []).append(e.status)
+            self.responses_sent += 1
         else:
             raise AssertionError(f"unknown master effect {e!r}")
 
@@ -669,7 +674,7 @@ class Cluster:
 
     def observe(self):
         """The spec state this cluster is in (see reference/sim/abstraction.py)."""
-        return self.abstraction.observe([])
+        return self.abstraction.observe()
 
 
 # Spec actions that bump aux_ctrs, and which counter (the others are counted where they happen).

@@ -16,6 +16,7 @@ class SimDisk:
     def __init__(self, segment_size: int) -> None:
         self.segment_size = segment_size
         self.segments: dict[int, bytearray] = {}
+        self._scan_memo: dict[int, tuple] = {}    # segment start -> its last scan (record.scan_log)
 
     def create(self, start: int) -> None:
         self.segments.setdefault(start, bytearray(self.segment_size))
@@ -44,7 +45,7 @@ class SimDisk:
 
     def recover(self, keep_torn: bool = False, on_record: OnRecord | None = None) -> LogScan:
         scan = scan_log(list(self.segments), lambda start: bytes(self.segments[start]), self.segment_size,
-                        keep_torn, on_record)
+                        keep_torn, on_record, memo=self._scan_memo)
         end = scan.end_offset
         self.zero_tail(end - end % self.segment_size, end % self.segment_size)
         return scan

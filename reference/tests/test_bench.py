@@ -12,6 +12,7 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     stop_shared()            # the sim scenario starts local[1] and local[2] sessions of its own
     args = build_parser().parse_args(["bench", "all", "--producers", "1,4", "--count", "40",
                                       "--tsp-producers", "4", "--tsp-count", "40", "--campaign-seeds", "8",
+                                      "--sim-steps", "300,1000", "--sim-seeds", "0",
                                       "--rss-gib", "0.005", "--rss-size", "4096", "--cpu-count", "40",
                                       "--docs", str(tmp_path / "docs"), "--json", str(tmp_path / "all.json")])
     assert args.func(args) == 0
@@ -27,7 +28,8 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     tsp = {r["mode"]: r for r in results["tsp"]["rows"]}
     assert set(tsp) == {"pool_off", "pool_on", "pool_on_fixed"}
     assert all(r["statuses"] == {"PUT_OK": 40} for r in tsp.values())
-    assert results["sim"]["checked"]["steps"] == results["sim"]["unchecked"]["steps"] > 0
+    assert [(r["kind"], r["steps"]) for r in results["sim"]["rows"]] == [("checked", 300), ("checked", 1000),
+                                                                        ("unchecked", 1000)]
     assert results["sim"]["local[1]"]["seeds"] == results["sim"]["local[2]"]["seeds"] == 8
     text = (tmp_path / "docs" / "benchmarks.md").read_text()
     rss = results["rss"]
@@ -39,6 +41,42 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     assert all(f"## `{name}`" in text for name in ("ack", "groupcommit", "tsp", "sim", "rss", "cpu"))
     for name in ("ack", "groupcommit", "tsp", "sim", "rss", "cpu"):
         assert (tmp_path / "docs" / "benchmarks" / f"{name}.png").stat().st_size > 1000
+
+
+def test_bench_sim_runs_each_point_from_both_trees_side_by_side(tmp_path):
+    """The structure of `ackorder bench sim --baseline` (never its timings): every point runs from the
+    baseline tree right before the same point from this one, each in its own process."""
+    from reference.bench.simrates import HERE, sim_rates
+
+    result = sim_rates((200, 50), seeds=(3, 9), baseline=HERE, baseline_max_steps=100)
+    assert [(r["tree"], r["seed"], r["kind"], r["steps"]) for r in result["rows"]] == [
+        (t, 3, "checked", 50) for t in ("before", "after")] + [("after", 3, "checked", 200)] + [
+        (t, 9, "checked", 50) for t in ("before", "after")] + [("after", 9, "checked", 200)] + [
+        ("after", 3, "unchecked", 200), ("after", 9, "unchecked", 200)]     # the baseline stops at 100 steps
+    assert all(r["steps_per_s"] > 0 and r["cpu_s"] >= 0 for r in result["rows"])
+    assert set(result["ratios"]) >= {"after_seed3_200_over_50", "after_seed9_check_cost",
+                                     "after_over_before_seed9_checked_50"}
+
+
+def test_bench_sim_writes_its_section_of_the_docs(tmp_path):
+    from cli.main import main
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "benchmarks.md").write_text("# Benchmarks\n\n## `sim`\n\nold figures\n\n## `rss`\n\nkept\n")
+    assert main(["bench", "sim", "--sim-steps", "100,300", "--sim-seeds", "9", "--campaign-seeds", "0",
+                 "--docs", str(docs)]) == 0
+    text = (docs / "benchmarks.md").read_text()
+    assert "old figures" not in text and "## `rss`\n\nkept" in text
+    assert "| after | 9 | checked | 300 |" in text and "### What bounds the simulator" in text
+
+
+def test_bench_sim_refuses_a_baseline_that_is_no_source_tree(tmp_path):
+    from cli.main import main
+
+    assert main(["bench", "sim", "--quick", "--sim-steps", "10", "--baseline", str(tmp_path)]) == 2
+    assert main(["bench", "sim", "--quick", "--sim-steps", "10,x"]) == 2
+    assert main(["bench", "sim", "--quick", "--sim-steps", "10", "--sim-seeds", "-1"]) == 2
 
 
 def test_bad_producers_are_refused(tmp_path):
