@@ -381,10 +381,17 @@ def update_docs(result: dict, docs: Path) -> Path:
     return out
 
 
+# Sections of benchmarks.md that `bench all` does not measure and keeps as they are: the controller's
+# (written by `bench controller`) and the real failover figures (from `ackorder chaos --failover --json`).
+KEPT_SECTIONS = (SECTION, "## `chaos --failover`")
+
+
 def kept_section(text: str) -> list[str]:
-    """The controller section of an existing benchmarks.md (`bench all` does not run it; it keeps it)."""
-    _, found, after = text.partition(SECTION)
-    if not found:
-        return []
-    end = after.find("\n## ")
-    return (SECTION + (after if end < 0 else after[:end])).rstrip("\n").split("\n") + [""]
+    """The kept sections of an existing benchmarks.md, in KEPT_SECTIONS order."""
+    lines: list[str] = []
+    for heading in KEPT_SECTIONS:
+        _, found, after = text.partition(heading)
+        if found:
+            end = after.find("\n## ")
+            lines += (heading + (after if end < 0 else after[:end])).rstrip("\n").split("\n") + [""]
+    return lines

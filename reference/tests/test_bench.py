@@ -115,7 +115,8 @@ def test_the_controller_section_is_replaced_in_place_and_kept_by_bench_all(tmp_p
     result = {"plan": {"heartbeat_interval_ms": 1000, "timeout_ms": 10_000, "steady_s": 10, "alter_interval_ms": 5000},
               "disk": {"fdatasyncs_per_s": 300}, "load_average": [1, 2], "cores": 2, "ratios": {"r": 1},
               "rows": [{"design": "serial", "store": "file", **row}]}
-    (tmp_path / "benchmarks.md").write_text("# Benchmarks\n\n## `ack`\n\nA\n\n## What bounds these figures\n\nB\n")
+    (tmp_path / "benchmarks.md").write_text("# Benchmarks\n\n## `ack`\n\nA\n\n## What bounds these figures\n\nB\n\n"
+                                            "## `chaos --failover`\n\nC\n")
     update_docs(result, tmp_path)
     once = (tmp_path / "benchmarks.md").read_text()
     update_docs(result, tmp_path)
@@ -125,6 +126,7 @@ def test_the_controller_section_is_replaced_in_place_and_kept_by_bench_all(tmp_p
     kept = kept_section(text)
     assert kept[0] == SECTION and any(line.startswith("| serial | file | 1 |") for line in kept)
     assert not any(line.startswith("## What bounds") for line in kept)
+    assert "## `chaos --failover`" in kept and "C" in kept, "the real failover figures are kept by bench all"
 
 
 def test_a_store_run_writes_its_subsection_and_a_default_run_keeps_it(tmp_path):
