@@ -73,6 +73,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                            "(haMaxTimeSlaveNotCatchup, default 15000)")
     node.add_argument("--failover-bug", action="append", default=[], metavar="NAME",
                       help="switch on a seeded broker-side failover defect (BugTruncateNotDurable, BugNoAllAck, ...)")
+    node.add_argument("--inject-ha-lag-ms", type=int, default=0, metavar="N",
+                      help="fault injection, a slow link: while master, DATA to --inject-ha-lag-to leaves N ms late")
+    node.add_argument("--inject-ha-lag-to", type=int, default=None, metavar="ID",
+                      help="the broker id whose link --inject-ha-lag-ms slows")
     add_store_flags(node)
     node.set_defaults(func=_node, flush_disk_type="SYNC_FLUSH", broker_role="SYNC_MASTER", ack_policy="ALL_IN_SYNC")
 
@@ -165,7 +169,8 @@ def _node(args) -> int:
                            broker_id=args.id, config=store_config_from_args(args), group=args.group,
                            host=args.host, port=args.port, ha_port=args.ha_port,
                            heartbeat_interval_ms=args.heartbeat_interval_ms, shrink_after_ms=args.shrink_after_ms,
-                           failover_bugs=frozenset(args.failover_bug))
+                           failover_bugs=frozenset(args.failover_bug), ha_lag_ms=args.inject_ha_lag_ms,
+                           ha_lag_to=args.inject_ha_lag_to)
         return _until_disk_fails("broker node", lambda: serve_node(opts))
     return guarded("broker node", body)
 

@@ -37,6 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "BugNoAllAck, ...)")
     p.add_argument("--settle-timeout-s", type=float, default=30.0,
                    help="--failover: how long a restarted broker may take to rejoin the SyncStateSet (default 30)")
+    p.add_argument("--slow-member-lag-ms", type=int, default=0, metavar="N",
+                   help="--failover: b3's link is slow (DATA to it leaves N ms late); the other slave is killed, then "
+                        "the master, so b3 must take over (--failovers 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--producers", type=int, default=8)
     p.add_argument("--size", type=int, default=200, help="message body bytes")
@@ -139,7 +142,7 @@ def _failover(args: argparse.Namespace) -> int:
     opts = FailoverChaosOptions(failovers=args.failovers, seed=args.seed, producers=args.producers, size=args.size,
                                 max_load_s=max(args.max_load_s, 0.2), directory=args.dir,
                                 keep=args.dir is not None, failover_bugs=tuple(args.failover_bug),
-                                settle_timeout_s=args.settle_timeout_s,
+                                settle_timeout_s=args.settle_timeout_s, slow_member_lag_ms=args.slow_member_lag_ms,
                                 **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}))
     console = make_console()
     report = _with_progress(console, "failover", opts.failovers, lambda progress: run_failover_chaos(opts, progress))

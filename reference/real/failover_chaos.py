@@ -14,6 +14,16 @@ After each election:
 * the failover time is measured: master killed -> first PUT_OK from the new
   master (p50/p99 over the run).
 
+``slow_member_lag_ms`` (``--slow-member-lag-ms``): every master's DATA to b3
+leaves that late (a slow link, ``--inject-ha-lag-ms``), and the kill takes the
+other slave and then, once the controller counts it dead, the master, so b3,
+the one live SyncStateSet member, must take over (killed together, the
+controller may elect the dead fast slave, and electing resets the
+SyncStateSet to the one elected: the group would be stuck).  ALL_IN_SYNC
+promises it holds every PUT_OK; BugNoAllAck (acks without the slaves) breaks
+that and loses what b3 had not been sent yet.  One
+failover only: afterwards b3 is the master and no link is slow.
+
 Duplicates are allowed (the client resends the same key after an error:
 at-least-once); loss and divergence are not.
 """
@@ -39,7 +49,7 @@ from reference.real.load import body_for
 from reference.record import END_FILE_MIN_BLANK_LENGTH, encode, record_size, recover_log
 from reference.real.controller_client import ControllerClient, ControllerClientError
 from reference.real.failover_load import AckedAt, FailoverConsumer, FailoverLoad
-from reference.real.options import check_segment_room
+from reference.real.options import MAX_HA_LAG_MS, check_segment_room
 from spec.config import ConfigError
 
 NODES = 3
@@ -47,6 +57,7 @@ GROUP = "broker-a"
 TREE = Path(reference.__file__).resolve().parents[1]     # children run this very source tree
 SETTLE_TIMEOUT_S = 30.0
 FAILOVER_TIMEOUT_S = 30.0
+SLOW_MEMBER = NODES          # --slow-member-lag-ms: the broker whose link lags
 TAIL_KEY_BASE = 10**15       # keys of the unreplicated tail: never sent by a producer, never acknowledged
 
 
@@ -66,6 +77,7 @@ class FailoverChaosOptions:
     directory: Path | None = None
     keep: bool = False
     failover_bugs: tuple[str, ...] = ()
+    slow_member_lag_ms: int = 0     # b3's link lags; the other slave is killed, then the master
 
     def __attrs_post_init__(self) -> None:
         if self.failovers < 1:
@@ -78,6 +90,13 @@ class FailoverChaosOptions:
         if not self.settle_timeout_s > 0:
             raise ConfigError(f"--settle-timeout-s {self.settle_timeout_s}: must be positive")
         check_segment_room(self.segment_bytes, self.size)
+        if not 0 <= self.slow_member_lag_ms <= MAX_HA_LAG_MS:
+            raise ConfigError(f"--slow-member-lag-ms {self.slow_member_lag_ms}: 0..{MAX_HA_LAG_MS}")
+        if self.slow_member_lag_ms and self.failovers != 1:
+            # once the slow member is master no link is slow; and killed as master it would restart
+            # as a lagging slave that never holds every acknowledged message under load (the
+            # expansion's guard), so it could not rejoin
+            raise ConfigError(f"--slow-member-lag-ms with --failovers {self.failovers}: one failover only")
 
 
 @attrs.define
@@ -92,6 +111,7 @@ class FailoverRound:
     corrupt: int
     rejoined: bool
     diverged: int
+    also_killed: tuple[int, ...] = ()    # --slow-member-lag-ms: the slave killed with the master
 
 
 @attrs.define
@@ -196,6 +216,8 @@ class Cluster:
                 "--max-message-size", str(opts.size + 64)]
         for bug in opts.failover_bugs:
             argv += ["--failover-bug", bug]
+        if opts.slow_member_lag_ms and i != SLOW_MEMBER:
+            argv += ["--inject-ha-lag-ms", str(opts.slow_member_lag_ms), "--inject-ha-lag-to", str(SLOW_MEMBER)]
         self.nodes[i] = self._spawn(f"b{i}-{self.incarnations[i]:03d}", argv, r"node b\d+ serving")
 
     def kill(self, i: int) -> None:
@@ -253,10 +275,22 @@ def run_failover_chaos(opts: FailoverChaosOptions,
             progress(n - 1, f"load {load_s:.2f} s, then kill -9 b{info['master_id']}")
             time.sleep(load_s)
             victim = info["master_id"]
+            # --slow-member-lag-ms: the fast slave dies first, then the master, so the slow member
+            # is the one live SyncStateSet member, which ALL_IN_SYNC promises holds every PUT_OK
+            also = [] if not opts.slow_member_lag_ms or victim == SLOW_MEMBER else \
+                [b for b in cluster.nodes if b not in (victim, SLOW_MEMBER)]
+            for b in also:
+                cluster.kill(b)
+                if not _controller_sees_dead(cluster, b):
+                    report.stuck = (f"round {n}: the controller still counts b{b} alive "
+                                    f"{FAILOVER_TIMEOUT_S:.0f} s after its kill")
+                    break
+            if report.stuck:
+                break
             before = len(load.acked)
             cluster.kill(victim)
             killed_at = time.monotonic()
-            first = _first_ack_from_other(load, before, victim, killed_at)
+            first = _first_ack_from_other(load, before, (victim, *also), killed_at)
             if first is None:
                 report.stuck = f"round {n}: no PUT_OK from a new master within {FAILOVER_TIMEOUT_S:.0f} s of the kill"
                 break
@@ -271,9 +305,11 @@ def run_failover_chaos(opts: FailoverChaosOptions,
             unreplicated_tail(cluster.node_dir(victim) / "commitlog", opts.segment_bytes, opts.size,
                               TAIL_KEY_BASE + 10 * n, rng.randint(1, 5))
             cluster.start_node(victim)
+            for b in also:
+                cluster.start_node(b)
             report.rounds.append(FailoverRound(n, victim, first.broker_id, round(load_s, 3),
                                                round((first.at_s - killed_at) * 1000, 1), len(load.acked),
-                                               len(check.lost), len(check.corrupt), False, 0))
+                                               len(check.lost), len(check.corrupt), False, 0, tuple(also)))
             progress(n, f"failover {n}: {report.rounds[-1].failover_ms:.0f} ms")
         if report.rounds and report.stuck is None and not report.not_rejoined:
             if cluster.settled() is None:
@@ -323,32 +359,48 @@ def _acked_by_key(acked: list[AckedAt]) -> dict:
     return {a.acked.key: a.acked for a in acked}
 
 
-def _first_ack_from_other(load: FailoverLoad, index: int, victim: int, killed_at: float) -> AckedAt | None:
+def _first_ack_from_other(load: FailoverLoad, index: int, killed: tuple[int, ...],
+                          killed_at: float) -> AckedAt | None:
     deadline = killed_at + FAILOVER_TIMEOUT_S
     while time.monotonic() < deadline:
         for a in load.acked_since(index):
-            if a.broker_id != victim and a.at_s >= killed_at:
+            if a.broker_id not in killed and a.at_s >= killed_at:
                 return a
         time.sleep(0.01)
     return None
+
+
+def _controller_sees_dead(cluster: Cluster, broker: int) -> bool:
+    """Wait until the controller no longer counts ``broker`` alive: an election before that
+    could pick it (it reported the largest offset), and electing resets the SyncStateSet to
+    the one elected, so the group would have no live candidate left (DefaultElectPolicy)."""
+    deadline = time.monotonic() + FAILOVER_TIMEOUT_S
+    while time.monotonic() < deadline:
+        info = replica_info(cluster.controller_port)
+        if info is not None and broker not in info.get("alive", ()):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _check_rejoined(cluster: Cluster, report: FailoverReport, load: FailoverLoad) -> None:
     """The broker killed last round is back in the SyncStateSet: every acknowledged message
     its log reaches must be there, intact (a kept diverged tail is not)."""
     last = report.rounds[-1]
-    check = check_log(cluster.node_dir(last.killed) / "commitlog", cluster.opts.segment_bytes,
-                      _acked_by_key(load.acked_since(0)), cluster.opts.size)
     last.rejoined = True
-    last.diverged = len(check.corrupt)
-    report.diverged += check.corrupt
+    for broker in (last.killed, *last.also_killed):
+        check = check_log(cluster.node_dir(broker) / "commitlog", cluster.opts.segment_bytes,
+                          _acked_by_key(load.acked_since(0)), cluster.opts.size)
+        last.diverged += len(check.corrupt)
+        report.diverged += check.corrupt
 
 
 def _not_settled(cluster: Cluster, report: FailoverReport, load: FailoverLoad, when: str) -> None:
     """No full SyncStateSet in time: the broker restarted last did not catch up (a diverged
     log the master refuses), or the group is stuck."""
     info = replica_info(cluster.controller_port) or {}
-    if report.rounds and info.get("master_id") and report.rounds[-1].killed not in info.get("sync_state_set", ()):
+    last = report.rounds[-1] if report.rounds else None
+    if last and info.get("master_id") and {last.killed, *last.also_killed} - set(info.get("sync_state_set", ())):
         report.not_rejoined.append(report.rounds[-1].round)
         _check_rejoined(cluster, report, load)
         report.rounds[-1].rejoined = False

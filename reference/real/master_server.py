@@ -314,12 +314,13 @@ class MasterRuntime:
         if isinstance(e, fx.Respond):
             self._respond(e)
         elif isinstance(e, fx.SendData):
-            conn = self.conns.get(e.conn)
-            if conn is not None and not conn.closed:
-                if conn.queue(Data(e.offset, e.data)):
-                    self._dirty.add(conn)
-                else:
-                    self._close(conn, "the slave does not read what it is sent")
+            if self.opts.ha_lag_ms and self.opts.ha_lag_to is not None \
+                    and self.core.name_of(e.conn) == self.opts.ha_lag_to:
+                # --inject-ha-lag-ms: a slow link; the same delay for each keeps their order
+                self.stats["ha_lagged_sends"] += 1
+                self.loop.call_at(now + self.opts.ha_lag_ms, lambda e=e: self._send_data(e, flush=True))
+            else:
+                self._send_data(e)
         elif isinstance(e, fx.Fsync):
             seg = self.cfg.mapped_file_size_commit_log
             if e.upto > e.start + seg or e.upto % seg == 0:
@@ -354,6 +355,16 @@ class MasterRuntime:
                 self._close(conn, e.reason, tell_core=False)
         else:
             raise AssertionError(f"unexpected effect {e!r}")
+
+    def _send_data(self, e: fx.SendData, flush: bool = False) -> None:
+        conn = self.conns.get(e.conn)
+        if conn is not None and not conn.closed:
+            if not conn.queue(Data(e.offset, e.data)):
+                self._close(conn, "the slave does not read what it is sent")
+            elif flush:
+                self._flush(conn)
+            else:
+                self._dirty.add(conn)
 
     def _write(self, run: list[fx.WriteData], now: int) -> None:
         """One pwritev for a run of contiguous WriteData; the core hears about each, in order."""

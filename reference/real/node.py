@@ -99,6 +99,8 @@ class NodeOptions:
     heartbeat_interval_ms: int = attrs.field(default=BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT, validator=_positive)
     shrink_after_ms: int = attrs.field(default=HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT, validator=_positive)
     failover_bugs: frozenset[str] = attrs.field(default=frozenset(), converter=check_bugs)
+    ha_lag_ms: int = 0                 # --inject-ha-lag-ms: while master, DATA to broker ha_lag_to leaves late
+    ha_lag_to: int | None = None
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.broker_id, int) or not 1 <= self.broker_id <= 10**9:
@@ -112,6 +114,11 @@ class NodeOptions:
                               "(the controller hands them to producers and slaves)")
         if not self.group or len(self.group) > 255 or any(c.isspace() for c in self.group):
             raise ConfigError(f"--group {self.group!r}: a name of 1-255 characters without white space")
+        lagged = self.ha_lag_to is not None
+        if not isinstance(self.ha_lag_ms, int) or self.ha_lag_ms < 0 or (self.ha_lag_ms > 0) != lagged:
+            raise ConfigError("--inject-ha-lag-ms N (>= 0) and --inject-ha-lag-to ID go together")
+        if self.ha_lag_to is not None and (self.ha_lag_to == self.broker_id or not 1 <= self.ha_lag_to <= 10**9):
+            raise ConfigError(f"--inject-ha-lag-to {self.ha_lag_to}: another broker's id")
         if Path(self.directory).exists() and not Path(self.directory).is_dir():
             raise ConfigError(f"--dir {self.directory}: exists and is not a directory")
 
@@ -269,7 +276,8 @@ class Node:
         self._stop_runtime()
         opts = self.opts
         mopts = MasterOptions(directory=opts.directory, config=opts.config, replicas=self._others(), host=opts.host,
-                              port=opts.port, ha_port=opts.ha_port, sync_state_set=())
+                              port=opts.port, ha_port=opts.ha_port, sync_state_set=(), ha_lag_ms=opts.ha_lag_ms,
+                              ha_lag_to=None if opts.ha_lag_to is None else broker_name(opts.ha_lag_to))
         for attempt in range(100):          # our last incarnation's port may linger a moment
             try:
                 runtime = MasterRuntime(mopts, log=lambda m: self.log(f"[master] {m}"))

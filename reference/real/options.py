@@ -92,6 +92,9 @@ def _traceable_names(names: tuple[str, ...], flag: str) -> None:
                               "digits or '_' (TLC names it)")
 
 
+MAX_HA_LAG_MS = 10_000
+
+
 @attrs.frozen
 class MasterOptions:
     directory: Path = attrs.field(converter=Path, validator=_directory)
@@ -110,8 +113,14 @@ class MasterOptions:
     # to an EPOCH_QUERY, and the SyncStateSet (slave names) its acks start from; None: --replicas.
     epoch_entries: tuple[tuple[int, int], ...] = ()
     sync_state_set: tuple[str, ...] | None = None
+    # Fault injection, a slow link: DATA to the slave named ``ha_lag_to`` leaves ``ha_lag_ms``
+    # after the core sent it (what a master's unsent transfer backlog is when it dies).
+    ha_lag_ms: int = 0
+    ha_lag_to: str | None = None
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.ha_lag_ms, int) or not 0 <= self.ha_lag_ms <= MAX_HA_LAG_MS:
+            raise ConfigError(f"--inject-ha-lag-ms {self.ha_lag_ms!r}: 0..{MAX_HA_LAG_MS}")
         for name in self.replicas:
             _replica_name(name, "--replicas")
         if self.trace is not None:

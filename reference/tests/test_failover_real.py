@@ -9,6 +9,9 @@ loopback (real TCP, real files and fsync), the master killed with SIGKILL.
 * the property bites: with BugTruncateNotDurable (the cut only in memory,
   RocketMQ's truncateDirtyFiles, B14) the old master keeps its diverged tail,
   the master refuses it, and the chaos check exits 1;
+* BugNoAllAck bites too, with a slow member: b3's link lags (--slow-member-lag-ms)
+  and the fast slave dies, then the master, so b3 takes over; correct, it holds
+  every PUT_OK; with the bug acknowledged messages are lost (exit 1);
 * wrong input: exit 2, one line.
 """
 
@@ -123,9 +126,38 @@ def test_chaos_failover_catches_a_cut_only_in_memory(tmp_path: Path):
     assert report["not_rejoined"] + report["diverged"] > 0, report
 
 
+def _slow_member_run(tmp_path: Path, *bug: str) -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp_path / "report.json"
+    done = _cli("chaos", "--failover", "--failovers", "1", "--seed", "3", "--slow-member-lag-ms", "300",
+                *bug, "--json", str(out))
+    return done, json.loads(out.read_text())
+
+
+def test_chaos_failover_slow_member_holds_every_ack_under_all_in_sync(tmp_path: Path):
+    """The fast slave dies, then the master; b3, whose link lags 300 ms, takes over and
+    holds every PUT_OK (ALL_IN_SYNC waited for it)."""
+    done, report = _slow_member_run(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert report["failovers"] == 1 and report["rounds"][0]["new_master"] == 3, report["rounds"]
+    assert len(report["rounds"][0]["also_killed"]) == 1
+    assert report["acked"] > 0 and report["lost"] == 0 and report["corrupt"] == 0 and report["diverged"] == 0
+
+
+def test_chaos_failover_catches_acks_without_the_slaves(tmp_path: Path):
+    """BugNoAllAck (PUT_OK before the SyncStateSet holds the data, B10): the slow member
+    elected lacks what its link had not carried yet: acknowledged messages are lost."""
+    done, report = _slow_member_run(tmp_path, "--failover-bug", "BugNoAllAck")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert report["rounds"][0]["new_master"] == 3, report["rounds"]
+    assert report["lost"] > 0, report
+
+
 @pytest.mark.parametrize("argv, needle", [
     (("chaos", "--failover", "--failovers", "0"), "--failovers 0"),
     (("chaos", "--failover", "--failover-bug", "BugNope"), "BugNope"),
+    (("chaos", "--failover", "--failovers", "2", "--slow-member-lag-ms", "300"), "one failover only"),
+    (("broker", "node", "--controller", "127.0.0.1:1", "--id", "1", "--dir", "{tmp}", "--port", "5", "--ha-port",
+      "6", "--inject-ha-lag-ms", "300"), "--inject-ha-lag-to"),
     (("broker", "node", "--controller", "nowhere", "--id", "1", "--dir", "{tmp}", "--port", "1", "--ha-port", "2"),
      "--controller 'nowhere'"),
     (("broker", "node", "--controller", "127.0.0.1:1", "--id", "1", "--dir", "{tmp}", "--port", "5", "--ha-port",
