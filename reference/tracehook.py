@@ -228,6 +228,14 @@ MASTER_EVENTS = ("put", "tick", "writes_done", "write_done", "write_failed", "fs
                  "segment_read", "segment_read_failed", "replica_connection_opened", "replica_handshake",
                  "replica_ack", "replica_bad_input", "replica_disconnected")
 REPLICA_EVENTS = ("connect", "heartbeat", "disconnected", "on_data", "on_bad_input")
+# Events the write-path spec has no action for: a traced master refuses them.  Its SyncStateSet is
+# the --replicas it started with; controller-driven changes (reference/real/node.py) are checked
+# against spec/failover by reference/failover/refine.py, not by a trace.
+MASTER_UNTRACED = ("change_sync_state_set",)
+
+
+class UntracedEvent(RuntimeError):
+    """A traced core was asked for an event its trace cannot express."""
 
 
 class _Traced:
@@ -235,6 +243,7 @@ class _Traced:
     keeps calling ``core.put(...)`` and friends and holds no tracing or protocol logic of its own."""
 
     _events: tuple[str, ...] = ()
+    _untraced: tuple[str, ...] = ()
 
     def __init__(self, core, hook, clock) -> None:
         object.__setattr__(self, "_core", core)
@@ -243,6 +252,9 @@ class _Traced:
 
     def __getattr__(self, name):
         attr = getattr(self._core, name)
+        if name in self._untraced:
+            raise UntracedEvent(f"{name}: not an action of the write-path spec, so a traced master cannot "
+                                "take it (run without --trace)")
         if name not in self._events:
             return attr
 
@@ -272,6 +284,7 @@ class TracedMaster(_Traced):
     one) is the spec's ReplicaDisconnect, which the core does not label (it did not decide it)."""
 
     _events = MASTER_EVENTS
+    _untraced = MASTER_UNTRACED
 
     def _before(self, name, args):
         if name == "replica_disconnected":

@@ -121,8 +121,8 @@ def test_runtime_traces_of_a_bug_are_rejected(bug, seed):
 
 
 # What a runtime may call on a core without it being an event (questions, and handing over effects).
-MASTER_QUERIES = {"check_invariants", "flush_frontier", "flush_leg_done", "handshake_accepts", "name_of",
-                  "next_wakeup_ms", "replica_coverage", "take_effects"}
+MASTER_QUERIES = {"check_invariants", "covers_acked", "flush_frontier", "flush_leg_done", "handshake_accepts",
+                  "name_of", "next_wakeup_ms", "readable_end", "replica_coverage", "take_effects"}
 REPLICA_QUERIES = {"take_effects"}
 
 
@@ -134,9 +134,9 @@ def test_the_traced_cores_trace_every_event_method():
     """A new event method of a core must be added to MASTER_EVENTS / REPLICA_EVENTS (or be a query)."""
     from reference.master import MasterCore
     from reference.replica import ReplicaCore
-    from reference.tracehook import MASTER_EVENTS, REPLICA_EVENTS
+    from reference.tracehook import MASTER_EVENTS, MASTER_UNTRACED, REPLICA_EVENTS
 
-    assert _public_methods(MasterCore) - {"recovered"} == set(MASTER_EVENTS) | MASTER_QUERIES
+    assert _public_methods(MasterCore) - {"recovered"} == set(MASTER_EVENTS) | MASTER_QUERIES | set(MASTER_UNTRACED)
     assert _public_methods(ReplicaCore) - {"recovered"} == set(REPLICA_EVENTS) | REPLICA_QUERIES
 
 
@@ -164,3 +164,21 @@ def test_a_traced_core_calls_its_hook_once_per_event():
     assert hook.calls[2:] == [("event", 7), ("lost", "r1", 1)]
     core.replica_disconnected(1)         # no longer accepted: nothing to say
     assert hook.calls[4:] == [("event", 7)]
+
+
+def test_a_traced_master_refuses_an_event_its_trace_cannot_express():
+    """A SyncStateSet change has no action in the write-path spec: tracing it silently would give
+    trace-check a run it cannot explain, so the traced core refuses it by name."""
+    import pytest
+
+    from reference.config import StoreConfig
+    from reference.master import MasterCore
+    from reference.tracehook import TracedMaster, UntracedEvent
+
+    class Hook:
+        def event(self, now):
+            raise AssertionError("no event may be traced")
+
+    traced = TracedMaster(MasterCore(StoreConfig(), ("s1",), 0), Hook(), lambda: 0)
+    with pytest.raises(UntracedEvent, match="change_sync_state_set"):
+        traced.change_sync_state_set(("s1",), frozenset({"s1"}))
