@@ -28,14 +28,15 @@ def test_the_reference_refines_the_failover_spec():
     run_state_machine_as_test(failover_machine_for(None), settings=settings(stateful_step_count=80))
 
 
-# Measured: 500 programs of 150 steps under ci do not find these; the seeded failover
-# campaign does (docs/reference.md has seeds and seconds).  Shown as skipped with this
+# Measured: 500 programs of 150 steps under ci do not find these; seeded failover
+# campaigns do, not always within 1,000 seeds (docs/fuzz.md, Time to detect).  Shown as skipped with this
 # reason in every run's summary, never silently.
 NOT_YET_CAUGHT_BY_THE_MACHINE = {
     "BugCommittedSssOnly": "needs an SSS change in flight while a lagging member's ack is awaited "
-                           "(the failover campaign finds it within 300 seeds)",
+                           "(failover campaigns found it in 300, 50 and 50 seeds over three seed ranges: docs/fuzz.md)",
     "BugSlaveConfirmFromMaxOffset": "needs a slave outside the SSS ahead of a lagging member at a master "
-                                    "crash (the failover campaign finds it within 300 seeds)",
+                                    "crash (failover campaigns found it in 250 and 150 seeds, and not in 2,000 of a third seed "
+                                    "range: docs/fuzz.md)",
 }
 
 
