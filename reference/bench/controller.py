@@ -29,7 +29,6 @@ import asyncio
 import json
 import os
 import random
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path

@@ -40,6 +40,6 @@ def test_the_seed_that_left_the_spec_now_refines():
 @pytest.mark.parametrize("bugs", [(), ("BugTruncateNotDurable",)])
 def test_seeded_runs_never_leave_the_spec(bugs):
     """200 seeds (about 10 s): a bug may break an invariant, never the refinement."""
-    left = [(r.seed, r.detail) for r in map(lambda s: simulate(s, bugs=bugs), range(200))
-            if r.violation == "Refinement" or (not bugs and r.violation is not None)]
+    runs = (simulate(seed, bugs=bugs) for seed in range(200))
+    left = [(r.seed, r.detail) for r in runs if r.violation == "Refinement" or (not bugs and r.violation is not None)]
     assert left == []
