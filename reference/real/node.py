@@ -45,7 +45,7 @@ from reference.failover import broker_effects as bfx
 from reference.failover.bugs import check_bugs
 from reference.failover.effects import NO_MASTER, SUCCESS
 from reference.failover.epochfile import EpochFileCache
-from reference.failover.roles import MASTER, SLAVE, HandshakeReply, ReplicasManager, TransferBatch
+from reference.failover.roles import MASTER, SLAVE, HandshakeReply, ReplicasManager, TransferBatch, ack_view
 from reference.failover.truncation import SlaveHandshake
 from reference.frames import EpochQuery, EpochReply, FrameDecoder, FrameError, encode
 from reference.real.controller_client import ControllerClient, ControllerClientError
@@ -249,8 +249,7 @@ class Node:
         proposal in flight (roles.ack_view); none at all under BugNoAllAck (B10)."""
         if "BugNoAllAck" in self.opts.failover_bugs:
             return frozenset()
-        view = self.rm.sss if "BugCommittedSssOnly" in self.opts.failover_bugs else self.rm.sss | self.rm.remote_sss
-        return frozenset(view - {self.me})
+        return ack_view(self.rm.sss, self.rm.remote_sss, bugs=self.opts.failover_bugs) - {self.me}
 
     def _become_master(self, info: dict) -> None:
         """ChangeToMaster.  A master re-elected (the controller lost its heartbeats for a
