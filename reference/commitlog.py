@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from collections import deque
 
 from reference.effects import CreateSegment, WriteData
 from reference.record import (
@@ -31,6 +32,7 @@ from reference.record import (
 )
 
 CHAIN_BYTES = 16
+CUTS_KEPT = 64
 
 
 class NotRetained(LookupError):
@@ -57,9 +59,13 @@ class LogIndex:
         self.ends = array("q")
         self.keys = array("Q")
         self._chains = bytearray()          # CHAIN_BYTES per record: the chain at its end
+        # In increasing order of start: every insertion is past the ones before (truncate relies on it).
         self.checkpoints: dict[int, Checkpoint] = {base: Checkpoint(base, base_records, base_chain)}
         self.last_chain = base_chain
-        self.shrinks = 0                    # times records were dropped (observers re-read ``keys`` whole then)
+        self.shrinks = 0                    # times records were dropped
+        # The record count after each of the last CUTS_KEPT times (0: ``keys`` shifted): an observer
+        # that saw ``shrinks`` at k re-reads ``keys`` only from the lowest cut since (or whole).
+        self.cuts: deque[int] = deque(maxlen=CUTS_KEPT)
 
     # --- growth ---------------------------------------------------------------
 
@@ -134,8 +140,9 @@ class LogIndex:
         k = self.records_upto(offset) - self.base_records
         del self.starts[k:], self.ends[k:], self.keys[k:], self._chains[k * CHAIN_BYTES:]
         self.shrinks += 1
-        for start in [s for s in self.checkpoints if s > offset]:
-            del self.checkpoints[start]
+        self.cuts.append(self.count)
+        while next(reversed(self.checkpoints)) > offset:     # the later ones are the last inserted
+            self.checkpoints.popitem()
         self.last_chain = chain
 
     def forget_below(self, offset: int) -> None:
@@ -147,6 +154,7 @@ class LogIndex:
         k = bisect_right(self.ends, offset)
         del self.starts[:k], self.ends[:k], self.keys[:k], self._chains[:k * CHAIN_BYTES]
         self.shrinks += 1
+        self.cuts.append(0)
         self.base, self.base_records, self.base_chain = offset, cp.records, cp.chain
         assert self.count == cp.records + len(self.ends)
 
@@ -306,8 +314,7 @@ class CommitLog:
         log = cls(segment_size, transient_pool)
         cp = scan.checkpoints[-1]
         log.index = LogIndex(segment_size, cp.start, cp.records, cp.chain)
-        for earlier in scan.checkpoints[:-1]:
-            log.index.checkpoints[earlier.start] = earlier
+        log.index.checkpoints = {earlier.start: earlier for earlier in scan.checkpoints}   # in order
         if scan.tail_start < scan.end_offset:
             seg = bytearray(segment_size)
             seg[: len(scan.tail_bytes)] = scan.tail_bytes

@@ -28,6 +28,7 @@ variables an action can change) cannot hide a difference for long.
 from __future__ import annotations
 
 from reference.refinement import RefinementError
+from spec.seq import same_prefix
 from spec.state import TORN, WAITING, Counters, Request as SpecRequest, State
 
 UP = "UP"
@@ -111,32 +112,43 @@ class Abstraction:
         )
 
     def _log_keys(self) -> dict[str, tuple]:
-        """Each log's keys (producer ids; None for a torn record) and how often they shrank."""
+        """Each log as (keys, their index, n, torn): the log is the spec ids of ``keys[:n]``
+        (producer ids), then a torn record if ``torn``.  ``keys`` is a ghost index's own array,
+        changed in place (appended, cut back: its ``cuts`` say where)."""
         c = self.c
         if c.mstate == UP:
             idx = c.master.log.ghost
-            out = {"master": (idx.keys, idx.shrinks)}
-        else:
-            out = {"master": (c.down["log"], 0)}      # a new list at every crash, never changed while down
+            out = {"master": (idx.keys, idx, len(idx.keys), False)}
+        else:          # the index as the master left it (never changed while down)
+            d = c.down
+            out = {"master": (d["index"].keys, d["index"], d["committed"], d["torn"])}
         for r in c.replica_names:
             g = c.replicas[r].core.ghost
-            out[r] = (g.keys, g.shrinks)
+            out[r] = (g.keys, g, len(g.keys), False)
         return out
 
     def _to_ids(self, keys) -> list[int]:
         ids = self.c.checker.requests.spec_id
         return [TORN if k is None else ids.get(k, TORN) for k in keys]
 
-    def _spec_ids(self, who: str, keys, shrinks: int) -> tuple[list[int], bool]:
-        """The spec ids of one log, extended as it grows; (ids, rebuilt from scratch)."""
+    def _spec_ids(self, who: str, keys, index) -> tuple[list[int], bool]:
+        """The spec ids of ``keys`` (one log's), kept in step with it: extended as it grows and
+        cut back to where ``index`` cut it (lowering the log's verified prefix); (ids, rebuilt
+        from scratch)."""
         old = self._ids.get(who)
-        if old is not None and old[0] is keys and old[1] == shrinks and len(old[2]) <= len(keys):
-            ids = old[2]
+        if old is not None and old[0] is keys:
+            seen, ids = old[1], old[2]
+            if index.shrinks != seen:
+                new = index.shrinks - seen
+                low = min(list(index.cuts)[-new:]) if new <= len(index.cuts) else 0
+                del ids[low:]
+                self._verified[who] = min(self._verified.get(who, 0), low)
+                self._ids[who] = (keys, index.shrinks, ids)
             if len(ids) < len(keys):
                 ids += self._to_ids(keys[len(ids):])
             return ids, False
         ids = self._to_ids(keys)
-        self._ids[who] = (keys, shrinks, ids)
+        self._ids[who] = (keys, index.shrinks, ids)
         return ids, True
 
     # ------------------------------------------------------------ requests
@@ -160,7 +172,7 @@ class Abstraction:
         ids = c.checker.requests.spec_id
         touched = {label[1] for label in labels if label[0] in _REQUEST_STEPS}
         if any(label[0] in _MASTER_DEATHS for label in labels):
-            touched |= set(c.aborted)
+            touched |= set(c.last_aborted)
         if c.mstate == UP:
             touched |= {req.req_id for req in c.master.requests_read}
             touched |= {req.req_id for req in c.master.waiting if req.status is None}
@@ -172,7 +184,8 @@ class Abstraction:
         """The spec state this cluster is in, derived from scratch (O(run length))."""
         c = self.c
         requests = c.checker.requests
-        logs = {who: tuple(self._to_ids(keys)) for who, (keys, _) in self._log_keys().items()}
+        logs = {who: tuple(self._to_ids(keys[:n])) + ((TORN,) if torn else ())
+                for who, (keys, _, n, torn) in self._log_keys().items()}
         reqs = tuple(self._spec_request(r, requests.spec_off[r]) for r in requests.by_spec_id)
         return State(log=logs["master"], reqs=reqs, rlog=tuple(logs[r] for r in c.replica_names),
                      inv_responses=frozenset(), **self._fields())
@@ -187,24 +200,32 @@ class Abstraction:
         for name, value in self._fields().items():
             if getattr(shadow, name) != value:
                 diffs[name] = (getattr(shadow, name), value)
-        self._compare_logs(labels, shadow, diffs)
+        self._compare_logs(labels, before, shadow, diffs)
         self._compare_requests(labels, before, shadow, diffs)
         return diffs
 
-    def _compare_logs(self, labels: list[tuple], shadow: State, diffs: dict) -> None:
+    def _compare_logs(self, labels: list[tuple], before: State, shadow: State, diffs: dict) -> None:
         kinds = {label[0] for label in labels}
         rewritten = {"master"} if kinds & _MASTER_LOG_REWRITES else set()
         rewritten |= {label[1] for label in labels if label[0] not in _RLOG_APPENDS and len(label) > 1
                       and label[1] in self.c.replicas}
-        for who, (keys, shrinks) in self._log_keys().items():
-            ids, rebuilt = self._spec_ids(who, keys, shrinks)
-            spec = shadow.log if who == "master" else shadow.rlog[self.c.replica_names.index(who)]
-            start = 0 if rebuilt or who in rewritten else min(self._verified.get(who, 0), len(ids), len(spec))
-            if len(spec) != len(ids) or tuple(ids[start:]) != spec[start:]:
+        names = self.c.replica_names
+        for who, (keys, index, n, torn) in self._log_keys().items():
+            ids, rebuilt = self._spec_ids(who, keys, index)
+            spec = shadow.log if who == "master" else shadow.rlog[names.index(who)]
+            start = 0 if rebuilt else min(self._verified.get(who, 0), n, len(spec))
+            if start and who in rewritten:
+                # A step that may rewrite this log: its verified prefix stands if the spec's log
+                # kept it (a crash or a recovery keeps a prefix; checked, by shared chunks).
+                old = before.log if who == "master" else before.rlog[names.index(who)]
+                if not same_prefix(old, spec, start):
+                    start = 0
+            if len(spec) != n + torn or tuple(ids[start:n]) + ((TORN,) if torn else ()) != spec[start:]:
                 self._verified[who] = 0
-                diffs["log" if who == "master" else f"rlog[{who}]"] = (spec, tuple(ids))
+                diffs["log" if who == "master" else f"rlog[{who}]"] = (
+                    spec, tuple(ids[:n]) + ((TORN,) if torn else ()))
             else:
-                self._verified[who] = len(ids)
+                self._verified[who] = n
 
     def _compare_requests(self, labels: list[tuple], before: State, shadow: State, diffs: dict) -> None:
         requests = self.c.checker.requests
@@ -250,10 +271,10 @@ class Abstraction:
         (``observe()``'s result): the logs' spec ids, the waiting requests, the digest."""
         problems = []
         logs = {"master": observed.log, **dict(zip(self.c.replica_names, observed.rlog))}
-        for who, (keys, shrinks) in self._log_keys().items():
-            ids, _ = self._spec_ids(who, keys, shrinks)
-            if tuple(ids) != logs[who]:
-                problems.append(f"{who}'s log: incremental {ids!r}, derived {logs[who]!r}")
+        for who, (keys, index, n, torn) in self._log_keys().items():
+            ids, _ = self._spec_ids(who, keys, index)
+            if tuple(ids[:n]) + ((TORN,) if torn else ()) != logs[who]:
+                problems.append(f"{who}'s log: incremental {ids[:n]!r}, derived {logs[who]!r}")
         waiting = {i: r for i, r in enumerate(observed.reqs, start=1) if r.status == WAITING}
         if waiting != self.waiting:
             problems.append(f"waiting requests: incremental {self.waiting!r}, derived {waiting!r}")
