@@ -37,6 +37,7 @@ _MASTER_DEATHS = frozenset({"MasterProcessCrash", "MasterMachineCrash"})
 _MASTER_LOG_REWRITES = frozenset({"MasterProcessCrash", "MasterMachineCrash", "Recover"})
 _RLOG_APPENDS = frozenset({"Transfer", "ReplicaAck"})   # the replica steps that leave a slave's log's prefix alone
 _DIGEST_MASK = (1 << 64) - 1
+_NONE = frozenset()
 # The spec steps that can change a request already put (tla/AckOrder.tla): Release, answers, crashes.
 _WAITING_STEPS = frozenset({"Respond", "Timeout", "Flush", "FlushFail", "WriteFail", "MasterProcessCrash",
                             "MasterMachineCrash", "Recover"})
@@ -72,6 +73,8 @@ class Abstraction:
         self.answered = 0                         # answered spec requests folded into ``digest``
         self.digest = 0
         self._signal: tuple = ()                  # what waiting requests' abstraction read, as of the last event
+        self._sss = frozenset(cluster.replica_names)
+        self._counts: tuple = (None, None)        # aux_ctrs' counts and the Counters made of them
 
     # ------------------------------------------------------------ the scalars and the logs
 
@@ -88,7 +91,7 @@ class Abstraction:
             # What the page cache really holds beside what the master counts (the disk knows):
             # records a failed write left anyway, or (BugFsyncCoversFailedWrite) counted ones missing.
             in_page_cache = idx.records_upto(c.page_end)
-            unwritten = frozenset(range(in_page_cache + 1, committed + 1))
+            unwritten = frozenset(range(in_page_cache + 1, committed + 1)) if in_page_cache < committed else _NONE
             landed = max(0, in_page_cache - committed)
             connected = tuple(r in m.conns for r in names)
             ack = tuple(m.conns[r].ack_records if r in m.conns else 0 for r in names)
@@ -96,19 +99,20 @@ class Abstraction:
         else:
             d = c.down
             committed, flushed, durable = d["committed"], d["flushed"], d["durable"]
-            writable, unwritten, landed = True, frozenset(), 0
+            writable, unwritten, landed = True, _NONE, 0
             connected, ack, push2 = (False,) * len(names), (0,) * len(names), 0
         n = c.counters
+        counts = (n["process"], n["machine"], n["replica"], n["disconnect"], n["fsync"], n["write"],
+                  c.checker.shadow.aux_ctrs.forgedReport)
+        if counts != self._counts[0]:        # one Counters per change, not per event
+            self._counts = (counts, Counters(*counts))
         return dict(
             mstate=c.mstate, committed=committed, flushed=flushed, durable=durable, writable=writable,
             unwritten=unwritten, landed=landed, connected=connected, ack=ack, push2SlaveMaxOffset=push2,
-            syncStateSet=frozenset(names), rUp=tuple(c.replicas[r].up for r in names),
+            syncStateSet=self._sss, rUp=tuple(c.replicas[r].up for r in names),
             # A forged report is indistinguishable from a true one at the master, so
             # the implementation cannot count them: that bound comes from the shadow.
-            aux_ctrs=Counters(masterProcessCrash=n["process"], masterMachineCrash=n["machine"],
-                              replicaCrash=n["replica"], replicaDisconnect=n["disconnect"],
-                              fsyncFailure=n["fsync"], writeFailure=n["write"],
-                              forgedReport=c.checker.shadow.aux_ctrs.forgedReport),
+            aux_ctrs=self._counts[1],
         )
 
     def _log_keys(self) -> dict[str, tuple]:
@@ -205,21 +209,25 @@ class Abstraction:
         return diffs
 
     def _compare_logs(self, labels: list[tuple], before: State, shadow: State, diffs: dict) -> None:
-        kinds = {label[0] for label in labels}
-        rewritten = {"master"} if kinds & _MASTER_LOG_REWRITES else set()
-        rewritten |= {label[1] for label in labels if label[0] not in _RLOG_APPENDS and len(label) > 1
-                      and label[1] in self.c.replicas}
-        names = self.c.replica_names
+        rewritten = set()
+        for label in labels:
+            if label[0] in _MASTER_LOG_REWRITES:
+                rewritten.add("master")
+            elif label[0] not in _RLOG_APPENDS and len(label) > 1 and label[1] in self.c.replicas:
+                rewritten.add(label[1])
+        specs = dict(zip(("master", *self.c.replica_names), (shadow.log, *shadow.rlog)))
         for who, (keys, index, n, torn) in self._log_keys().items():
             ids, rebuilt = self._spec_ids(who, keys, index)
-            spec = shadow.log if who == "master" else shadow.rlog[names.index(who)]
+            spec = specs[who]
             start = 0 if rebuilt else min(self._verified.get(who, 0), n, len(spec))
             if start and who in rewritten:
                 # A step that may rewrite this log: its verified prefix stands if the spec's log
                 # kept it (a crash or a recovery keeps a prefix; checked, by shared chunks).
-                old = before.log if who == "master" else before.rlog[names.index(who)]
+                old = before.log if who == "master" else before.rlog[self.c.replica_names.index(who)]
                 if not same_prefix(old, spec, start):
                     start = 0
+            if start == n == len(spec) and not torn:
+                continue                    # nothing past the verified prefix on either side
             if len(spec) != n + torn or tuple(ids[start:n]) + ((TORN,) if torn else ()) != spec[start:]:
                 self._verified[who] = 0
                 diffs["log" if who == "master" else f"rlog[{who}]"] = (
