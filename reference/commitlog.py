@@ -24,6 +24,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import deque
+from operator import attrgetter
 
 from reference.effects import CreateSegment, WriteData
 from reference.record import (
@@ -323,7 +324,8 @@ class CommitLog:
         log = cls(segment_size, transient_pool)
         cp = scan.checkpoints[-1]
         log.index = LogIndex(segment_size, cp.start, cp.records, cp.chain)
-        log.index.checkpoints = {earlier.start: earlier for earlier in scan.checkpoints}   # in order
+        starts = map(attrgetter("start"), scan.checkpoints)
+        log.index.checkpoints = dict(zip(starts, scan.checkpoints))    # in order (one per segment, at C speed)
         if scan.tail_start < scan.end_offset:
             seg = bytearray(segment_size)
             seg[: len(scan.tail_bytes)] = scan.tail_bytes

@@ -220,7 +220,7 @@ class Cluster:
         """EveryRequestAnswered, with the core's deadlines as the bound: the oldest request
         still waiting on a live master has waited at most ``bound_ms``.  (Waiting requests are
         queued in put order, answered ones leave from the head, so the head is the oldest.)"""
-        if self.mstate != UP:
+        if self.mstate != UP or not self.master.waiting:
             return
         req = next((r for r in self.master.waiting if r.status is None), None)
         if req is not None and self.now - req.put_ms > bound_ms:
