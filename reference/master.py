@@ -112,6 +112,7 @@ class MasterCore:
         self.cfg = config
         self.replicas = tuple(replicas)
         self.sync_state_set = frozenset(replicas)
+        self._sss_sorted: tuple = (None, ())
         self.log = log or CommitLog(config.mapped_file_size_commit_log, config.transient_store_pool_enable)
         self.writable = True
         self.effects: list = []
@@ -234,7 +235,9 @@ class MasterCore:
         if policy == "ANY_REPLICA_MAX":      # the decision reads neither list: do not build them per call
             return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset, [], [],
                                     len(self.sync_state_set))
-        sss = [self.conns[name].ack_offset for name in sorted(self.sync_state_set) if name in self.conns]
+        if self._sss_sorted[0] is not self.sync_state_set:      # sorted once per SyncStateSet, not per call
+            self._sss_sorted = (self.sync_state_set, tuple(sorted(self.sync_state_set)))
+        sss = [self.conns[name].ack_offset for name in self._sss_sorted[1] if name in self.conns]
         return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
                                 [c.ack_offset for c in self.conns.values()], sss, len(self.sync_state_set))
 
