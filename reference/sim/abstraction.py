@@ -140,7 +140,7 @@ class Abstraction:
         cut back to where ``index`` cut it (lowering the log's verified prefix); (ids, rebuilt
         from scratch)."""
         old = self._ids.get(who)
-        if old is not None and old[0] is keys:
+        if old is not None and old[0] is keys and old[1] <= index.shrinks:
             seen, ids = old[1], old[2]
             if index.shrinks != seen:
                 new = index.shrinks - seen
@@ -148,6 +148,7 @@ class Abstraction:
                 del ids[low:]
                 self._verified[who] = min(self._verified.get(who, 0), low)
                 self._ids[who] = (keys, index.shrinks, ids)
+            assert len(ids) <= len(keys), (who, len(ids), len(keys))    # every cut was counted
             if len(ids) < len(keys):
                 ids += self._to_ids(keys[len(ids):])
             return ids, False
