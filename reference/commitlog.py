@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from collections import deque
+from operator import attrgetter
 
 from reference.effects import CreateSegment, WriteData
 from reference.record import (
@@ -31,6 +33,7 @@ from reference.record import (
 )
 
 CHAIN_BYTES = 16
+CUTS_KEPT = 64
 
 
 class NotRetained(LookupError):
@@ -57,9 +60,14 @@ class LogIndex:
         self.ends = array("q")
         self.keys = array("Q")
         self._chains = bytearray()          # CHAIN_BYTES per record: the chain at its end
+        # In increasing order of start: every insertion is past the ones before (truncate relies on it).
         self.checkpoints: dict[int, Checkpoint] = {base: Checkpoint(base, base_records, base_chain)}
         self.last_chain = base_chain
-        self.shrinks = 0                    # times records were dropped (observers re-read ``keys`` whole then)
+        self.chain_before = base_chain      # the chain before the last record added
+        self.shrinks = 0                    # times records were dropped
+        # The record count after each of the last CUTS_KEPT times (0: ``keys`` shifted): an observer
+        # that saw ``shrinks`` at k re-reads ``keys`` only from the lowest cut since (or whole).
+        self.cuts: deque[int] = deque(maxlen=CUTS_KEPT)
 
     # --- growth ---------------------------------------------------------------
 
@@ -67,12 +75,19 @@ class LogIndex:
         if offset not in self.checkpoints:
             self.checkpoints[offset] = Checkpoint(offset, self.count, self.last_chain)
 
-    def add_record(self, offset: int, header: bytes, end: int, key: int) -> None:
+    def add_record(self, offset: int, header: bytes, end: int, key: int, twin: LogIndex | None = None) -> None:
+        """Index one record.  ``twin``: an index that has just added this same record after the
+        same chain (the core's index, when this is its ghost): its chain hash is taken, not
+        computed again (a pure function of the chain before, the offset and the header)."""
         previous_end = self.ends[-1] if self.ends else self.base
         if offset != previous_end:  # the previous segment was padded: its end is a boundary
             assert offset % self.segment_size == 0 and offset > previous_end, (offset, previous_end)
             self._reach_segment(offset)
-        self.last_chain = chain_next(self.last_chain, offset, header)
+        if (twin is not None and twin.ends and twin.ends[-1] == end and twin.starts[-1] == offset
+                and twin.chain_before == self.last_chain):
+            self.chain_before, self.last_chain = self.last_chain, twin.last_chain
+        else:
+            self.chain_before, self.last_chain = self.last_chain, chain_next(self.last_chain, offset, header)
         self.starts.append(offset)
         self.ends.append(end)
         self.keys.append(key)
@@ -134,8 +149,10 @@ class LogIndex:
         k = self.records_upto(offset) - self.base_records
         del self.starts[k:], self.ends[k:], self.keys[k:], self._chains[k * CHAIN_BYTES:]
         self.shrinks += 1
-        for start in [s for s in self.checkpoints if s > offset]:
-            del self.checkpoints[start]
+        self.cuts.append(self.count)
+        self.chain_before = None
+        while next(reversed(self.checkpoints)) > offset:     # the later ones are the last inserted
+            self.checkpoints.popitem()
         self.last_chain = chain
 
     def forget_below(self, offset: int) -> None:
@@ -147,6 +164,7 @@ class LogIndex:
         k = bisect_right(self.ends, offset)
         del self.starts[:k], self.ends[:k], self.keys[:k], self._chains[:k * CHAIN_BYTES]
         self.shrinks += 1
+        self.cuts.append(0)
         self.base, self.base_records, self.base_chain = offset, cp.records, cp.chain
         assert self.count == cp.records + len(self.ends)
 
@@ -236,7 +254,7 @@ class CommitLog:
         self._put_bytes(record, effects)
         self.index.add_record(offset, record, self.wrote, key)
         if self.ghost is not None:
-            self.ghost.add_record(offset, record, self.wrote, key)
+            self.ghost.add_record(offset, record, self.wrote, key, twin=self.index)
         return self.wrote, effects
 
     # --- handing bytes to the page cache ------------------------------------------
@@ -306,8 +324,8 @@ class CommitLog:
         log = cls(segment_size, transient_pool)
         cp = scan.checkpoints[-1]
         log.index = LogIndex(segment_size, cp.start, cp.records, cp.chain)
-        for earlier in scan.checkpoints[:-1]:
-            log.index.checkpoints[earlier.start] = earlier
+        starts = map(attrgetter("start"), scan.checkpoints)
+        log.index.checkpoints = dict(zip(starts, scan.checkpoints))    # in order (one per segment, at C speed)
         if scan.tail_start < scan.end_offset:
             seg = bytearray(segment_size)
             seg[: len(scan.tail_bytes)] = scan.tail_bytes

@@ -112,6 +112,7 @@ class MasterCore:
         self.cfg = config
         self.replicas = tuple(replicas)
         self.sync_state_set = frozenset(replicas)
+        self._sss_sorted: tuple = (None, ())
         self.log = log or CommitLog(config.mapped_file_size_commit_log, config.transient_store_pool_enable)
         self.writable = True
         self.effects: list = []
@@ -234,7 +235,9 @@ class MasterCore:
         if policy == "ANY_REPLICA_MAX":      # the decision reads neither list: do not build them per call
             return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset, [], [],
                                     len(self.sync_state_set))
-        sss = [self.conns[name].ack_offset for name in sorted(self.sync_state_set) if name in self.conns]
+        if self._sss_sorted[0] is not self.sync_state_set:      # sorted once per SyncStateSet, not per call
+            self._sss_sorted = (self.sync_state_set, tuple(sorted(self.sync_state_set)))
+        sss = [self.conns[name].ack_offset for name in self._sss_sorted[1] if name in self.conns]
         return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
                                 [c.ack_offset for c in self.conns.values()], sss, len(self.sync_state_set))
 
@@ -591,25 +594,30 @@ class MasterCore:
         return deadline_status(replica_pending, bool(self.conns))
 
     def next_wakeup_ms(self, now_ms: int) -> int:
-        """When ``tick`` next has something to do (the runtime may tick earlier)."""
+        """When ``tick`` next has something to do (the runtime may tick earlier).  (Called
+        after every event by a simulator: a running minimum, no list of candidates.)"""
         cfg, log = self.cfg, self.log
-        due = [now_ms + 1000]
+        due = now_ms + 1000
         if cfg.transient_store_pool_enable and log.issued < log.wrote:
-            due.append(now_ms if self._commit_wakeup else self._last_commit_round_ms + cfg.commit_interval_commit_log_ms)
+            due = min(due, now_ms if self._commit_wakeup
+                      else self._last_commit_round_ms + cfg.commit_interval_commit_log_ms)
         # GroupCommitService also runs for requests an earlier fsync already covered (a follow-up
         # fsync reached past them while they waited in requests_write): its round releases them.
         waiting_round = cfg.sync_flush and (self.requests_write or self.requests_read)
         if self.fsync_in_flight is None and self._flush_allowed() and (log.committed > log.flushed or waiting_round):
             interval = cfg.group_commit_interval_ms if cfg.sync_flush else cfg.flush_interval_commit_log_ms
-            due.append(now_ms if self._flush_wakeup else self._last_flush_round_ms + interval)
+            due = min(due, now_ms if self._flush_wakeup else self._last_flush_round_ms + interval)
         if self.flush_deadlines:
-            due.append(self.flush_deadlines[0][0])
+            due = min(due, self.flush_deadlines[0][0])
         if self.repl_deadlines:
-            due.append(self.repl_deadlines[0][0])
-        due += [opened_ms + cfg.ha_housekeeping_interval_ms for opened_ms in self.ungreeted.values()]
-        due += [hc.last_ack_ms + cfg.ha_housekeeping_interval_ms for hc in self.conns.values()
-                if hc.next_transfer > hc.ack_offset]
-        return max(now_ms, min(due))
+            due = min(due, self.repl_deadlines[0][0])
+        housekeeping = cfg.ha_housekeeping_interval_ms
+        for opened_ms in self.ungreeted.values():
+            due = min(due, opened_ms + housekeeping)
+        for hc in self.conns.values():
+            if hc.next_transfer > hc.ack_offset:
+                due = min(due, hc.last_ack_ms + housekeeping)
+        return max(now_ms, due)
 
     # ------------------------------------------------------------------ HA
 

@@ -149,21 +149,29 @@ OnRecord = Callable[[int, bytes, int, int], None]     # (offset, header, end, ke
 
 
 def scan_log(starts: list[int], read: Callable[[int], bytes], segment_size: int, keep_torn: bool = False,
-             on_record: OnRecord | None = None, memo: dict | None = None) -> LogScan:
+             on_record: OnRecord | None = None, resume: tuple[Checkpoint, ...] = ()) -> LogScan:
     """CRC recovery over the segments named by ``starts``, reading one at a time
     (``read(start)`` gives its bytes): the log ends at the first bad record;
     everything after it (in that and later segments) is dropped.  Memory: one
-    segment.  ``on_record`` sees every record kept (the simulator's ghost index).
-    ``memo`` (the simulated disk's): a segment scanned before, with the same bytes
-    after the same chain, is not parsed again (a pure function of those; the
-    simulator restarts a master thousands of times over one growing log)."""
+    segment.  ``on_record`` sees every record kept from where the scan starts (the
+    simulator's ghost index).
+
+    ``resume``: the checkpoints (from 0, one per segment) of a prefix of whole segments
+    that an earlier scan found valid and whose bytes the caller knows unchanged since
+    (the simulated disk counts its writes): the scan starts at the last of them, with
+    its record count and chain hash, and reads only the segments from there on, as
+    RocketMQ's recovery starts from its checkpoint rather than from the first file."""
     dropped: list[str] = []
-    checkpoints = [Checkpoint(0, 0, CHAIN_START)]
-    chain, count, end, expected = CHAIN_START, 0, 0, 0
+    checkpoints = list(resume) if resume else [Checkpoint(0, 0, CHAIN_START)]
+    first = checkpoints[-1]
+    assert first.start % segment_size == 0 and first.start == (len(checkpoints) - 1) * segment_size, first
+    chain, count, end, expected = first.chain, first.records, first.start, first.start
     tail: tuple[Record, ...] = ()
     tail_bytes = b""
     stopped = False
     for start in sorted(starts):
+        if start < first.start:
+            continue                    # in the valid prefix: not read again
         data = read(start)
         if stopped or start != expected:
             if any(data):
@@ -171,24 +179,13 @@ def scan_log(starts: list[int], read: Callable[[int], bytes], segment_size: int,
                 dropped.append(f"segment {start}: {len(data)} bytes dropped, {why}")
             stopped = True
             continue
-        hit = memo.get(start) if memo is not None else None
-        if hit is not None and hit[0] == chain and hit[1] == keep_torn and hit[2] == data:
-            scan, kept, chain = hit[3], hit[4], hit[5]          # the same bytes after the same chain
+        scan = scan_segment(data, start, keep_torn)
+        for rec in scan.records:
+            pos = rec.offset - start
+            header = bytes(data[pos: pos + 12])
+            chain = chain_next(chain, rec.offset, header)
             if on_record is not None:
-                for rec in kept:
-                    on_record(*rec)
-        else:
-            chain_in, kept = chain, []
-            scan = scan_segment(data, start, keep_torn)
-            for rec in scan.records:
-                pos = rec.offset - start
-                header = bytes(data[pos: pos + 12])
-                chain = chain_next(chain, rec.offset, header)
-                kept.append((rec.offset, header, rec.end, rec.key))
-                if on_record is not None:
-                    on_record(rec.offset, header, rec.end, rec.key)
-            if memo is not None:
-                memo[start] = (chain_in, keep_torn, bytes(data), scan, tuple(kept), chain)
+                on_record(rec.offset, header, rec.end, rec.key)
         count += len(scan.records)
         end = scan.valid_end
         tail, tail_bytes = scan.records, bytes(data[: end - start])

@@ -20,7 +20,7 @@ from spec import actions as sa
 from spec.config import Config
 from spec.functions import page_cache_end
 from spec.properties import INVARIANTS, SAFETY
-from spec.seq import Seq
+from spec.seq import Seq, same_prefix
 from spec.state import TORN, WAITING, State
 
 # One file of unbounded size: the reference's segments hold variable-size
@@ -164,14 +164,25 @@ class RefinementChecker:
                 return self._one(label, sa.forged_ack_with(cfg, s, k, reported))
             return self._one(label, sa.replica_ack_with(cfg, s, k, reported))
         if kind == "MasterMachineCrash":
-            return self._one(label, sa.master_machine_crash_to(cfg, s, label[1], label[2]))
+            aborted = sa.abort_waiting(cfg, s, self._maybe_waiting())
+            return self._one(label, sa.master_machine_crash_to(cfg, s, label[1], label[2], aborted))
         if kind in _REPLICA_ACTIONS:
             fn = getattr(sa, _REPLICA_ACTIONS[kind])
             return self._pick(label, fn(cfg, s, self.index[label[1]]), lambda t: True)
-        if kind in ("MasterProcessCrash", "Recover"):
-            fn = sa.master_process_crash if kind == "MasterProcessCrash" else sa.recover
-            return self._pick(label, fn(cfg, s), lambda t: True)
+        if kind == "MasterProcessCrash":
+            return self._pick(label, sa.master_process_crash(cfg, s, self._maybe_waiting()), lambda t: True)
+        if kind == "Recover":
+            return self._pick(label, sa.recover(cfg, s), lambda t: True)
         raise RefinementError(f"unknown spec step {label}")
+
+    def _maybe_waiting(self) -> set[int] | None:
+        """Spec ids among which every waiting request of the shadow is, for a crash to abort:
+        the ones the abstraction last saw waiting and those put since (a request never waits
+        again once answered).  None without an abstraction: the crash reads every request."""
+        a = self.abstraction
+        if a is None:
+            return None
+        return set(a.waiting).union(range(a.known + 1, len(self.shadow.reqs) + 1))
 
     def step(self, labels: list[tuple], event: str = "", page_cache_records=None) -> list[tuple[str, State]]:
         """Apply one event's labelled steps, check the invariants, then compare the shadow with
@@ -270,6 +281,7 @@ class IncrementalInvariants:
         from spec import properties as p
 
         self.cfg, self.names, self.f, self.p = cfg, set(names), f, p
+        self._up_log = None     # the master's log when it last died, well formed (the invariant held)
 
     def check(self, s: State, t: State, kind: str) -> str | None:
         cfg, p, f = self.cfg, self.p, self.f
@@ -315,7 +327,9 @@ class IncrementalInvariants:
                 return "AckedSurvivesCrash"
         if "AmbiguousAckOrdered" in names:
             if kind in _CRASHES:    # a crash leaves the slaves' logs alone; the master's counts once it is up
-                ok = ((t.mstate != "UP" or p.well_formed(t.log))
+                if s.mstate == "UP":
+                    self._up_log = s.log
+                ok = ((t.mstate != "UP" or self._recovered_well_formed(t.log))
                       and all(p.well_formed(a) for a, b in zip(t.rlog, s.rlog) if a is not b))
             else:
                 ok = _tail_ordered(t.log, s.log) and all(
@@ -323,6 +337,17 @@ class IncrementalInvariants:
             if not ok:
                 return "AmbiguousAckOrdered"
         return None
+
+    def _recovered_well_formed(self, log) -> bool:
+        """well_formed(log) for the master's log after a recovery: the part it shares with the
+        well-formed log of the master before it died (a prefix, by the crash's footprint: checked,
+        in O(n / CHUNK) where the two share chunks) is not read again, only what follows it."""
+        up = self._up_log
+        n = min(len(log), len(up)) if up is not None else 0
+        if not n or not same_prefix(log, up, n):
+            return self.p.well_formed(log)
+        tail = log[n - 1:]
+        return all(x != TORN for x in tail) and all(a < b for a, b in zip(tail, tail[1:]))
 
 
 def _acked_survive_cut(cfg: Config, p, s: State, t: State) -> bool:

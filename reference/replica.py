@@ -147,7 +147,7 @@ class ReplicaCore:
             header = bytes(seg[pos: pos + 12])
             self.index.add_record(self.parsed_end, header, self.parsed_end + total, key)
             if self.ghost is not None:
-                self.ghost.add_record(self.parsed_end, header, self.parsed_end + total, key)
+                self.ghost.add_record(self.parsed_end, header, self.parsed_end + total, key, twin=self.index)
             self.parsed_end += total
             self.spec_steps.append(("Transfer", self.name, key))   # the key: for a trace writer
         return None

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import attrs
 
 from spec.config import Bounds, Config
-from spec.seq import Seq, like
+from spec.seq import Seq
 from spec.functions import (
     ack_accepted, early_event, event, file_end, flush_leg_done, handshake_accepts, page_cache_end,
     recovered_log, replica_covered, timeout_statuses,
@@ -253,11 +253,15 @@ def timeout(cfg: Config, s: State, i: int) -> list[State]:
     return [timeout_with(cfg, s, i, status) for status in timeout_statuses(cfg, s, i)]
 
 
-def _abort_waiting(cfg: Config, s: State) -> tuple[tuple[Request, ...], frozenset[ResponseEvent]]:
-    events = frozenset(
-        event(cfg, s, k + 1, CLIENT_TIMEOUT, "Crash") for k, r in enumerate(s.reqs) if r.status == WAITING
-    )
-    reqs = like(s.reqs, (evolve(r, status=CLIENT_TIMEOUT) if r.status == WAITING else r for r in s.reqs))
+def abort_waiting(cfg: Config, s: State, candidates=None) -> tuple[tuple[Request, ...], frozenset[ResponseEvent]]:
+    """Every waiting request answered CLIENT_TIMEOUT (its producer gave up on a dead master).
+    ``candidates``: request ids (1-based) among which every waiting one is, when the caller
+    knows them (the refinement checker tracks its shadow's waiting requests): then only those
+    are read, not the whole history."""
+    ids = range(1, len(s.reqs) + 1) if candidates is None else sorted(candidates)
+    waiting = [i for i in ids if s.reqs[i - 1].status == WAITING]
+    events = frozenset(event(cfg, s, i, CLIENT_TIMEOUT, "Crash") for i in waiting)
+    reqs = _replace(s.reqs, {i - 1: evolve(s.reqs[i - 1], status=CLIENT_TIMEOUT) for i in waiting})
     return reqs, s.inv_responses | events
 
 
@@ -266,11 +270,12 @@ def _master_gone(cfg: Config) -> dict:
     return dict(connected=(False,) * n, ack=(0,) * n, push2SlaveMaxOffset=0)
 
 
-def master_process_crash(cfg: Config, s: State) -> list[State]:
-    """The master's process dies; page cache kept, write buffer lost."""
+def master_process_crash(cfg: Config, s: State, candidates=None) -> list[State]:
+    """The master's process dies; page cache kept, write buffer lost.  (``candidates``:
+    ``abort_waiting``'s.)"""
     if s.mstate != UP:
         return []
-    reqs, responses = _abort_waiting(cfg, s)
+    reqs, responses = abort_waiting(cfg, s, candidates)
     end = page_cache_end(s)
     return [evolve(
         s, mstate=PROC_DOWN, log=s.log[:end], committed=end, flushed=min(s.flushed, end),
@@ -281,11 +286,11 @@ def master_process_crash(cfg: Config, s: State) -> list[State]:
 
 def master_machine_crash_to(cfg: Config, s: State, keep: int, torn: bool, aborted=None) -> State | None:
     """The machine crash that keeps ``keep`` records (and a torn one after them); ``aborted``:
-    ``_abort_waiting``'s result when the caller has it (it is the same for every cut)."""
+    ``abort_waiting``'s result when the caller has it (it is the same for every cut)."""
     end = page_cache_end(s)
     if s.mstate not in (UP, PROC_DOWN) or not min(s.durable, end) <= keep <= end or torn and keep >= end:
         return None
-    reqs, responses = aborted or _abort_waiting(cfg, s)
+    reqs, responses = aborted or abort_waiting(cfg, s)
     return evolve(s, log=s.log[:keep] + ((TORN,) if torn else ()), committed=keep, flushed=keep,
                   durable=keep, mstate=MACHINE_DOWN, writable=True, unwritten=frozenset(), landed=0, reqs=reqs,
                   inv_responses=responses, aux_ctrs=_bump(s, "masterMachineCrash"), **_master_gone(cfg))
@@ -296,7 +301,7 @@ def master_machine_crash(cfg: Config, s: State) -> list[State]:
     if s.mstate not in (UP, PROC_DOWN):
         return []
     end = page_cache_end(s)
-    aborted = _abort_waiting(cfg, s)
+    aborted = abort_waiting(cfg, s)
     return [t for keep in range(min(s.durable, end), end + 1) for torn in (False, True)
             if (t := master_machine_crash_to(cfg, s, keep, torn, aborted))]
 

@@ -18,6 +18,7 @@ import attrs
 
 from spec.config import Config
 from spec.functions import holders, replica_covered
+from spec.seq import any_field
 from spec.state import (
     FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, TORN, UP, WAITING, State,
 )
@@ -168,12 +169,12 @@ ANTECEDENTS: tuple[Antecedent, ...] = (
                lambda c, a, s, t: a == "Recover" and t.log != s.log),
     Antecedent("a master crash with PUT_OK messages", "AckedSurvivesCrash", _CRASHES,
                lambda c, a, s, t: a in ("MasterProcessCrash", "MasterMachineCrash")
-               and any(r.status == PUT_OK for r in s.reqs)),
+               and any_field(s.reqs, "status", PUT_OK)),
     Antecedent("a power loss that lost records", "AckedSurvivesCrash", ("MasterMachineCrash",),
                lambda c, a, s, t: a == "MasterMachineCrash" and t.committed < len(s.log)),
     Antecedent("a master crash with requests waiting", "OneResponsePerRequest", _CRASHES,
                lambda c, a, s, t: a in ("MasterProcessCrash", "MasterMachineCrash")
-               and s.mstate == UP and any(r.status == WAITING for r in s.reqs)),
+               and s.mstate == UP and any_field(s.reqs, "status", WAITING, reverse=True)),
     Antecedent("a slave connecting with records (the handshake checks them)", "LogMatching", ("ReplicaConnect",),
                lambda c, a, s, t: _is("ReplicaConnect")(a) and len(_rlog(c, a, s)) > 0),
     Antecedent("a report beyond committed, refused", "WatermarksOrdered", ("ReplicaAck", "ForgedAck"),

@@ -7,7 +7,7 @@ O(run length) per step for the refinement checker's shadow over a million-step s
 slicing, ``len``, iteration, ``==`` against tuples and Seqs, hashing) with the same values, kept
 as a tuple of full chunks of CHUNK items (shared between versions) and a short tail.  Only the
 checker's shadow uses it (reference/refinement.py); the twin's actions keep its type
-(spec/actions.py's ``_set``, ``_replace`` and ``like``), so every state a step makes from a
+(spec/actions.py's ``_set`` and ``_replace``), so every state a step makes from a
 Seq state holds Seqs again.
 """
 
@@ -142,6 +142,39 @@ class Seq:
         return repr(tuple(self))
 
 
-def like(template, items):
-    """``items`` as a sequence of ``template``'s kind (a Seq stays a Seq)."""
-    return Seq(items) if isinstance(template, Seq) else tuple(items)
+def same_prefix(a, b, n: int) -> bool:
+    """``a[:n] == b[:n]``, in time O(n / CHUNK) where two Seqs share their chunks (versions of one
+    sequence do: the twin's steps copy only the chunks they change)."""
+    if len(a) < n or len(b) < n:
+        return False
+    if not (isinstance(a, Seq) and isinstance(b, Seq)):
+        return tuple(a[i] for i in range(n)) == tuple(b[i] for i in range(n))
+    k = n >> _SHIFT
+    if any(x is not y and x != y for x, y in zip(a._chunks[:k], b._chunks[:k])):
+        return False
+    return a._piece(k << _SHIFT, n) == b._piece(k << _SHIFT, n)
+
+
+_ANY_MEMO: dict[tuple, tuple] = {}     # (id(chunk), field, value) -> (chunk, answer)
+_ANY_MEMO_MAX = 1 << 16                # entries; emptied when full (a cache, never an answer by itself)
+
+
+def any_field(seq, field: str, value, reverse: bool = False) -> bool:
+    """``any(getattr(x, field) == value for x in seq)``, remembering the answer of each full
+    chunk of a Seq (the memo holds the chunk, so its id stays its own): over versions of one
+    growing sequence each chunk is read once, not at every call.  ``reverse``: look from the
+    end first (where a match is likelier)."""
+    if not isinstance(seq, Seq):
+        return any(getattr(x, field) == value for x in seq)
+    if any(getattr(x, field) == value for x in seq._tail):
+        return True
+    for c in reversed(seq._chunks) if reverse else seq._chunks:
+        key = (id(c), field, value)
+        hit = _ANY_MEMO.get(key)
+        if hit is None or hit[0] is not c:
+            if len(_ANY_MEMO) >= _ANY_MEMO_MAX:
+                _ANY_MEMO.clear()
+            hit = _ANY_MEMO[key] = (c, any(getattr(x, field) == value for x in c))
+        if hit[1]:
+            return True
+    return False

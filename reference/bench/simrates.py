@@ -185,23 +185,33 @@ What is left per event: the twin's step itself (attrs `evolve` of a 17-field sta
 (about 15 watermarks and per-replica tuples), the waiting requests (as many as the deadlines let accumulate,
 not the run's length) and the coverage and trace bookkeeping.
 
-What still grows with the run, and why a million steps fall short of the goal: the master's crashes.
-A crash or restart costs O(run length) in the reference's simulator itself, checked or not: recovery
-(`_recover`, reference/sim/cluster.py) rebuilds the ghost index of the whole simulated disk (one
-`add_record` and chain entry per record, one checkpoint per segment) at every restart; the scan of a segment
-seen before is memoized (record.scan_log's ``memo``), its index entries are not. In the checker, the twin
-aborts the waiting requests by scanning `reqs`, a restart re-reads the master's log whole, and the
-coverage antecedent of a crash looks for a PUT_OK. Seed 0 restarts its master about once per 1,000 steps
-and seed 9 about once per 10,000: unchecked, the million-step runs of the table make about 12,000 (seed 0)
-and 24,000 (seed 9) steps/s, where 100,000 unchecked steps of seed 0 made 50,956 before this change
-(docs/benchmarks/sim-before-issue17.json); the checked figures follow them, the check itself costing 2.4x
-and 2.9x the unchecked run there. The next step is a recovery that starts from
-the last checkpoint it already indexed (RocketMQ's own recoverAbnormally starts from its checkpoint file).
+Crashes and restarts no longer grow with the run either. cProfile of 300,000 steps of seed 0 (which
+restarts its master about once per 1,000 steps) before this change: recovery was 55% of the unchecked
+run (`scan_log` 18.6 of 35.2 profiled s: one `add_record` and blake2b chain hash per record of the whole
+simulated disk, one `Checkpoint` per segment, at every restart) and, checked, a crash also cost the
+twin's `abort_waiting` (a scan and a rebuild of all of `reqs`: 14 of 153 s), a rebuild of the master's
+log's spec ids (`_compare_logs` 22 s) and the coverage antecedents' look for a PUT_OK or a waiting request
+(3.6 s). Now: the simulated disk (reference/sim/disk.py) knows the lowest segment written, zeroed or
+created since its last recovery, and the next recovery resumes at the checkpoint of the last whole
+segment below it (the last scan's tail segment is always read again): a real CRC scan of what changed,
+as RocketMQ recovers from its checkpoint rather than from the first file; the ghost index is the one
+the node went down with, cut back to that checkpoint (its record count and chain hash asserted there),
+not rebuilt. reference/tests/test_resumed_recovery.py recovers every restart of 12 seeds both ways (the
+resumed scan, and a scan from segment 0 of a copy of the disk) and compares log, scan and ghost. In
+the checker, a crash aborts only the requests the incremental abstraction saw waiting and those put
+since, through the twin's own `abort_waiting` given them as candidates; each log keeps its verified
+prefix across crashes and restarts (on the spec's side checked kept, by the Seq chunks the two versions
+share; on the reference's side cut back to where its ghost index was cut); the recovered log's
+well-formedness is read only past what it shares with the log the master died with; the crash
+antecedents remember their answer per Seq chunk. What a restart still costs in proportion to the log
+is C-speed copying of one checkpoint per segment (tuple and dict copies), microseconds.
 
-Unchecked: cProfile of 100,000 unchecked steps of seed 9 puts the time in the event loop's planning
-(`World._plan`: one pass over the links, the replicas and the master's next wake-up per event), the effect
-drain (`Cluster._drain`), the commit log's chain hashes and index (`chain_next`, `add_record`: a blake2b per
-record), the master's timers (`next_wakeup_ms`, `tick`, `replica_coverage`) and recovery (before the scan
-memo, `scan_log` was 44% of 100,000 unchecked steps of seed 0; the index rebuild remains). Each is a few µs of
-interpreted Python per event; 150,000 steps/s leaves 6.7 µs per event for all of them, which this design
-(one Python call chain per event through world, cluster and cores) does not reach.""".split("\n")
+Unchecked: what is left is the per-event call chain through world, cluster and cores — the event
+loop's planning (`World._plan`: the links, the replicas and the master's next wake-up after every
+event), the effect drain (`Cluster._drain`), the trace hash over each event's labels (`_finish`), the
+master's services on every tick (`tick`: commit, flush, deadlines, housekeeping, transfer, the release
+sweep, retention), the put path (record encoding, CRC32, one blake2b chain hash per record, now shared
+by the core's index and its ghost) and the random draws of the world. Each is a few µs of interpreted
+Python; 150,000 steps/s leaves 6.7 µs per event for all of them, which this design does not reach.
+Checked, the twin's step (attrs `evolve` of a 17-field state), the scalar abstraction and the
+comparison of what the event touched (`Abstraction.compare`) roughly double the cost of an event.""".split("\n")

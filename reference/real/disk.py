@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from reference.record import LogScan, OnRecord, scan_log
+from reference.record import CHAIN_START, Checkpoint, LogScan, OnRecord, scan_log
 
 NAME_DIGITS = 20
 WRITE_FAULTS = ("eio", "enospc", "short")
@@ -201,9 +202,13 @@ class SegmentStore:
         """Every segment in memory (tests and tools only; recovery reads one at a time)."""
         return {start: self._read_whole(start) for start in self.segments()}
 
-    def recover(self, keep_torn: bool = False, on_record: OnRecord | None = None) -> LogScan:
+    def recover(self, keep_torn: bool = False, on_record: OnRecord | None = None,
+                on_resume: Callable[[Checkpoint], None] | None = None) -> LogScan:
         """CRC recovery, one segment in memory at a time: scan, truncate at the first bad
-        record (zeroing what follows, so it cannot come back), and fsync what is kept."""
+        record (zeroing what follows, so it cannot come back), and fsync what is kept.
+        Always from the first segment (``on_resume``, as for the simulated disk, hears so)."""
+        if on_resume is not None:
+            on_resume(Checkpoint(0, 0, CHAIN_START))
         for start in self.segments():
             if not self.path(start).is_file():
                 raise IsADirectoryError(errno.EISDIR, f"{self.path(start)} is not a regular file")

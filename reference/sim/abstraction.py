@@ -28,6 +28,7 @@ variables an action can change) cannot hide a difference for long.
 from __future__ import annotations
 
 from reference.refinement import RefinementError
+from spec.seq import same_prefix
 from spec.state import TORN, WAITING, Counters, Request as SpecRequest, State
 
 UP = "UP"
@@ -36,6 +37,7 @@ _MASTER_DEATHS = frozenset({"MasterProcessCrash", "MasterMachineCrash"})
 _MASTER_LOG_REWRITES = frozenset({"MasterProcessCrash", "MasterMachineCrash", "Recover"})
 _RLOG_APPENDS = frozenset({"Transfer", "ReplicaAck"})   # the replica steps that leave a slave's log's prefix alone
 _DIGEST_MASK = (1 << 64) - 1
+_NONE = frozenset()
 # The spec steps that can change a request already put (tla/AckOrder.tla): Release, answers, crashes.
 _WAITING_STEPS = frozenset({"Respond", "Timeout", "Flush", "FlushFail", "WriteFail", "MasterProcessCrash",
                             "MasterMachineCrash", "Recover"})
@@ -71,6 +73,8 @@ class Abstraction:
         self.answered = 0                         # answered spec requests folded into ``digest``
         self.digest = 0
         self._signal: tuple = ()                  # what waiting requests' abstraction read, as of the last event
+        self._sss = frozenset(cluster.replica_names)
+        self._counts: tuple = (None, None)        # aux_ctrs' counts and the Counters made of them
 
     # ------------------------------------------------------------ the scalars and the logs
 
@@ -87,7 +91,7 @@ class Abstraction:
             # What the page cache really holds beside what the master counts (the disk knows):
             # records a failed write left anyway, or (BugFsyncCoversFailedWrite) counted ones missing.
             in_page_cache = idx.records_upto(c.page_end)
-            unwritten = frozenset(range(in_page_cache + 1, committed + 1))
+            unwritten = frozenset(range(in_page_cache + 1, committed + 1)) if in_page_cache < committed else _NONE
             landed = max(0, in_page_cache - committed)
             connected = tuple(r in m.conns for r in names)
             ack = tuple(m.conns[r].ack_records if r in m.conns else 0 for r in names)
@@ -95,48 +99,61 @@ class Abstraction:
         else:
             d = c.down
             committed, flushed, durable = d["committed"], d["flushed"], d["durable"]
-            writable, unwritten, landed = True, frozenset(), 0
+            writable, unwritten, landed = True, _NONE, 0
             connected, ack, push2 = (False,) * len(names), (0,) * len(names), 0
         n = c.counters
+        counts = (n["process"], n["machine"], n["replica"], n["disconnect"], n["fsync"], n["write"],
+                  c.checker.shadow.aux_ctrs.forgedReport)
+        if counts != self._counts[0]:        # one Counters per change, not per event
+            self._counts = (counts, Counters(*counts))
         return dict(
             mstate=c.mstate, committed=committed, flushed=flushed, durable=durable, writable=writable,
             unwritten=unwritten, landed=landed, connected=connected, ack=ack, push2SlaveMaxOffset=push2,
-            syncStateSet=frozenset(names), rUp=tuple(c.replicas[r].up for r in names),
+            syncStateSet=self._sss, rUp=tuple(c.replicas[r].up for r in names),
             # A forged report is indistinguishable from a true one at the master, so
             # the implementation cannot count them: that bound comes from the shadow.
-            aux_ctrs=Counters(masterProcessCrash=n["process"], masterMachineCrash=n["machine"],
-                              replicaCrash=n["replica"], replicaDisconnect=n["disconnect"],
-                              fsyncFailure=n["fsync"], writeFailure=n["write"],
-                              forgedReport=c.checker.shadow.aux_ctrs.forgedReport),
+            aux_ctrs=self._counts[1],
         )
 
     def _log_keys(self) -> dict[str, tuple]:
-        """Each log's keys (producer ids; None for a torn record) and how often they shrank."""
+        """Each log as (keys, their index, n, torn): the log is the spec ids of ``keys[:n]``
+        (producer ids), then a torn record if ``torn``.  ``keys`` is a ghost index's own array,
+        changed in place (appended, cut back: its ``cuts`` say where)."""
         c = self.c
         if c.mstate == UP:
             idx = c.master.log.ghost
-            out = {"master": (idx.keys, idx.shrinks)}
-        else:
-            out = {"master": (c.down["log"], 0)}      # a new list at every crash, never changed while down
+            out = {"master": (idx.keys, idx, len(idx.keys), False)}
+        else:          # the index as the master left it (never changed while down)
+            d = c.down
+            out = {"master": (d["index"].keys, d["index"], d["committed"], d["torn"])}
         for r in c.replica_names:
             g = c.replicas[r].core.ghost
-            out[r] = (g.keys, g.shrinks)
+            out[r] = (g.keys, g, len(g.keys), False)
         return out
 
     def _to_ids(self, keys) -> list[int]:
         ids = self.c.checker.requests.spec_id
         return [TORN if k is None else ids.get(k, TORN) for k in keys]
 
-    def _spec_ids(self, who: str, keys, shrinks: int) -> tuple[list[int], bool]:
-        """The spec ids of one log, extended as it grows; (ids, rebuilt from scratch)."""
+    def _spec_ids(self, who: str, keys, index) -> tuple[list[int], bool]:
+        """The spec ids of ``keys`` (one log's), kept in step with it: extended as it grows and
+        cut back to where ``index`` cut it (lowering the log's verified prefix); (ids, rebuilt
+        from scratch)."""
         old = self._ids.get(who)
-        if old is not None and old[0] is keys and old[1] == shrinks and len(old[2]) <= len(keys):
-            ids = old[2]
+        if old is not None and old[0] is keys and old[1] <= index.shrinks:
+            seen, ids = old[1], old[2]
+            if index.shrinks != seen:
+                new = index.shrinks - seen
+                low = min(list(index.cuts)[-new:]) if new <= len(index.cuts) else 0
+                del ids[low:]
+                self._verified[who] = min(self._verified.get(who, 0), low)
+                self._ids[who] = (keys, index.shrinks, ids)
+            assert len(ids) <= len(keys), (who, len(ids), len(keys))    # every cut was counted
             if len(ids) < len(keys):
                 ids += self._to_ids(keys[len(ids):])
             return ids, False
         ids = self._to_ids(keys)
-        self._ids[who] = (keys, shrinks, ids)
+        self._ids[who] = (keys, index.shrinks, ids)
         return ids, True
 
     # ------------------------------------------------------------ requests
@@ -160,7 +177,7 @@ class Abstraction:
         ids = c.checker.requests.spec_id
         touched = {label[1] for label in labels if label[0] in _REQUEST_STEPS}
         if any(label[0] in _MASTER_DEATHS for label in labels):
-            touched |= set(c.aborted)
+            touched |= set(c.last_aborted)
         if c.mstate == UP:
             touched |= {req.req_id for req in c.master.requests_read}
             touched |= {req.req_id for req in c.master.waiting if req.status is None}
@@ -172,7 +189,8 @@ class Abstraction:
         """The spec state this cluster is in, derived from scratch (O(run length))."""
         c = self.c
         requests = c.checker.requests
-        logs = {who: tuple(self._to_ids(keys)) for who, (keys, _) in self._log_keys().items()}
+        logs = {who: tuple(self._to_ids(keys[:n])) + ((TORN,) if torn else ())
+                for who, (keys, _, n, torn) in self._log_keys().items()}
         reqs = tuple(self._spec_request(r, requests.spec_off[r]) for r in requests.by_spec_id)
         return State(log=logs["master"], reqs=reqs, rlog=tuple(logs[r] for r in c.replica_names),
                      inv_responses=frozenset(), **self._fields())
@@ -187,24 +205,36 @@ class Abstraction:
         for name, value in self._fields().items():
             if getattr(shadow, name) != value:
                 diffs[name] = (getattr(shadow, name), value)
-        self._compare_logs(labels, shadow, diffs)
+        self._compare_logs(labels, before, shadow, diffs)
         self._compare_requests(labels, before, shadow, diffs)
         return diffs
 
-    def _compare_logs(self, labels: list[tuple], shadow: State, diffs: dict) -> None:
-        kinds = {label[0] for label in labels}
-        rewritten = {"master"} if kinds & _MASTER_LOG_REWRITES else set()
-        rewritten |= {label[1] for label in labels if label[0] not in _RLOG_APPENDS and len(label) > 1
-                      and label[1] in self.c.replicas}
-        for who, (keys, shrinks) in self._log_keys().items():
-            ids, rebuilt = self._spec_ids(who, keys, shrinks)
-            spec = shadow.log if who == "master" else shadow.rlog[self.c.replica_names.index(who)]
-            start = 0 if rebuilt or who in rewritten else min(self._verified.get(who, 0), len(ids), len(spec))
-            if len(spec) != len(ids) or tuple(ids[start:]) != spec[start:]:
+    def _compare_logs(self, labels: list[tuple], before: State, shadow: State, diffs: dict) -> None:
+        rewritten = set()
+        for label in labels:
+            if label[0] in _MASTER_LOG_REWRITES:
+                rewritten.add("master")
+            elif label[0] not in _RLOG_APPENDS and len(label) > 1 and label[1] in self.c.replicas:
+                rewritten.add(label[1])
+        specs = dict(zip(("master", *self.c.replica_names), (shadow.log, *shadow.rlog)))
+        for who, (keys, index, n, torn) in self._log_keys().items():
+            ids, rebuilt = self._spec_ids(who, keys, index)
+            spec = specs[who]
+            start = 0 if rebuilt else min(self._verified.get(who, 0), n, len(spec))
+            if start and who in rewritten:
+                # A step that may rewrite this log: its verified prefix stands if the spec's log
+                # kept it (a crash or a recovery keeps a prefix; checked, by shared chunks).
+                old = before.log if who == "master" else before.rlog[self.c.replica_names.index(who)]
+                if not same_prefix(old, spec, start):
+                    start = 0
+            if start == n == len(spec) and not torn:
+                continue                    # nothing past the verified prefix on either side
+            if len(spec) != n + torn or tuple(ids[start:n]) + ((TORN,) if torn else ()) != spec[start:]:
                 self._verified[who] = 0
-                diffs["log" if who == "master" else f"rlog[{who}]"] = (spec, tuple(ids))
+                diffs["log" if who == "master" else f"rlog[{who}]"] = (
+                    spec, tuple(ids[:n]) + ((TORN,) if torn else ()))
             else:
-                self._verified[who] = len(ids)
+                self._verified[who] = n
 
     def _compare_requests(self, labels: list[tuple], before: State, shadow: State, diffs: dict) -> None:
         requests = self.c.checker.requests
@@ -250,10 +280,10 @@ class Abstraction:
         (``observe()``'s result): the logs' spec ids, the waiting requests, the digest."""
         problems = []
         logs = {"master": observed.log, **dict(zip(self.c.replica_names, observed.rlog))}
-        for who, (keys, shrinks) in self._log_keys().items():
-            ids, _ = self._spec_ids(who, keys, shrinks)
-            if tuple(ids) != logs[who]:
-                problems.append(f"{who}'s log: incremental {ids!r}, derived {logs[who]!r}")
+        for who, (keys, index, n, torn) in self._log_keys().items():
+            ids, _ = self._spec_ids(who, keys, index)
+            if tuple(ids[:n]) + ((TORN,) if torn else ()) != logs[who]:
+                problems.append(f"{who}'s log: incremental {ids[:n]!r}, derived {logs[who]!r}")
         waiting = {i: r for i, r in enumerate(observed.reqs, start=1) if r.status == WAITING}
         if waiting != self.waiting:
             problems.append(f"waiting requests: incremental {self.waiting!r}, derived {waiting!r}")

@@ -21,6 +21,7 @@ reordered and corrupted at any byte.
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from collections.abc import Callable
 
@@ -31,7 +32,7 @@ from reference.commitlog import CommitLog, LogIndex
 from reference.config import StoreConfig
 from reference.frames import Ack, Data, FrameDecoder, FrameError, Handshake, encode
 from reference.master import MasterCore
-from reference.record import HEADER_SIZE
+from reference.record import HEADER_SIZE, Checkpoint
 from reference.refinement import PropertyViolation, RefinementChecker, spec_config
 from reference.replica import ReplicaCore
 from reference.sim.abstraction import Abstraction
@@ -116,6 +117,7 @@ class Cluster:
         self.responses: dict[int, list[int]] = {}
         self.responses_sent = 0                         # Respond effects performed (observers' change signal)
         self.aborted: dict[int, bool] = {}
+        self.last_aborted: list[int] = []               # the requests the last master death aborted
         self.history: dict[int, object] = {}           # every request of every incarnation (the cores forget)
         self.counters: Counter = Counter()             # spec fault kinds (aux_ctrs)
         self.faults: Counter = Counter()               # injected faults by kind (for reports)
@@ -218,7 +220,7 @@ class Cluster:
         """EveryRequestAnswered, with the core's deadlines as the bound: the oldest request
         still waiting on a live master has waited at most ``bound_ms``.  (Waiting requests are
         queued in put order, answered ones leave from the head, so the head is the oldest.)"""
-        if self.mstate != UP:
+        if self.mstate != UP or not self.master.waiting:
             return
         req = next((r for r in self.master.waiting if r.status is None), None)
         if req is not None and self.now - req.put_ms > bound_ms:
@@ -589,7 +591,7 @@ class Cluster:
             return self._finish(f"{name} already up")
         node.disk.close()
         node.disk = self.disk_factory(name, self.cfg.mapped_file_size_commit_log, node.disk)
-        scan, ghost = _recover(node.disk, self.cfg.mapped_file_size_commit_log)
+        scan, ghost = _recover(node.disk, self.cfg.mapped_file_size_commit_log, previous=node.core.ghost)
         node.core = ReplicaCore.recovered(name, self.cfg.mapped_file_size_commit_log, scan, ghost)
         node.core.spec_steps = self.spec_log
         node.up = True
@@ -600,9 +602,9 @@ class Cluster:
     def _kill_master(self) -> None:
         """The master process is gone: its waiting producers time out on their
         side, its memory (write buffer, acks, pending effects) is lost."""
-        for req in self.master.requests.values():
-            if req.status is None:
-                self.aborted[req.req_id] = self.master.flush_leg_done(req)
+        self.last_aborted = [req.req_id for req in self.master.requests.values() if req.status is None]
+        for rid in self.last_aborted:
+            self.aborted[rid] = self.master.flush_leg_done(self.master.requests[rid])
         self.history.update(self.master.requests)
         self.master.effects.clear()
         self.pending_fsync = None
@@ -621,7 +623,9 @@ class Cluster:
         log, idx = self.master.log, self.master.log.ghost
         self._kill_master()
         kept = idx.records_upto(self.page_end)      # the page cache survives; the pool's write buffer is gone
-        self.down = {"log": list(idx.keys[:kept]), "committed": kept,
+        # The log while down: the first ``committed`` records of ``index`` (then a torn one if
+        # ``torn``); the index itself stays as the master left it until the restart.
+        self.down = {"committed": kept, "torn": False,
                      "flushed": min(idx.records_upto(log.flushed), kept),
                      "durable": min(idx.records_upto(self.durable_end), kept), "index": idx}
         self.mstate = PROC_DOWN
@@ -632,7 +636,8 @@ class Cluster:
         """(durable end, page-cache end, record ends in between): where a cut may fall."""
         idx = self.master.log.ghost if self.mstate == UP else self.down["index"]
         low, high = min(self.durable_end, self.page_end), self.page_end
-        return low, high, [e for e in idx.ends if low < e < high]
+        ends = idx.ends
+        return low, high, list(ends[bisect_right(ends, low): bisect_left(ends, high)])
 
     def master_machine_crash(self, cut: int) -> None:
         """Power loss: the disk keeps [0, cut) for a cut between the durable
@@ -650,8 +655,7 @@ class Cluster:
         self.lookalike_sizes = deque(idx.ends[i] - idx.starts[i] - HEADER_SIZE for i in range(keep, len(idx.ends)))
         self.master_disk.machine_crash(cut)
         self.durable_end = self.page_end = cut
-        self.down = {"log": list(idx.keys[:keep]) + ([None] if torn else []), "committed": keep,
-                     "flushed": keep, "durable": keep, "index": idx}
+        self.down = {"committed": keep, "torn": torn, "flushed": keep, "durable": keep, "index": idx}
         self.mstate = MACHINE_DOWN
         self.incarnation += 1
         self._finish(f"master machine crash (cut at {cut})", [("MasterMachineCrash", keep, torn)])
@@ -662,7 +666,8 @@ class Cluster:
         self.master_disk.close()
         self.master_disk = self.disk_factory("master", self.cfg.mapped_file_size_commit_log, self.master_disk)
         seg = self.cfg.mapped_file_size_commit_log
-        scan, ghost = _recover(self.master_disk, seg, keep_torn=self.cfg.bug("BugRecoveryKeepsTorn"))
+        scan, ghost = _recover(self.master_disk, seg, keep_torn=self.cfg.bug("BugRecoveryKeepsTorn"),
+                               previous=self.down["index"])
         self.durable_end = self.page_end = scan.end_offset
         log = CommitLog.recovered(seg, self.cfg.transient_store_pool_enable, scan, ghost)
         self.master = MasterCore(self.cfg, self.replica_names, self.now, log=log)
@@ -681,10 +686,26 @@ class Cluster:
 _COUNTED = {"FlushFail": "fsync", "WriteFail": "write", "ReplicaDisconnect": "disconnect"}
 
 
-def _recover(disk, segment_size: int, keep_torn: bool = False):
-    """CRC recovery of a node's disk, and the ghost index of everything it kept (for observers)."""
+def _recover(disk, segment_size: int, keep_torn: bool = False, previous: LogIndex | None = None):
+    """CRC recovery of a node's disk, and the ghost index of everything it kept (for observers).
+
+    ``previous``: the node's ghost index before it went down.  When the disk resumes its scan
+    at a checkpoint (the segments before it are unchanged since its last recovery, which
+    indexed them into this ghost's lineage), the ghost is that index cut back to the
+    checkpoint, and only the records scanned from there on are added to it."""
     ghost = LogIndex(segment_size)
-    scan = disk.recover(keep_torn=keep_torn, on_record=ghost.add_record)
-    for cp in scan.checkpoints:
+    resumed_at = 0
+
+    def resume(cp: Checkpoint) -> None:
+        nonlocal ghost, resumed_at
+        if cp.start:
+            assert previous is not None and previous.base == 0
+            previous.truncate(cp.start)
+            assert (previous.count, previous.last_chain) == (cp.records, cp.chain), (previous.count, cp)
+            ghost, resumed_at = previous, cp.start
+
+    scan = disk.recover(keep_torn=keep_torn, on_record=lambda *rec: ghost.add_record(*rec),
+                        on_resume=resume if previous is not None else None)
+    for cp in scan.checkpoints[resumed_at // segment_size:]:
         ghost.checkpoints.setdefault(cp.start, cp)
     return scan, ghost

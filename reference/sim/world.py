@@ -54,6 +54,7 @@ class World:
                                wire_bytes=params.wire_bytes)
         self.cluster.write_fault = self._write_fault
         self._queue: list = []
+        self._handlers: dict[str, object] = {}               # event kind -> its _on_ method
         self._seq = 0
         self._scheduled: dict[tuple[int, str], int] = {}     # link -> frames with a delivery scheduled
         self._link_clock: dict[tuple[int, str], int] = {}    # link -> time of its last delivery (FIFO)
@@ -160,8 +161,12 @@ class World:
 
     def _process_next(self) -> None:
         at, _, kind, payload = heapq.heappop(self._queue)
-        self.cluster.now = max(self.cluster.now, at)
-        getattr(self, "_on_" + kind)(*payload)
+        if at > self.cluster.now:
+            self.cluster.now = at
+        handler = self._handlers.get(kind)
+        if handler is None:
+            handler = self._handlers[kind] = getattr(self, "_on_" + kind)
+        handler(*payload)
         try:
             self.cluster.check_answered_in_time(self._answer_bound_ms)
         except PropertyViolation:

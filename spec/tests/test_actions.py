@@ -134,3 +134,20 @@ def test_type_ok_bites_on_a_malformed_state():
     assert not type_ok(SF, attrs.evolve(s, mstate="ASLEEP"))
     assert not type_ok(SF, attrs.evolve(s, log=(-1,)))
     assert set(INVARIANTS) >= {"TypeOK", "NoAckBeforeFlush", "AckedSurvivesCrash"}
+
+
+def test_a_crash_aborts_the_same_requests_given_the_waiting_ones_as_candidates():
+    """abort_waiting reads only ``candidates`` when told where the waiting requests are (the
+    refinement checker knows): same successor as the scan of every request."""
+    cfg = Config(replicas=("r1",), flush_mode="SYNC_FLUSH", repl_mode="ASYNC_MASTER", file_size=8)
+    s = a.initial_state(cfg)
+    for _ in range(4):
+        s = a.put(cfg, s)[0]
+    flushes = a.flush_to(cfg, s, 2)
+    s = a.respond(cfg, flushes, 1)[0] if flushes and a.respond(cfg, flushes, 1) else s
+    waiting = {i for i, r in enumerate(s.reqs, start=1) if r.status == "WAITING"}
+    assert waiting and len(waiting) < len(s.reqs)      # one answered, the others waiting
+    whole = a.master_process_crash(cfg, s)
+    assert a.master_process_crash(cfg, s, waiting | {1}) == whole
+    assert a.abort_waiting(cfg, s, waiting) == a.abort_waiting(cfg, s)
+    assert all(r.status != "WAITING" for r in whole[0].reqs)

@@ -59,3 +59,38 @@ def test_the_checker_shadow_keeps_seqs_through_every_kind_of_step():
     shadow = world.cluster.checker.shadow
     assert isinstance(shadow.log, Seq) and isinstance(shadow.reqs, Seq)
     assert all(isinstance(r, Seq) for r in shadow.rlog)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_same_prefix_and_any_field_answer_as_on_tuples(seed):
+    """The checker's shortcuts (shared chunks compared by identity, per-chunk answers
+    remembered) give the answers of the plain definitions, over versions of one Seq."""
+    import attrs
+
+    from spec.seq import any_field, same_prefix
+
+    @attrs.frozen
+    class R:
+        status: str
+
+    rng = random.Random(seed)
+    t = tuple(R(rng.choice("ab")) for _ in range(rng.randrange(3 * CHUNK)))
+    s = Seq(t)
+    for _ in range(200):
+        old_t, old_s = t, s
+        r = rng.random()
+        if r < 0.5:
+            add = tuple(R(rng.choice("ab")) for _ in range(rng.randrange(5)))
+            t, s = t + add, s + add
+        elif r < 0.8 and t:
+            k, v = rng.randrange(len(t)), R(rng.choice("abc"))
+            t, s = t[:k] + (v,) + t[k + 1:], s.set(k, v)
+        else:
+            k = rng.randrange(len(t) + 1)
+            t, s = t[:k], s[:k]
+        n = rng.randrange(max(len(t), len(old_t)) + 2)
+        want = len(t) >= n and len(old_t) >= n and t[:n] == old_t[:n]
+        assert same_prefix(s, old_s, n) == want == same_prefix(t, old_t, n)
+        for status in "abc":
+            want = any(x.status == status for x in t)
+            assert any_field(s, "status", status) == want == any_field(s, "status", status, reverse=True)
