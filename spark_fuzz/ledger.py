@@ -22,6 +22,8 @@ SCHEMA_FIELDS = (
     ("faults", "string"),       # injected faults by kind (JSON), the spec actions are in "actions"
     ("branches", "string"),     # spec branches taken (tla/AckOrder.tla labels, JSON counts; spec/coverage.py)
     ("antecedents", "string"),  # property antecedents reached (JSON counts)
+    ("cpu_s", "double"),        # the seed's own CPU time in its task's process (user + system)
+    ("violation_step", "long"),  # the step at which the violation was found; 0: none
 )
 
 
