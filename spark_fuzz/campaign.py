@@ -100,12 +100,24 @@ def _jobs(campaign: str, indices: list[int], matrix, spec: CampaignSpec) -> list
 
 
 def _run_batch(spark, jobs: list[Job], path: Path, slices: int) -> None:
-    """One Spark job; the batch directory is overwritten as a whole, so a
-    retried task or a re-run batch never leaves a row twice."""
+    """One Spark job; each task writes its rows as one Parquet part of the batch directory
+    (``ledger.write_part``: the rows never go through the JVM), and the driver marks the batch
+    complete once every part is in.  The directory is emptied first, and a retried task
+    replaces its own part, so a re-run batch never leaves a row twice."""
+    import shutil
+    from functools import partial
+
     assert jobs and slices >= 1, (len(jobs), slices)
-    rdd = spark.sparkContext.parallelize(jobs, min(slices, len(jobs))).mapPartitions(run_partition)
-    frame = spark.createDataFrame(rdd, ledger.spark_schema())
-    frame.write.mode("overwrite").parquet(str(path))
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    rdd = spark.sparkContext.parallelize(jobs, min(slices, len(jobs)))
+    written = rdd.mapPartitionsWithIndex(partial(_write_partition, str(path))).collect()
+    assert sum(written) == len(jobs), (sum(written), len(jobs))
+    (path / "_SUCCESS").touch()
+
+
+def _write_partition(batch: str, part: int, jobs) -> list[int]:
+    return [ledger.write_part(Path(batch), part, list(run_partition(jobs)))]
 
 
 @attrs.frozen
