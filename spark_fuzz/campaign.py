@@ -215,9 +215,9 @@ def cpu_figures(rows: list[dict]) -> dict:
             first = r
             break
     return {
-        "cpu_seconds": round(cpu_s, 3), "bugs_found": len(bugs), "bugs_found_names": bugs,
+        "cpu_seconds": round(cpu_s, 6), "bugs_found": len(bugs), "bugs_found_names": bugs,
         "bugs_per_cpu_hour": round(len(bugs) / (cpu_s / 3600), 3) if cpu_s > 0 else 0.0,
-        "cpu_s_to_first_violation": round(to_first, 3) if first else None,
+        "cpu_s_to_first_violation": round(to_first, 6) if first else None,
         "first_violation": None if first is None else {
             "index": first["index"], "outcome": first["outcome"], "step": first.get("violation_step") or 0,
             "cpu_s": round(first.get("cpu_s") or 0.0, 3)},
