@@ -32,16 +32,46 @@ def plain(campaign: str, seeds: int, steps: int) -> tuple[float, int]:
     return time.perf_counter() - start, total
 
 
-def on_spark(master: str, seeds: int, steps: int, batch: int | None) -> tuple[float, int, str, float]:
-    """A campaign on a session of its own (its start excluded): (wall s, steps, id, the tasks' CPU s)."""
+def tree_cpu_s(root: int | None = None) -> float:
+    """CPU seconds (user + system, reaped children included) of a process and all its descendants,
+    from /proc: this driver, its JVM and the JVM's Python workers.  Unlike the wall clock, other
+    jobs on the machine do not inflate it."""
+    tick = os.sysconf("SC_CLK_TCK")
+    procs: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:            # gone meanwhile
+            continue
+        procs[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / tick)
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0.0, [root or os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += procs.get(pid, (0, 0.0))[1]
+        todo += children.get(pid, [])
+    return total
+
+
+def on_spark(master: str, seeds: int, steps: int, batch: int | None) -> tuple[float, int, str, float, float]:
+    """A campaign on a session of its own (its start excluded): (wall s, steps, id, the tasks' CPU s,
+    the CPU s of the driver, its JVM and its workers over the campaign)."""
     spark = spark_session(master)
     try:
+        spark.sparkContext.parallelize([0], 1).count()      # the Python workers started: not the campaign's
         with tempfile.TemporaryDirectory() as out:
+            cpu0 = tree_cpu_s()
             summary = run_campaign(spark, CampaignSpec(seeds=seeds, out=Path(out), steps=steps, batch_seeds=batch,
                                                        audit=False))
+            tree_s = tree_cpu_s() - cpu0
     finally:
         spark.stop()
-    return summary["seconds"], summary["steps"], summary["campaign"], summary["cpu_seconds"]
+    return summary["seconds"], summary["steps"], summary["campaign"], summary["cpu_seconds"], tree_s
 
 
 GOAL_SEEDS_PER_S_OVER_BEFORE = 3.0
@@ -93,10 +123,12 @@ def campaign_rates(campaign_seeds: int, steps: int = DEFAULT_STEPS, progress=pri
             out[f"before {master}"] = {**baseline_campaign(baseline, master, campaign_seeds, steps), "load": load}
         progress(f"sim: fuzz campaign of {campaign_seeds} seeds x {steps} steps on {master}")
         load = round(os.getloadavg()[0], 2)
-        seconds, total, campaign, cpu_s = on_spark(master, campaign_seeds, steps, None)
+        seconds, total, campaign, cpu_s, tree_s = on_spark(master, campaign_seeds, steps, None)
         out[master] = {"seeds": campaign_seeds, "seconds": round(seconds, 2), "task_cpu_s": round(cpu_s, 2),
-                       "seeds_per_s": round(campaign_seeds / seconds, 1), "steps_per_s": round(total / seconds),
-                       "spark_overhead": round(seconds * cores / cpu_s - 1, 3) if cpu_s else None, "load": load}
+                       "tree_cpu_s": round(tree_s, 2), "seeds_per_s": round(campaign_seeds / seconds, 1),
+                       "steps_per_s": round(total / seconds),
+                       "spark_overhead": round(seconds * cores / cpu_s - 1, 3) if cpu_s else None,
+                       "spark_cpu_overhead": round(tree_s / cpu_s - 1, 3) if cpu_s else None, "load": load}
     progress(f"sim: the same {campaign_seeds} seeds in a plain loop")
     load = round(os.getloadavg()[0], 2)
     plain_s, plain_steps = plain(campaign, campaign_seeds, steps)
@@ -190,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             args.json.write_text(json.dumps(result, indent=2) + "\n")
         return 0 if all(row["found"] for row in result.values()) else 1
-    one_s, one_steps, campaign, _ = on_spark("local[1]", args.seeds, args.steps, args.batch_seeds)
-    two_s, two_steps, _, _ = on_spark("local[2]", args.seeds, args.steps, args.batch_seeds)
+    one_s, one_steps, campaign, _, _ = on_spark("local[1]", args.seeds, args.steps, args.batch_seeds)
+    two_s, two_steps, _, _, _ = on_spark("local[2]", args.seeds, args.steps, args.batch_seeds)
     plain_s, plain_steps = plain(campaign, args.seeds, args.steps)
     assert plain_steps == one_steps == two_steps, (plain_steps, one_steps, two_steps)
     result = {

@@ -33,6 +33,7 @@ def test_bench_all_tiny_writes_docs(tmp_path):
                                                                         ("unchecked", 1000)]
     assert results["sim"]["local[1]"]["seeds"] == results["sim"]["local[2]"]["seeds"] == 8
     assert results["sim"]["plain"]["seeds"] == 8 and results["sim"]["local[1]"]["task_cpu_s"] > 0
+    assert results["sim"]["local[2]"]["tree_cpu_s"] >= results["sim"]["local[2]"]["task_cpu_s"] * 0.9
     assert [r["machine"] for r in results["sim"]["machines"]["rows"]] == ["write-path", "failover"]
     text = (tmp_path / "docs" / "benchmarks.md").read_text()
     rss = results["rss"]
