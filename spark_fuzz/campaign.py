@@ -33,8 +33,7 @@ from pathlib import Path
 import attrs
 
 from spark_fuzz import ledger
-from spark_fuzz.seeds import (FAILOVER, LONG_STEPS, Job, Reproducer, load_matrix, run_partition, shrink,
-                              shrink_failover)
+from spark_fuzz.seeds import FAILOVER, Job, Reproducer, load_matrix, run_partition, shrink, shrink_failover
 
 AUDIT_FRACTION = 0.01
 MAX_SHRINKS = 20                 # distinct failure signatures shrunk per campaign
