@@ -121,6 +121,9 @@ def main(args: argparse.Namespace) -> int:
         bug = resolve_bug(args.bug, FAILOVER_BUG_NAMES) if args.bug else None
         if args.config_matrix is not None:
             raise errors.UsageError("--config-matrix pins write-path knobs; a failover campaign has none")
+        if args.long:
+            raise errors.UsageError("--long: a failover seed's schedule is bounded by its fault budget (a few hundred "
+                                    "actions), so it has no long runs; --long is for the write path")
     else:
         bug = resolve_bug(args.bug) if args.bug else None
     conf = parse_conf(args.conf)

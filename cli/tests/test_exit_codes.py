@@ -63,6 +63,7 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     (["fuzz", "--seeds", "5", "--bug", "nope"], ["unknown bug switch"]),
     (["fuzz", "--seeds", "2", "--long", "--steps", "0"], ["--steps: expected a positive integer"]),
     (["fuzz", "--seeds", "2", "--long", "--batch-seeds", "x"], ["--batch-seeds: expected a positive integer"]),
+    (["fuzz", "--seeds", "2", "--long", "--model", "failover"], ["--long: a failover seed's schedule is bounded"]),
     (["fuzz", "--seeds", "5", "--conf", "nokey"], ["expected spark.KEY=VALUE"]),
     (["fuzz", "--seeds", "5", "--out", "README.md"], ["exists and is not a directory"]),
     (["fuzz", "--seeds", "5", "--master", "local[x]"], ["expected local"]),
