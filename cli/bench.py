@@ -28,7 +28,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tsp-producers", default="4,64", help="producer counts of the tsp scenario")
     p.add_argument("--tsp-count", type=int, default=1_000,
                    help="messages per tsp point at most (the pool-on points are slow by design)")
-    p.add_argument("--campaign-seeds", type=int, default=2_000, help="seeds of the fuzz-campaign part of sim")
+    p.add_argument("--campaign-seeds", type=int, default=2_000,
+                   help="seeds of the fuzz-campaign part of sim (400 steps each, the default campaign; 0: none, "
+                        "and no long/short comparison)")
+    p.add_argument("--machine-examples", type=int, default=60,
+                   help="sim: programs per Hypothesis machine for its steps per CPU-second (default 60, the ci "
+                        "profile's; --quick 15; 0: none)")
+    p.add_argument("--compare-bugs", default=",".join(_compare_bugs_default()), metavar="BUG,BUG,...",
+                   help="sim: bug switches whose bugs found per CPU-hour are compared, long mode against short "
+                        "mode, on the same step budget ('none': no comparison)")
     p.add_argument("--sim-steps", default="10000,100000",
                    help="run lengths of the checked simulator (sim; comma-separated; --full adds 1000000)")
     p.add_argument("--sim-seeds", default="0,9",
@@ -52,7 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cpu-count", type=int, default=20_000, help="messages per cpu point")
     p.add_argument("--quick", action="store_true",
                    help="controller: 1 and 20 groups, 100 ms heartbeats, 500 ms timeout (under a minute); "
-                        "sim: no fuzz campaign")
+                        "sim: a 200-seed campaign, a smaller long/short comparison, 15 programs per machine, "
+                        "and docs/benchmarks.md left alone")
     p.add_argument("--store", choices=("file", "etcd", "both"), default="file",
                    help="controller: the metadata store (etcd: a 3-member etcd on loopback per point; both: side by "
                         "side); the default and `both` write their parts of docs/benchmarks.md")
@@ -73,6 +82,26 @@ def _producers(text: str, flag: str = "--producers") -> list[int]:
     if not values or min(values) < 1:
         raise errors.UsageError(f"{flag} {text!r}: expected positive integers")
     return values
+
+
+def _compare_bugs_default() -> tuple[str, ...]:
+    from spark_fuzz.bench import COMPARE_BUGS
+
+    return COMPARE_BUGS
+
+
+def _compare_bugs(text: str) -> tuple[str, ...]:
+    from spec.config import ConfigError, resolve_bug
+
+    if text.strip() == "none":
+        return ()
+    try:
+        bugs = tuple(resolve_bug(b.strip()) for b in text.split(",") if b.strip())
+    except ConfigError as err:
+        raise errors.UsageError(f"--compare-bugs {text!r}: {err}") from None
+    if not bugs:
+        raise errors.UsageError(f"--compare-bugs {text!r}: expected bug switches or 'none'")
+    return bugs
 
 
 def _seeds(text: str) -> tuple[int, ...]:
@@ -143,11 +172,26 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
         if args.baseline is not None and not (args.baseline / "reference" / "sim" / "world.py").is_file():
             raise errors.UsageError(f"--baseline {args.baseline}: not a source tree of ackorder (no reference/sim/world.py)")
         seeds = _seeds(args.sim_seeds)
+        compare = _compare_bugs(args.compare_bugs)
+        if args.machine_examples < 0 or args.campaign_seeds < 0:
+            raise errors.UsageError("--machine-examples and --campaign-seeds: must be 0 or more")
         result = sim_rates(tuple(lengths), seeds, args.baseline, args.baseline_max_steps, progress=step)
-        if args.campaign_seeds and not args.quick:
-            from spark_fuzz.bench import campaign_rates
+        if examples := (min(args.machine_examples, 15) if args.quick else args.machine_examples):
+            from reference.bench.machinerates import machine_rates
 
-            result.update(campaign_rates(args.campaign_seeds, progress=step))
+            result["machines"] = machine_rates(examples, args.baseline, progress=step)
+            result["ratios"].update(result["machines"]["ratios"])
+        if args.campaign_seeds:
+            from spark_fuzz.bench import COMPARE_FULL, COMPARE_QUICK, campaign_rates, mode_comparison
+
+            seeds_n = min(args.campaign_seeds, 200) if args.quick else args.campaign_seeds
+            result.update(campaign_rates(seeds_n, progress=step, baseline=args.baseline))
+            result["ratios"].update({k: result[k] for k in ("local2_over_local1", "local1_over_plain_overhead",
+                                                            "local[1]_after_over_before", "local[2]_after_over_before")
+                                     if k in result})
+            if compare:
+                result["modes"] = mode_comparison(compare, COMPARE_QUICK if args.quick else COMPARE_FULL,
+                                                  progress=step)
         return result
 
 
@@ -182,11 +226,10 @@ def table(result: dict) -> Table:
         for r in result["rows"]:
             t.add_row(r["tree"], str(r["seed"]), r["kind"], f"{r['steps']:,}", str(r["cpu_s"]),
                       f"{r['steps_per_s']:,}", str(r["load"]))
-        for master in ("local[1]", "local[2]"):
-            if master in result:
-                r = result[master]
-                t.add_row("after", "", f"campaign {master}", f"{r['seeds']:,} seeds", f"{r['seconds']} (wall)",
-                          f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s)", "")
+        from reference.bench.simrates import extra_rows
+
+        for cells in extra_rows(result):
+            t.add_row(*cells)
         return t
     cols = ["mode", "producers", "msgs/s", "avg ms", "p50 ms", "p99 ms", "statuses", "µs/msg m/s/load"]
     if name == "groupcommit":
@@ -225,7 +268,8 @@ def main(args: argparse.Namespace) -> int:
 
         command = (f"ackorder bench sim --sim-steps {args.sim_steps} --sim-seeds {args.sim_seeds}"
                    + (" --full" if args.full else "") + (f" --baseline {args.baseline}" if args.baseline else "")
-                   + f" --campaign-seeds {args.campaign_seeds}")
+                   + f" --campaign-seeds {args.campaign_seeds} --machine-examples {args.machine_examples}"
+                   + f" --compare-bugs {args.compare_bugs}")
         console.print(f"wrote {replace_section(args.docs, SECTION, section(results['sim'], command))}")
     if args.scenario == "controller" and not args.quick and (args.store == "both" or
                                                             (args.store == "file" and not args.groups)):

@@ -40,8 +40,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", choices=("write-path", "failover"), default="write-path",
                    help="what each seed simulates: the write path (default) or a broker group under "
                         "controller-driven failover (reference/failover, checked against spec/failover)")
-    p.add_argument("--steps", type=positive_int, default=400, help="events with faults per seed (default 400)")
-    p.add_argument("--batch-seeds", type=positive_int, default=2_000, help="seeds per Spark job and ledger batch")
+    p.add_argument("--long", action="store_true",
+                   help="long-run mode: few seeds of very long runs (default 1,000,000 steps each), one Spark "
+                        "task per seed, each stopping at its first violation")
+    p.add_argument("--steps", type=positive_int, default=None,
+                   help="events with faults per seed (default 400; with --long 1,000,000)")
+    p.add_argument("--batch-seeds", type=positive_int, default=None,
+                   help="seeds per Spark job and ledger batch (default 2,000; with --long as many as run at once)")
     p.add_argument("--resume", action="store_true", help="run only the seeds the ledger lacks")
     p.add_argument("--max-failures", type=positive_int, metavar="K", help="stop after the batch that reaches K failures")
     p.add_argument("--no-audit", action="store_true", help="skip the determinism audit")
@@ -107,7 +112,7 @@ def verdict(summary: dict, bug: str | None) -> tuple[int, str]:
 
 def main(args: argparse.Namespace) -> int:
     from spark_fuzz.campaign import CampaignSpec, DeterminismError, run_campaign, spark_session
-    from spark_fuzz.seeds import load_matrix
+    from spark_fuzz.seeds import DEFAULT_STEPS, LONG_STEPS, load_matrix
 
     console = make_console()
     if args.model == "failover":
@@ -116,15 +121,19 @@ def main(args: argparse.Namespace) -> int:
         bug = resolve_bug(args.bug, FAILOVER_BUG_NAMES) if args.bug else None
         if args.config_matrix is not None:
             raise errors.UsageError("--config-matrix pins write-path knobs; a failover campaign has none")
+        if args.long:
+            raise errors.UsageError("--long: a failover seed's schedule is bounded by its fault budget (a few hundred "
+                                    "actions), so it has no long runs; --long is for the write path")
     else:
         bug = resolve_bug(args.bug) if args.bug else None
     conf = parse_conf(args.conf)
     load_matrix(args.config_matrix)          # a bad matrix is reported before Spark starts
     preflight(args.master, args.out)
+    steps = args.steps or (LONG_STEPS if args.long else DEFAULT_STEPS)
     spec = CampaignSpec(seeds=args.seeds, first_seed=args.first_seed, out=args.out,
-                        matrix_path=args.config_matrix, bug=bug, steps=args.steps,
+                        matrix_path=args.config_matrix, bug=bug, steps=steps,
                         batch_seeds=args.batch_seeds, max_failures=args.max_failures, resume=args.resume,
-                        audit=not args.no_audit, model=args.model)
+                        audit=not args.no_audit, model=args.model, mode="long" if args.long else "short")
     try:
         spark = spark_session(args.master, {"spark.ui.enabled": "true", **conf})
     except Exception as err:         # noqa: BLE001  (Py4J and JVM start-up errors have many types)
@@ -140,6 +149,9 @@ def main(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     print_summary(console, summary)
+    from spark_fuzz.campaign import read_history
+
+    print_per_cpu_hour(console, read_history(args.out))
     code, why = verdict(summary, bug)
     console.print(("[green]" if code == errors.OK else "[bold red]") + why + "[/]")
     return code
@@ -175,6 +187,14 @@ def print_summary(console, summary: dict) -> None:
                   f"{summary['seeds_per_second']:,.1f} seeds/s, {summary['steps_per_second']:,.0f} steps/s"
                   + ("; stopped early (--max-failures)" if summary["stopped_early"] else ""))
     console.print("outcomes: " + ", ".join(f"{k} {v:,}" for k, v in summary["outcomes"].items()))
+    if "cpu_seconds" in summary:
+        first = summary.get("first_violation")
+        console.print(f"{summary['mode']} mode, {summary['steps_per_seed']:,} steps per seed: "
+                      f"{summary['cpu_seconds']:,.1f} CPU-s in tasks, {summary['bugs_found']} distinct "
+                      f"violation(s) = {summary['bugs_per_cpu_hour']:,.1f} bugs found per CPU-hour"
+                      + ("" if first is None else
+                         f"; first at seed index {first['index']}, step {first['step']:,}, after "
+                         f"{summary['cpu_s_to_first_violation']:,.1f} CPU-s"))
     if summary.get("faults"):
         console.print("faults injected: " + ", ".join(f"{k} {v:,}" for k, v in summary["faults"].items()))
     if "audit" in summary:
@@ -188,6 +208,22 @@ def print_summary(console, summary: dict) -> None:
             console.print(f"  trace: {rep['trace']}")
     if summary.get("reproducers_file"):
         console.print(f"reproducers: {summary['reproducers_file']}")
+
+
+def print_per_cpu_hour(console, history: list[dict]) -> None:
+    """Every campaign run into this --out, both modes side by side, when there is more than one."""
+    if len(history) < 2:
+        return
+    table = Table(title="bugs found per CPU-hour, campaigns in this --out", title_justify="left")
+    for col in ("campaign", "mode", "bug", "seeds", "steps/seed", "CPU-s", "bugs", "per CPU-hour",
+                "CPU-s to first"):
+        table.add_column(col, justify="left" if col in ("campaign", "mode", "bug") else "right")
+    for h in history:
+        first = h.get("cpu_s_to_first_violation")
+        table.add_row(h["campaign"], h["mode"], h.get("bug") or "-", f"{h['seeds']:,}",
+                      f"{h['steps_per_seed']:,}", f"{h['cpu_seconds']:,.1f}", str(h["bugs_found"]),
+                      f"{h['bugs_per_cpu_hour']:,.1f}", "-" if first is None else f"{first:,.1f}")
+    console.print(table)
 
 
 def report_main(args: argparse.Namespace) -> int:

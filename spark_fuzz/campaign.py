@@ -8,6 +8,14 @@ is the record.  Then failures are deduplicated by signature and the smallest
 seed of each is shrunk into a reproducer; a determinism audit re-runs every
 failing seed and 1 % of the others in another partitioning and compares
 trace hashes.
+
+Two modes.  ``short`` (the default): many seeds of a few hundred steps, many
+seeds per Spark task.  ``long``: few seeds of very long runs (a million steps
+by default), one Spark task per seed, each stopping at its first violation;
+a batch is as many seeds as Spark runs at once, so a killed driver loses at
+most the runs in flight.  Both record each seed's own CPU time, and the
+summary gives bugs found per CPU-hour (distinct properties violated / CPU
+hours of the tasks): the figure the two modes are compared by.
 """
 
 from __future__ import annotations
@@ -30,6 +38,10 @@ from spark_fuzz.seeds import FAILOVER, Job, Reproducer, load_matrix, run_partiti
 AUDIT_FRACTION = 0.01
 MAX_SHRINKS = 20                 # distinct failure signatures shrunk per campaign
 MESSAGE_KEPT = 2_000             # characters of a failure's message (or traceback) in the summary
+MODES = ("short", "long")
+SHORT_BATCH_SEEDS = 2_000
+LONG_SHRINK_RUNS = 2             # a long seed's reproducer: the run cut at its violation, no fault delta-debugging
+HISTORY = "campaigns.jsonl"      # one line per finished campaign in OUT: the per-CPU-hour comparison of modes
 
 
 class DeterminismError(RuntimeError):
@@ -44,17 +56,20 @@ class CampaignSpec:
     matrix_path: Path | None = None
     bug: str | None = None
     steps: int = 400
-    batch_seeds: int = 2_000
+    batch_seeds: int | None = None      # None: 2,000 (short), as many as run at once (long)
     max_failures: int | None = None
     resume: bool = False
     audit: bool = True
     model: str = "write-path"
+    mode: str = attrs.field(default="short", validator=attrs.validators.in_(MODES))
 
     def campaign_id(self, matrix) -> str:
         """Named by what decides its rows, so a resumed campaign finds its ledger."""
         fields = {"matrix": matrix, "bug": self.bug, "steps": self.steps}
         if self.model != "write-path":          # write-path campaigns keep their ids (and ledgers)
             fields["model"] = self.model
+        if self.mode != "short":
+            fields["mode"] = self.mode
         key = json.dumps(fields, sort_keys=True)
         return "c" + hashlib.sha256(key.encode()).hexdigest()[:10]
 
@@ -84,11 +99,24 @@ def _jobs(campaign: str, indices: list[int], matrix, spec: CampaignSpec) -> list
 
 
 def _run_batch(spark, jobs: list[Job], path: Path, slices: int) -> None:
-    """One Spark job; the batch directory is overwritten as a whole, so a
-    retried task or a re-run batch never leaves a row twice."""
-    rdd = spark.sparkContext.parallelize(jobs, max(1, min(slices, len(jobs)))).mapPartitions(run_partition)
-    frame = spark.createDataFrame(rdd, ledger.spark_schema())
-    frame.write.mode("overwrite").parquet(str(path))
+    """One Spark job; each task writes its rows as one Parquet part of the batch directory
+    (``ledger.write_part``: the rows never go through the JVM), and the driver marks the batch
+    complete once every part is in.  The directory is emptied first, and a retried task
+    replaces its own part, so a re-run batch never leaves a row twice."""
+    import shutil
+    from functools import partial
+
+    assert jobs and slices >= 1, (len(jobs), slices)
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    rdd = spark.sparkContext.parallelize(jobs, min(slices, len(jobs)))
+    written = rdd.mapPartitionsWithIndex(partial(_write_partition, str(path))).collect()
+    assert sum(written) == len(jobs), (sum(written), len(jobs))
+    (path / "_SUCCESS").touch()
+
+
+def _write_partition(batch: str, part: int, jobs) -> list[int]:
+    return [ledger.write_part(Path(batch), part, list(run_partition(jobs)))]
 
 
 @attrs.frozen
@@ -108,7 +136,12 @@ def run_campaign(spark, spec: CampaignSpec, on_batch: Callable[[BatchProgress], 
     if not spec.resume and ledger.complete_batches(spec.out, campaign):
         _clear(spec.out, campaign)
     missing = [i for i in wanted if i not in done]
-    slices = 4 * spark.sparkContext.defaultParallelism
+    parallelism = spark.sparkContext.defaultParallelism
+    if spec.mode == "long":      # one task per seed: a long run is the unit of work
+        batch_seeds, slices = spec.batch_seeds or parallelism, spec.batch_seeds or parallelism
+    else:
+        batch_seeds, slices = spec.batch_seeds or SHORT_BATCH_SEEDS, 4 * parallelism
+    assert batch_seeds >= 1, batch_seeds
     start = time.perf_counter()
     failures = sum(1 for row in _rows(spec.out, campaign, ["index", "outcome"])
                    if row["outcome"] != "ok" and row["index"] in wanted)
@@ -116,8 +149,8 @@ def run_campaign(spark, spec: CampaignSpec, on_batch: Callable[[BatchProgress], 
     report = on_batch or (lambda p: None)
     report(BatchProgress(len(wanted) - len(missing), len(wanted), failures, None))
     ran, ran_indices = 0, set()
-    for at in range(0, len(missing), spec.batch_seeds):
-        chunk = missing[at: at + spec.batch_seeds]
+    for at in range(0, len(missing), batch_seeds):
+        chunk = missing[at: at + batch_seeds]
         path = ledger.batch_dir(spec.out, campaign, chunk[0], len(chunk))
         _run_batch(spark, _jobs(campaign, chunk, matrix, spec), path, slices)
         outcomes = ledger.read_batch(path).column("outcome").to_pylist()
@@ -137,7 +170,57 @@ def run_campaign(spark, spec: CampaignSpec, on_batch: Callable[[BatchProgress], 
         summary["audit"] = audit(spark, campaign, rows, matrix, spec)
     spec.out.mkdir(parents=True, exist_ok=True)
     (spec.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    with open(spec.out / HISTORY, "a") as history:
+        history.write(json.dumps(per_cpu_hour_entry(summary), sort_keys=True) + "\n")
     return summary
+
+
+PER_CPU_HOUR_KEYS = ("campaign", "mode", "model", "bug", "seeds", "steps", "steps_per_seed", "cpu_seconds",
+                     "bugs_found", "bugs_per_cpu_hour", "cpu_s_to_first_violation", "seconds")
+
+
+def per_cpu_hour_entry(summary: dict) -> dict:
+    return {k: summary.get(k) for k in PER_CPU_HOUR_KEYS}
+
+
+def read_history(out: Path) -> list[dict]:
+    """The latest entry of each campaign run into ``out`` (either mode), oldest first; a torn
+    last line (a driver killed while appending) is skipped."""
+    path = Path(out) / HISTORY
+    if not path.exists():
+        return []
+    latest: dict[str, dict] = {}
+    for line in path.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and "campaign" in entry:
+            latest.pop(entry["campaign"], None)
+            latest[entry["campaign"]] = entry
+    return list(latest.values())
+
+
+def cpu_figures(rows: list[dict]) -> dict:
+    """Bugs found per CPU-hour: distinct properties violated over the hours of CPU the seeds
+    took in their tasks; and the CPU-seconds to the first violation, with the seeds taken in
+    index order (what one core running them one after another would have spent)."""
+    cpu_s = sum(r.get("cpu_s") or 0.0 for r in rows)
+    bugs = sorted({r["outcome"] for r in rows} - {"ok"})
+    to_first, first = 0.0, None
+    for r in sorted(rows, key=lambda r: r["index"]):
+        to_first += r.get("cpu_s") or 0.0
+        if r["outcome"] != "ok":
+            first = r
+            break
+    return {
+        "cpu_seconds": round(cpu_s, 6), "bugs_found": len(bugs), "bugs_found_names": bugs,
+        "bugs_per_cpu_hour": round(len(bugs) / (cpu_s / 3600), 3) if cpu_s > 0 else 0.0,
+        "cpu_s_to_first_violation": round(to_first, 6) if first else None,
+        "first_violation": None if first is None else {
+            "index": first["index"], "outcome": first["outcome"], "step": first.get("violation_step") or 0,
+            "cpu_s": round(first.get("cpu_s") or 0.0, 3)},
+    }
 
 
 def _clear(out: Path, campaign: str) -> None:
@@ -172,9 +255,10 @@ def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: flo
             rep = Reproducer(first["seed"], spec.steps, pins, spec.bug or None, "internal_error", "")
             entry.update(reproducer=rep.command(), reproduces=None)
         else:
+            runs = LONG_SHRINK_RUNS if spec.mode == "long" else 16    # a long seed's re-run costs its run
             rep = (shrink_failover(first["seed"], spec.steps, spec.bug or None, first["outcome"])
                    if spec.model == "failover" else
-                   shrink(first["seed"], spec.steps, overrides, spec.bug or None, first["outcome"]))
+                   shrink(first["seed"], spec.steps, overrides, spec.bug or None, first["outcome"], runs))
             trace = spec.out / "traces" / f"{n:02d}-{re.sub(r'[^A-Za-z0-9]+', '-', sig).strip('-')}.ndjson"
             rep.write_trace(trace)
             entry.update(reproducer=rep.command(), trace_hash=rep.trace_hash, shrunk_steps=rep.steps,
@@ -196,7 +280,8 @@ def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: flo
             "/".join(str(c.get(k, "?")) for k in ("flush_disk_type", "broker_role", "ack_policy"))
         by_config[key][r["outcome"]] += 1
     return {
-        "campaign": campaign, "model": spec.model, "bug": spec.bug, "first_seed": spec.first_seed, "seeds": len(rows),
+        "campaign": campaign, "model": spec.model, "mode": spec.mode, "steps_per_seed": spec.steps,
+        "bug": spec.bug, "first_seed": spec.first_seed, "seeds": len(rows), **cpu_figures(rows),
         "seeds_run_now": ran, "steps": steps, "seconds": round(seconds, 3),
         "seeds_per_second": round(ran / seconds, 3) if seconds and ran else 0.0,
         "steps_per_second": round(steps_now / seconds, 1) if seconds and ran else 0.0,
@@ -211,10 +296,14 @@ def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: flo
 def audit(spark, campaign: str, rows: list[dict], matrix, spec: CampaignSpec) -> dict:
     """Re-run every failing seed and a 1 % sample of the rest, in reverse
     order and another partitioning (so on other tasks, usually other
-    executors), and compare trace hashes."""
+    executors), and compare trace hashes.  A long campaign re-runs its failing
+    seeds only (each stops at its violation; a clean long seed would cost as
+    much again as it did)."""
     rng = random.Random(f"audit/{campaign}")
     failing = [r for r in rows if r["outcome"] != "ok"]
-    passing = [r for r in rows if r["outcome"] == "ok"]
+    passing = [r for r in rows if r["outcome"] == "ok"] if spec.mode == "short" else []
+    if not failing and not passing:
+        return {"seeds": 0, "failing": 0, "mismatches": []}
     sample = failing + rng.sample(passing, max(1, int(len(passing) * AUDIT_FRACTION))) if passing else failing
     sample = sorted(sample, key=lambda r: -r["index"])[:2_000]
     jobs = _jobs(campaign, [r["index"] for r in sample], matrix, spec)

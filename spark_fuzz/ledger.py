@@ -22,6 +22,8 @@ SCHEMA_FIELDS = (
     ("faults", "string"),       # injected faults by kind (JSON), the spec actions are in "actions"
     ("branches", "string"),     # spec branches taken (tla/AckOrder.tla labels, JSON counts; spec/coverage.py)
     ("antecedents", "string"),  # property antecedents reached (JSON counts)
+    ("cpu_s", "double"),        # the seed's own CPU time in its task's process (user + system)
+    ("violation_step", "long"),  # the step at which the violation was found; 0: none
 )
 
 
@@ -30,6 +32,27 @@ def spark_schema():
 
     kinds = {"string": StringType(), "long": LongType(), "double": DoubleType()}
     return StructType([StructField(name, kinds[kind], nullable=False) for name, kind in SCHEMA_FIELDS])
+
+
+ARROW_KINDS = {"string": pa.string(), "long": pa.int64(), "double": pa.float64()}
+ARROW_SCHEMA = pa.schema([pa.field(name, ARROW_KINDS[kind], nullable=False) for name, kind in SCHEMA_FIELDS])
+
+
+def write_part(batch: Path, part: int, rows: list[dict]) -> int:
+    """One task's rows as ``part-NNNNN.parquet`` of a batch, written by the task itself
+    (no round trip of the rows through the JVM).  Written under a hidden name and renamed, so
+    a reader never sees half a file and a retried or speculative attempt of the same task
+    replaces its part whole (the rows are the same: they come from the data)."""
+    import os
+    import uuid
+
+    assert part >= 0, part
+    table = pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+    final = Path(batch) / f"part-{part:05d}.parquet"
+    hidden = Path(batch) / f".{final.name}.{uuid.uuid4().hex}.tmp"       # readers skip dot-files
+    pq.write_table(table, hidden)
+    os.replace(hidden, final)
+    return len(rows)
 
 
 def campaign_dir(out: Path, campaign: str) -> Path:

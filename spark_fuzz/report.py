@@ -170,12 +170,42 @@ def failover_actions_markdown(rows: list[dict]) -> list[str]:
     return lines
 
 
+def per_cpu_hour_markdown(summary: dict, out: Path) -> list[str]:
+    """This campaign's bugs found per CPU-hour, and every campaign run into the same directory
+    (short and long mode side by side, when both were run there)."""
+    from spark_fuzz.campaign import read_history
+
+    if "cpu_seconds" not in summary:          # a summary written before campaigns measured CPU time
+        return []
+    lines = ["", "## Bugs found per CPU-hour", "",
+             f"{summary['mode']} mode, {summary['steps_per_seed']:,} steps per seed: {summary['cpu_seconds']:,.1f} "
+             f"CPU-seconds in the tasks (each seed's own process CPU time), {summary['bugs_found']} distinct "
+             f"propert{'y' if summary['bugs_found'] == 1 else 'ies'} violated = "
+             f"**{summary['bugs_per_cpu_hour']:,.1f} bugs found per CPU-hour**."]
+    if first := summary.get("first_violation"):
+        lines[-1] += (f" The first violation ({first['outcome']}) came at seed index {first['index']}, step "
+                      f"{first['step']:,}, after {summary['cpu_s_to_first_violation']:,.1f} CPU-seconds "
+                      "(the seeds in index order).")
+    history = read_history(out)
+    modes = sorted({h["mode"] for h in history})
+    lines += ["", f"Campaigns run into this directory ({', '.join(modes) or 'none'} mode):", "",
+              "| campaign | mode | bug | seeds | steps/seed | CPU-s | bugs found | per CPU-hour | CPU-s to first |",
+              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for h in history:
+        first_s = h.get("cpu_s_to_first_violation")
+        lines.append(f"| {h['campaign']} | {h['mode']} | {h.get('bug') or '-'} | {h['seeds']:,} | "
+                     f"{h['steps_per_seed']:,} | {h['cpu_seconds']:,.1f} | {h['bugs_found']} | "
+                     f"{h['bugs_per_cpu_hour']:,.1f} | {'-' if first_s is None else f'{first_s:,.1f}'} |")
+    return lines
+
+
 def markdown(summary: dict, rows: list[dict], plots: dict[str, Path], out: Path) -> str:
     lines = [f"# Fuzz campaign {summary['campaign']}", "",
              f"{summary['seeds']:,} seeds, {summary['steps']:,} simulated steps"
              + (f", bug switch `{summary['bug']}`" if summary.get("bug") else "") + ".", "",
              "| outcome | seeds |", "|---|---:|"]
     lines += [f"| {k} | {v:,} |" for k, v in summary["outcomes"].items()]
+    lines += per_cpu_hour_markdown(summary, out)
     lines += ["", "## Faults injected", "", "| fault | count |", "|---|---:|"]
     lines += [f"| {k} | {v:,} |" for k, v in summary.get("faults", {}).items()] or ["| none | 0 |"]
     lines += ["", "## Failures (deduplicated by signature)", ""]

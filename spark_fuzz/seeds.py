@@ -26,6 +26,7 @@ from reference.sim.world import World
 from spec.config import ConfigError
 
 DEFAULT_STEPS = 400            # events with faults per seed, then the liveness phase
+LONG_STEPS = 1_000_000         # events per seed of a long-run campaign (`ackorder fuzz --long`)
 MESSAGE_CHARS = 2_000          # a violation message or traceback kept in the ledger
 
 
@@ -83,23 +84,22 @@ def _run_failover(job: Job, seed: int, row: dict) -> None:
                faults=json.dumps({k: v for k, v in sorted(run.counts.items()) if k != "acked"}))
     if run.violation:
         last = run.labels[-1].split("(")[0] if run.labels else "Init"
-        row.update(outcome=run.violation, signature=f"{run.violation} at {last}", message=run.detail[:MESSAGE_CHARS])
+        row.update(violation_step=run.steps, outcome=run.violation, signature=f"{run.violation} at {last}", message=run.detail[:MESSAGE_CHARS])
 
 
 def run_job(job: Job) -> dict:
     """Run one seed; a violation or a crash of the simulator is a row, never an exception."""
     seed = derive_seed(job.campaign, job.index)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     row = {"campaign": job.campaign, "index": job.index, "seed": seed, "bug": job.bug or "",
            "overrides": json.dumps(dict(job.overrides), sort_keys=True), "config": "{}", "outcome": "ok",
            "signature": "", "message": "", "steps": 0, "spec_steps": 0, "sim_ms": 0, "wall_s": 0.0,
            "trace_hash": "", "actions": "{}", "worker": f"{socket.gethostname()}:{os.getpid()}", "faults": "{}",
-           "branches": "{}", "antecedents": "{}"}
+           "branches": "{}", "antecedents": "{}", "cpu_s": 0.0, "violation_step": 0}
     try:
         if job.model == "failover":
             _run_failover(job, seed, row)
-            row["wall_s"] = round(time.perf_counter() - start, 6)
-            return row
+            return _timed(row, start, cpu_start)
         params = draw(seed, job.override_dict())
         row["config"] = json.dumps({k: v for k, v in params.describe().items() if k != "seed"}, sort_keys=True)
         outcome = World(params).run(job.steps)
@@ -109,14 +109,22 @@ def run_job(job: Job) -> dict:
                    branches=json.dumps(outcome.branches, sort_keys=True),
                    antecedents=json.dumps(outcome.antecedents, sort_keys=True))
         if outcome.violation:
-            row.update(outcome=outcome.violation, signature=signature(outcome.violation, outcome.tail),
+            row.update(violation_step=outcome.steps, outcome=outcome.violation, signature=signature(outcome.violation, outcome.tail),
                        message=(outcome.message or "")[:MESSAGE_CHARS])
     except ConfigError:
         raise                        # a bad matrix is the user's input: the driver validated it already
     except Exception:                # noqa: BLE001  (a simulator crash is a finding, recorded as a row)
         row.update(outcome="internal_error", signature="internal_error",
                    message=traceback.format_exc()[-MESSAGE_CHARS:])
+    return _timed(row, start, cpu_start)
+
+
+def _timed(row: dict, start: float, cpu_start: float) -> dict:
+    """The seed's wall time and its own CPU time (the task's process, user + system): the
+    denominator of bugs per CPU-hour, which other jobs on the machine disturb far less."""
     row["wall_s"] = round(time.perf_counter() - start, 6)
+    row["cpu_s"] = round(time.process_time() - cpu_start, 6)
+    assert row["cpu_s"] >= 0 and row["violation_step"] >= 0, row
     return row
 
 

@@ -87,8 +87,9 @@ def run_task(task: SimTask) -> dict:
            "overrides": json.dumps({"model": task.model, "traces": task.traces, "depth": task.depth}, sort_keys=True),
            "config": _config_json(model), "outcome": "ok", "signature": "", "message": "", "steps": 0,
            "spec_steps": 0, "sim_ms": 0, "wall_s": 0.0, "trace_hash": "", "actions": "{}",
-           "worker": f"{socket.gethostname()}:{os.getpid()}", "faults": "{}", "branches": "{}", "antecedents": "{}"}
-    start = time.perf_counter()
+           "worker": f"{socket.gethostname()}:{os.getpid()}", "faults": "{}", "branches": "{}", "antecedents": "{}",
+           "cpu_s": 0.0, "violation_step": 0}
+    start, cpu_start = time.perf_counter(), _cpu_with_children()
     try:
         run = run_model(model, TlcOptions(workers=1, simulate=task.traces, depth=task.depth, seed=seed,
                                           coverage_minutes=1, timeout_s=task.timeout_s))   # 2.15 prints a last report only then
@@ -103,13 +104,19 @@ def run_task(task: SimTask) -> dict:
                        message="; ".join(run.errors)[-2_000:])
         elif run.outcome != "pass":
             labels = [s.action for s in run.trace]
-            row.update(outcome=run.outcome, signature=f"{run.outcome} at {labels[-1] if labels else '?'}",
+            row.update(outcome=run.outcome, violation_step=len(labels), signature=f"{run.outcome} at {labels[-1] if labels else '?'}",
                        message=f"{run.outcome} violated after {len(labels)} states: {' -> '.join(labels)}"[:2_000],
                        trace_hash=hashlib.sha256(" ".join(labels).encode()).hexdigest())
     except Exception as err:  # noqa: BLE001  (a task that cannot run TLC is a row, as a simulator crash is)
         row.update(outcome="internal_error", signature="internal_error", message=f"{type(err).__name__}: {err}")
     row["wall_s"] = round(time.perf_counter() - start, 6)
+    row["cpu_s"] = round(_cpu_with_children() - cpu_start, 6)      # TLC's JVM is a child process
     return row
+
+
+def _cpu_with_children() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _bug_of(model) -> str:

@@ -44,6 +44,21 @@ def test_a_bug_campaign_that_misses_its_bug_exits_1(tmp_path):
     assert "was not found in 2 seeds" in p.stdout
 
 
+def test_a_long_campaign_reports_bugs_per_cpu_hour_beside_the_short_one(tmp_path):
+    out = str(tmp_path / "c")
+    short = ackorder("fuzz", "--seeds", "20", "--steps", "150", "--bug", "BugAckOnWrote", "--no-audit",
+                     "--master", "local[2]", "--out", out, timeout=600)
+    assert short.returncode == errors.OK, short.stdout + short.stderr
+    assert "short mode, 150 steps per seed" in short.stdout and "bugs found per CPU-hour" in short.stdout
+    p = ackorder("fuzz", "--long", "--seeds", "2", "--steps", "20000", "--bug", "BugAckOnWrote",
+                 "--master", "local[2]", "--out", out, timeout=600)
+    assert p.returncode == errors.OK, p.stdout + p.stderr
+    assert "long mode, 20,000 steps per seed" in p.stdout and "found as NoAckBeforeFlush" in p.stdout
+    # the table of both campaigns in this --out, each with its own figure
+    assert "bugs found per CPU-hour, campaigns in this --out" in p.stdout
+    assert " short " in p.stdout and " long " in p.stdout
+
+
 def write_matrix(tmp_path):
     path = tmp_path / "matrix.json"
     path.write_text('[{"fsync_failure_probability": 0}]')      # the bug needs a failed fsync

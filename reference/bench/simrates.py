@@ -114,6 +114,30 @@ def sim_rates(lengths: tuple[int, ...], seeds: tuple[int, ...] = (0,), baseline:
     return out
 
 
+def extra_rows(result: dict) -> list[tuple[str, ...]]:
+    """The machine and campaign rows under the simulator's, in its seven columns (tree, seed, run,
+    steps, CPU s, steps per CPU-s, load)."""
+    rows = []
+    for r in result.get("machines", {}).get("rows", []):
+        rows.append((r["tree"], "", f"machine steps/s: {r['machine']} ({r['examples']} examples, ci)",
+                     f"{r['steps']:,}", str(r["cpu_s"]), f"{r['steps_per_s']:,}", str(r["load"])))
+    for master in ("before local[1]", "local[1]", "before local[2]", "local[2]", "plain"):
+        if master in result:
+            r = result[master]
+            where = "a plain loop in-process" if master == "plain" else master.removeprefix("before ")
+            overhead = "" if r.get("spark_overhead") is None else \
+                f", Spark overhead {r['spark_overhead']:.1%} wall, {r['spark_cpu_overhead']:.1%} CPU"
+            rows.append(("before" if master.startswith("before") else "after", "", f"campaign on {where}", f"{r['seeds']:,} seeds x {result['steps_per_seed']}",
+                         f"{r['seconds']} (wall)" + (f", {r['task_cpu_s']} (tasks' CPU), {r['tree_cpu_s']} (all "
+                                                     "CPU)" if "task_cpu_s" in r else ""),
+                         f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s{overhead})", str(r.get("load", ""))))
+    for r in result.get("modes", {}).get("rows", []):
+        first = "-" if r["cpu_s_to_first"] is None else f"{r['cpu_s_to_first']:.3f} CPU-s to the first"
+        rows.append(("after", "", f"{r['bug']}, {r['mode']} mode", f"{r['seeds']:,} seeds x {r['steps_per_seed']:,}",
+                     f"{r['cpu_s']:.2f}", f"{r['bugs_per_cpu_hour']:,.0f} bugs/CPU-h ({first})", str(r["load"])))
+    return rows
+
+
 def markdown(result: dict) -> list[str]:
     """The sim section's table and ratios, as docs/benchmarks.md shows them."""
     lines = ["| tree | seed | run | steps | CPU s | steps per CPU-s | load average |",
@@ -121,11 +145,7 @@ def markdown(result: dict) -> list[str]:
     for r in result["rows"]:
         lines.append(f"| {r['tree']} | {r['seed']} | {r['kind']} | {r['steps']:,} | {r['cpu_s']} | "
                      f"{r['steps_per_s']:,} | {r['load']} |")
-    for master in ("local[1]", "local[2]"):
-        if master in result:
-            r = result[master]
-            lines.append(f"| after | | campaign on {master} | {r['seeds']:,} seeds | {r['seconds']} (wall) | "
-                         f"{r['steps_per_s']:,} ({r['seeds_per_s']} seeds/s) | |")
+    lines += ["| " + " | ".join(cells) + " |" for cells in extra_rows(result)]
     lines += ["", "Ratios: `" + json.dumps(result["ratios"]) + "`"]
     return lines
 
@@ -164,7 +184,68 @@ def section(result: dict, command: str) -> list[str]:
                   f"{GOAL_CHECKED_STEPS_PER_S:,} | {_met(long_['steps_per_s'] >= GOAL_CHECKED_STEPS_PER_S)} |",
                   f"| {seed} | unchecked steps/s, {lengths[-1]:,} steps | {unchecked:,} | >= "
                   f"{GOAL_UNCHECKED_STEPS_PER_S:,} | {_met(unchecked >= GOAL_UNCHECKED_STEPS_PER_S)} |"]
+    lines += goal_rows(result)
+    lines += ["", *ROWS_EXPLAINED]
+    if modes := result.get("modes"):
+        plan = modes["plan"]
+        lines += ["", f"The long/short comparison ran each bug switch's two campaigns on one {modes['master']} session "
+                      f"with the same step budget: {plan['short_seeds']:,} seeds x {plan['short_steps']:,} steps "
+                      f"(short) against {plan['long_seeds']:,} x {plan['long_steps']:,} (long; `ackorder fuzz --long` "
+                      "defaults to 1,000,000 steps per seed, cut here to keep the benchmark to minutes). Bugs per "
+                      "CPU-hour divides the distinct properties violated by the whole campaign's CPU hours, so it "
+                      "rewards a mode whose failing seeds stop early; CPU-s to the first violation is what one core "
+                      "spends, the seeds taken in index order, until the first one fails."]
     lines += ["", *BOUNDS, ""]
+    return lines
+
+
+ROWS_EXPLAINED = """Below the simulator's rows: **machine steps/s**, the Hypothesis refinement machines (write path:
+stateful_tests/machines.py; failover: stateful_tests/failover_machine.py) under the `ci` profile, derandomized,
+generation only, a fixed number of programs, each machine in its own process timed by its own CPU time
+(reference/bench/machinerates.py), one step being one rule call; **campaign** rows, a default fuzz campaign
+(400 steps per seed, default batches, no audit) on local[1] and local[2] — each on a Spark session of its own,
+whose start is not counted — and the same seeds in a plain loop in this process; Spark's overhead is the
+campaign's wall time x its cores over the sum of its tasks' own CPU, minus 1 (scheduling, pickling, the Parquet
+parts, the driver reading back; the load of other jobs on the machine inflates it, since the wall clock counts
+their time too), and in CPU: the CPU of the driver, its JVM and its Python workers over the campaign (from /proc)
+over the tasks' CPU, minus 1, which other jobs do not inflate; and the **long/short** rows, bugs found per CPU-hour of `ackorder fuzz --long` against the
+default short mode (docs/fuzz.md).""".split("\n")
+
+
+def goal_rows(result: dict) -> list[str]:
+    """The machine, campaign and mode-comparison goals, as rows of the goal table."""
+    lines = []
+    machines = result.get("machines")
+    for r in (machines or {}).get("rows", []):
+        if r["tree"] != "after":
+            continue
+        low, high = machines["goal_steps_per_s"]
+        ratio = machines["ratios"].get(f"machine_{r['machine']}_after_over_before")
+        measured = f"{r['steps_per_s']:,}" + ("" if ratio is None else f" ({ratio}x the baseline)")
+        ok = ratio >= machines["goal_speedup"] if ratio is not None else r["steps_per_s"] >= low
+        lines.append(f"| | machine steps/s, {r['machine']} | {measured} | >= {machines['goal_speedup']}x before "
+                     f"({low:,.0f}-{high:,.0f}) | {_met(ok)} |")
+    if "local[1]" in result:
+        goals = result["goals_campaign"]
+        for master in ("local[1]", "local[2]"):
+            over, cpu_over = result[master].get("spark_overhead"), result[master].get("spark_cpu_overhead")
+            if over is not None:
+                lines.append(f"| | Spark overhead on {master} (wall x cores / tasks' CPU - 1) | {over:.1%} | <= "
+                             f"{goals['spark_overhead']:.0%} | {_met(over <= goals['spark_overhead'])} |")
+            if cpu_over is not None:
+                lines.append(f"| | Spark overhead on {master} in CPU (driver + JVM + workers / tasks' CPU - 1) | "
+                             f"{cpu_over:.1%} | <= {goals['spark_overhead']:.0%} | "
+                             f"{_met(cpu_over <= goals['spark_overhead'])} |")
+        lines.append(f"| | Spark overhead on local[1] against a plain loop | {result['local1_over_plain_overhead']:.1%} "
+                     f"| <= {goals['spark_overhead']:.0%} | {_met(result['local1_over_plain_overhead'] <= goals['spark_overhead'])} |")
+        ratio = result["local2_over_local1"]
+        lines.append(f"| | campaign seeds/s, local[2] / local[1] | {ratio}x | >= {goals['local2_over_local1']}x | "
+                     f"{_met(ratio >= goals['local2_over_local1'])} |")
+        for master in ("local[1]", "local[2]"):
+            if (speedup := result.get(f"{master}_after_over_before")) is not None:
+                lines.append(f"| | campaign seeds/s on {master}, after / before ({result['steps_per_seed']} steps "
+                             f"per seed) | {speedup}x | >= {goals['seeds_per_s_over_before']}x | "
+                             f"{_met(speedup >= goals['seeds_per_s_over_before'])} |")
     return lines
 
 

@@ -12,6 +12,7 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     stop_shared()            # the sim scenario starts local[1] and local[2] sessions of its own
     args = build_parser().parse_args(["bench", "all", "--producers", "1,4", "--count", "40",
                                       "--tsp-producers", "4", "--tsp-count", "40", "--campaign-seeds", "8",
+                                      "--machine-examples", "2", "--compare-bugs", "none",
                                       "--sim-steps", "300,1000", "--sim-seeds", "0",
                                       "--rss-gib", "0.005", "--rss-size", "4096", "--cpu-count", "40",
                                       "--docs", str(tmp_path / "docs"), "--json", str(tmp_path / "all.json")])
@@ -31,6 +32,9 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     assert [(r["kind"], r["steps"]) for r in results["sim"]["rows"]] == [("checked", 300), ("checked", 1000),
                                                                         ("unchecked", 1000)]
     assert results["sim"]["local[1]"]["seeds"] == results["sim"]["local[2]"]["seeds"] == 8
+    assert results["sim"]["plain"]["seeds"] == 8 and results["sim"]["local[1]"]["task_cpu_s"] > 0
+    assert results["sim"]["local[2]"]["tree_cpu_s"] >= results["sim"]["local[2]"]["task_cpu_s"] * 0.9
+    assert [r["machine"] for r in results["sim"]["machines"]["rows"]] == ["write-path", "failover"]
     text = (tmp_path / "docs" / "benchmarks.md").read_text()
     rss = results["rss"]
     assert rss["written_gib"] >= 0.005 and rss["master_peak_rss_mib"] > 0 and rss["replica_peak_rss_mib"] > 0
@@ -65,8 +69,10 @@ def test_bench_sim_writes_its_section_of_the_docs(tmp_path):
     docs.mkdir()
     (docs / "benchmarks.md").write_text("# Benchmarks\n\n## `sim`\n\nold figures\n\n## `rss`\n\nkept\n")
     assert main(["bench", "sim", "--sim-steps", "100,300", "--sim-seeds", "9", "--campaign-seeds", "0",
-                 "--docs", str(docs)]) == 0
+                 "--machine-examples", "2", "--docs", str(docs)]) == 0
     text = (docs / "benchmarks.md").read_text()
+    assert "| after |  | machine steps/s: write-path (2 examples, ci) |" in text
+    assert "| | machine steps/s, failover |" in text
     assert "old figures" not in text and "## `rss`\n\nkept" in text
     assert "| after | 9 | checked | 300 |" in text and "### What bounds the simulator" in text
 
@@ -77,6 +83,24 @@ def test_bench_sim_refuses_a_baseline_that_is_no_source_tree(tmp_path):
     assert main(["bench", "sim", "--quick", "--sim-steps", "10", "--baseline", str(tmp_path)]) == 2
     assert main(["bench", "sim", "--quick", "--sim-steps", "10,x"]) == 2
     assert main(["bench", "sim", "--quick", "--sim-steps", "10", "--sim-seeds", "-1"]) == 2
+    assert main(["bench", "sim", "--quick", "--sim-steps", "10", "--compare-bugs", "BugNoSuchThing"]) == 2
+    assert main(["bench", "sim", "--quick", "--sim-steps", "10", "--machine-examples", "-1"]) == 2
+
+
+def test_bench_sim_compares_bugs_per_cpu_hour_long_against_short():
+    """The structure of the long/short comparison (never its timings): both modes on one bug switch,
+    each with its bugs per CPU-hour and the CPU-seconds to its first violation."""
+    from spark_fuzz.bench import ComparePlan, mode_comparison
+    from spark_fuzz.tests.sessions import stop_shared
+
+    stop_shared()            # the comparison starts a session of its own
+    result = mode_comparison(("BugAckOnWrote",), ComparePlan(20, 150, 2, 5_000))
+    assert [(r["bug"], r["mode"], r["seeds"], r["steps_per_seed"]) for r in result["rows"]] == [
+        ("BugAckOnWrote", "short", 20, 150), ("BugAckOnWrote", "long", 2, 5_000)]
+    for r in result["rows"]:
+        assert r["found"] == ["NoAckBeforeFlush"] and r["failing_seeds"] >= 1, r
+        assert r["cpu_s"] > 0 and r["cpu_s_to_first"] > 0
+        assert abs(r["bugs_per_cpu_hour"] * r["cpu_s"] / 3600 - 1) < 1e-2, r
 
 
 def test_bad_producers_are_refused(tmp_path):
