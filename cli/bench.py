@@ -118,7 +118,8 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
     from reference.bench import scenarios
 
     columns = [SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=True) as bar, scenarios.workdir() as work:
+    # The bar goes to stderr: stdout carries only the tables, and a usage error leaves it empty.
+    with Progress(*columns, console=make_console(stderr=True), transient=True) as bar, scenarios.workdir() as work:
         task = bar.add_task(name)
 
         def step(text: str) -> None:

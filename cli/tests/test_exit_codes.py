@@ -27,6 +27,7 @@ def ackorder(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: flo
 def assert_usage_error(p: subprocess.CompletedProcess, *needles: str) -> None:
     assert p.returncode == errors.USAGE, (p.returncode, p.stdout, p.stderr)
     assert "Traceback" not in p.stdout + p.stderr, p.stderr
+    assert p.stdout == "", f"a usage error also wrote to stdout: {p.stdout!r}"
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1, p.stderr
     for needle in needles:
