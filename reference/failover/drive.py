@@ -1,6 +1,11 @@
 """Seeded simulation of a broker group under failover: a random schedule of
 the spec's actions on a ``FailoverGroup``, the refinement check after every
-step and the safety invariants on every state.  Deterministic per seed."""
+step and the safety invariants on every state.  Deterministic per seed.
+
+Each seed first draws a ``Scenario`` (``draw_scenario``): a fault pattern such as a
+master deposed while it keeps proposing, or a lagging SyncStateSet member with an
+outsider ahead of it when the master dies.  Scenarios come from the seed alone, never
+from the bug switches."""
 
 from __future__ import annotations
 
