@@ -74,3 +74,19 @@ def test_the_scenarios_reach_the_deep_failover_bugs(bug, prop, scenario):
     naming its TLC cfg's property, by the scenario drawn for that fault pattern (about 5 s)."""
     found = [(r.violation, r.scenario) for r in (simulate(seed, bugs=(bug,)) for seed in range(100)) if r.violation]
     assert len(found) >= 2 and (prop, scenario) in found, found
+
+
+@pytest.mark.parametrize("bugs, accepted", [((), False), (("BugAlterWithoutFencing",), True)])
+def test_an_alter_equal_to_the_current_set_is_refused_only_behind_the_compare_and_set(bugs, accepted):
+    """The spec's AlterSyncStateSet has no equal-set refusal: behind a compare-and-set that
+    holds it cannot matter, but without one (BugAlterWithoutFencing) a stale proposal may equal
+    the current set, and the spec accepts it with a new sssEpoch; the reference's variant did
+    not (a Refinement failure in the deposed-master scenario)."""
+    from reference.failover import effects as cfx
+    from reference.failover.group import GROUP
+
+    g = _group(bugs)
+    before = g.controller.groups[GROUP].sss_epoch
+    reply = g._ask(g.controller.alter_sync_state_set, GROUP, 1, 1, before, frozenset({1}))
+    assert (reply.code == cfx.SUCCESS) == accepted, reply
+    assert g.controller.groups[GROUP].sss_epoch == before + accepted
