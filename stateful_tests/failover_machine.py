@@ -15,7 +15,7 @@ import random
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from reference.failover.drive import FAULT_RATES, FailoverBudget, fair_actions, heal_and_check, step_once
+from reference.failover.drive import FailoverBudget, draw_scenario, fair_actions, heal_and_check, step_once
 from reference.failover.group import FailoverGroup
 from reference.failover.refine import RefinementError, check_step, violated
 from spec.failover.config import FailoverConfig
@@ -42,6 +42,8 @@ class FailoverMachine(RuleBasedStateMachine):
         self.group = FailoverGroup(self.cfg)
         self.pre = self.group.abstract()
         self.failed = False
+        self.scenario = None          # the fault pattern of this program's schedule steps (its first seed's)
+        self.scheduled = 0            # schedule steps taken so far (the scenario's clock)
 
     def _step(self, label: str | None) -> None:
         if label is None:
@@ -127,15 +129,18 @@ class FailoverMachine(RuleBasedStateMachine):
                     self._step(label)
                     break
 
-    @rule(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), fault_rate=st.sampled_from(FAULT_RATES),
-          slow=st.sampled_from((None,) + BROKERS))
-    def schedule(self, seed, n, fault_rate, slow):
+    @rule(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40))
+    def schedule(self, seed, n):
         """``n`` steps of the seeded campaign's schedule (reference/failover/drive.py), each
-        checked here: the campaign's pacing of faults and slow members, inside programs
-        Hypothesis composes and shrinks."""
+        checked here, inside programs Hypothesis composes and shrinks.  The first call's seed
+        draws the program's scenario (fault pattern, slow links, aimed faults); later calls
+        go on with it, on the scenario's clock."""
         rng = random.Random(seed)
+        if self.scenario is None:
+            self.scenario = draw_scenario(rng)
         for _ in range(n):
-            self._step(step_once(self.group, rng, BUDGET, fault_rate, slow))
+            self._step(step_once(self.group, rng, BUDGET, self.scenario, self.scheduled))
+            self.scheduled += 1
 
     @rule(rounds=st.integers(1, 3))
     def settle(self, rounds):

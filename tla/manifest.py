@@ -36,8 +36,14 @@ SIMULATOR_ALSO = {
     # epoch), so the group may also end with no stable master, or confirm what a stale
     # master's SSS does not hold.
     "BugElectKeepsEpoch": frozenset({"EpochCacheAccurate", "MasterEventuallyStable", "VisibleImpliesReplicated"}),
-    # An unclean master with a shorter log writes over offsets the others already confirm.
-    "BugUncleanElection": frozenset({"LogMatchingAcrossEpochs"}),
+    # An unclean master with a shorter log writes over offsets the others already confirm, or
+    # confirms over an SSS member whose log diverges below confirmOffset.
+    "BugUncleanElection": frozenset({"LogMatchingAcrossEpochs", "VisibleImpliesReplicated"}),
+    # A deposed master's stale AlterSyncStateSet (the failover campaigns' deposed-master scenario)
+    # may install a set that holds the new master but also a member lacking its records: the new
+    # master confirms over it (VisibleImpliesReplicated), or the next election picks it and loses
+    # acknowledged records (AckedSurvivesFailover).  Each step refines the spec with the switch on.
+    "BugAlterWithoutFencing": frozenset({"VisibleImpliesReplicated", "AckedSurvivesFailover"}),
     # A restart recovers the cut records behind the ones written since: an older epoch's records
     # after a newer one's (EpochsMonotone's last conjunct) in the same step as the cache's lookup
     # goes wrong (EpochCacheAccurate, TLC's shortest), whichever the check names first.

@@ -403,14 +403,19 @@ class ControllerCore:
         master_id, master_epoch, sss_epoch, new = task.args
         pre = g.record()
         code, reason = fx.SUCCESS, ""
-        if new == g.sync_state_set:
+        unfenced = self.cfg.bug("BugAlterWithoutFencing")
+        # The equal-set refusal (alterSyncStateSet's first check) cannot fire behind a compare-and-set that holds: a
+        # master proposes its committed set plus or minus one.  Without the compare-and-set a
+        # stale proposal may equal the current set; the spec's variant then accepts it (a new
+        # sssEpoch for the same set), and so does this one.
+        if new == g.sync_state_set and not unfenced:
             code, reason = fx.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED, "the new SyncStateSet is the current one"
-        elif not self.cfg.bug("BugAlterWithoutFencing") and master_id != g.master_id:
+        elif not unfenced and master_id != g.master_id:
             code, reason = fx.CONTROLLER_INVALID_MASTER, f"broker {master_id} is not the master ({g.master_id})"
-        elif not self.cfg.bug("BugAlterWithoutFencing") and master_epoch != g.master_epoch:
+        elif not unfenced and master_epoch != g.master_epoch:
             code, reason = fx.CONTROLLER_FENCED_MASTER_EPOCH, \
                 f"masterEpoch {master_epoch} is not the current {g.master_epoch}"
-        elif not self.cfg.bug("BugAlterWithoutFencing") and sss_epoch != g.sss_epoch:
+        elif not unfenced and sss_epoch != g.sss_epoch:
             code, reason = fx.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH, \
                 f"syncStateSetEpoch {sss_epoch} is not the current {g.sss_epoch}"
         elif master_id not in new:
@@ -422,7 +427,7 @@ class ControllerCore:
         token = None
         if code == fx.SUCCESS:
             g.sync_state_set, g.sss_epoch = new, g.sss_epoch + 1
-            if not self.cfg.bug("BugAlterWithoutFencing"):
+            if not unfenced:
                 assert g.master_id in g.sync_state_set, "an SSS always holds its master"
             token = self._persist(g)
         self.steps.append(ControllerStep("AlterSyncStateSet", g.name, now_ms, pre, g.record(), code == fx.SUCCESS,

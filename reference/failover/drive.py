@@ -1,6 +1,11 @@
 """Seeded simulation of a broker group under failover: a random schedule of
 the spec's actions on a ``FailoverGroup``, the refinement check after every
-step and the safety invariants on every state.  Deterministic per seed."""
+step and the safety invariants on every state.  Deterministic per seed.
+
+Each seed first draws a ``Scenario`` (``draw_scenario``): a fault pattern such as a
+master deposed while it keeps proposing, or a lagging SyncStateSet member with an
+outsider ahead of it when the master dies.  Scenarios come from the seed alone, never
+from the bug switches."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import random
 
 import attrs
 
-from reference.failover.group import FailoverGroup
+from reference.failover.group import GROUP, FailoverGroup
 from reference.failover.refine import RefinementError, check_step, violated
 from spec.failover.config import FailoverConfig
 from spec.failover.properties import stable_master
@@ -37,6 +42,7 @@ class FailoverRun:
     detail: str
     labels: tuple[str, ...]        # the run's actions, in order (the last one made the violation)
     counts: dict                   # elections, truncations, SSS changes, crashes, ...
+    scenario: str = ""             # the fault pattern drawn from the seed (Scenario.name)
 
     @property
     def ok(self) -> bool:
@@ -48,68 +54,160 @@ class FailoverRun:
         return hashlib.sha256("\n".join(self.labels).encode()).hexdigest()[:16]
 
 
-def _faults(g: FailoverGroup, rng: random.Random, budget: FailoverBudget) -> list:
-    """The environment's perturbations still in budget, as thunks."""
+SLOW_SKIP = 0.8                          # how often a slow member's transfers and acks wait
+AIM = 8.0                                # weight factor of a fault aimed at the controller's master
+FAULT_KINDS = ("disconnect", "brokerCrash", "powerLoss", "cutOff", "sssProposal")
+
+
+@attrs.frozen
+class Scenario:
+    """The fault pattern of one run, drawn from its seed (``draw_scenario``) and never from
+    the bug switches: how often faults come, from which step and of which kinds, whether
+    they are aimed at the controller's master, whose link is slow when (a link that
+    degrades), and a member whose acks are late while its data flows."""
+    name: str
+    fault_rate: float
+    weights: tuple[tuple[str, float], ...]   # fault kind -> weight (FAULT_KINDS, all present)
+    aimed: tuple[str, ...] = ()              # fault kinds aimed at the controller's master (weight x AIM)
+    faults_from: int = 0                     # no fault before this step
+    slow: tuple[tuple[int, str | None], ...] = ((0, None),)   # (from step, the member whose link is slow)
+    slow_skip: float = SLOW_SKIP             # how often the slow member's transfers and acks wait
+    late_acks: str | None = None             # this member's acks wait as often (its transfers do not)
+    put_rate: float = 0.25                   # share of the steps (beyond faults) that are producers' puts ...
+    put_rate_in_faults: float | None = None  # ... and from faults_from on (None: the same)
+    cuts_hold: float = 0.0                   # how often a broker cut from the controller stays cut (this step)
+    prompt_shrinks: float = 0.0              # how often the master's housekeeping also looks for members to drop
+
+    def __attrs_post_init__(self) -> None:
+        assert 0 < self.fault_rate < 1 and set(self.aimed) <= {"brokerCrash", "powerLoss", "cutOff"}, self
+        assert all(0 < r < 1 - self.fault_rate for r in (self.put_rate, self.put_rate_in_faults or self.put_rate)), self
+        assert tuple(k for k, _ in self.weights) == FAULT_KINDS and all(w > 0 for _, w in self.weights), self
+        assert self.slow[0][0] == 0 and list(self.slow) == sorted(self.slow, key=lambda p: p[0]), self
+        assert self.faults_from >= 0 and 0 < self.slow_skip <= 1, self
+        assert 0 <= self.cuts_hold < 1 and 0 <= self.prompt_shrinks <= 1, self
+
+    def weight(self, kind: str) -> float:
+        return dict(self.weights)[kind]
+
+    def puts_at(self, step: int) -> float:
+        return self.put_rate if step < self.faults_from or self.put_rate_in_faults is None else self.put_rate_in_faults
+
+    def slow_at(self, step: int) -> str | None:
+        return [b for start, b in self.slow if start <= step][-1]
+
+
+def _weights(**boost: float) -> tuple[tuple[str, float], ...]:
+    return tuple((k, boost.get(k, 1.0)) for k in FAULT_KINDS)
+
+
+def draw_scenario(rng: random.Random) -> Scenario:
+    """One of the fault patterns (SCENARIOS says how often each is drawn).
+
+    mixed: any fault, any target, any time (with a slow member in half the runs).
+    deposed-master: cuts from the controller and SyncStateSet proposals, aimed at the
+      master: a master that keeps running (and proposing) after it was deposed.
+    lagging-member: a quiet start in which the SSS forms; then one member's link degrades
+      while another member's data flows but its acks are late (so the master does not take
+      it into the SSS, though it may be ahead of the lagging member); then crashes and
+      power losses, aimed at the master."""
+    name = rng.choice(SCENARIOS)
+    if name == "mixed":
+        return Scenario(name, rng.choice(FAULT_RATES), _weights(), slow=((0, rng.choice((None,) * 3 + BROKERS)),))
+    if name == "deposed-master":
+        return Scenario(name, rng.choice(FAULT_RATES[1:]),
+                        _weights(cutOff=4.0, sssProposal=4.0, brokerCrash=0.5, powerLoss=0.5),
+                        aimed=("cutOff",), faults_from=rng.randrange(10, 60), slow=((0, rng.choice((None,) + BROKERS)),),
+                        put_rate=0.1, cuts_hold=0.8, prompt_shrinks=0.3)
+    assert name == "lagging-member", name
+    lagging, late = rng.sample(BROKERS[1:], 2)          # the initial master's two slaves
+    degrade_step = rng.randrange(20, 100)
+    return Scenario(name, rng.choice(FAULT_RATES[1:]),
+                    _weights(brokerCrash=3.0, powerLoss=2.0, cutOff=0.5, disconnect=0.5, sssProposal=0.5),
+                    aimed=("brokerCrash", "powerLoss"), faults_from=degrade_step + rng.randrange(5, 40),
+                    slow=((0, None), (degrade_step, lagging)), slow_skip=1.0, late_acks=late, put_rate=0.08,
+                    put_rate_in_faults=0.3)
+
+
+def _faults(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: Scenario) -> list:
+    """The environment's perturbations still in budget, as (weight, thunk)."""
     c, out = g.counters, []
+    master = g.by_id.get(g.controller.groups[GROUP].master_id)
     for b in g.names:
+        def w(kind: str, b=b) -> float:
+            return sc.weight(kind) * (AIM if b == master and kind in sc.aimed else 1.0)
         if c["disconnect"] < budget.disconnects:
-            out.append(lambda b=b: g.replica_disconnect(b))
+            out.append((w("disconnect"), lambda b=b: g.replica_disconnect(b)))
         if c["brokerCrash"] < budget.broker_crashes:
-            out.append(lambda b=b: g.broker_crash(b))
+            out.append((w("brokerCrash"), lambda b=b: g.broker_crash(b)))
         if c["powerLoss"] < budget.power_losses:
-            out.append(lambda b=b: g.broker_power_loss(b, rng.randint(0, len(g.brokers[b].log)), rng.random() < 0.5))
+            out.append((w("powerLoss"), lambda b=b: g.broker_power_loss(
+                b, rng.randint(0, len(g.brokers[b].log)), rng.random() < 0.5)))
         if c["cutOff"] < budget.cut_offs:
-            out.append(lambda b=b: g.cut_from_controller(b))
+            out.append((w("cutOff"), lambda b=b: g.cut_from_controller(b)))
         if c["sssProposal"] < budget.sss_proposals:
-            out += [lambda b=b, o=o: g.shrink_sync_state_set(b, o) for o in g.names]
+            out += [(sc.weight("sssProposal"), lambda b=b, o=o: g.shrink_sync_state_set(b, o)) for o in g.names]
     return out
 
 
-def _choices(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, fault_rate: float,
-             slow: str | None) -> list:
-    """What may happen next: mostly the protocol and producers, sometimes a fault
-    (spread over the run so that faults meet every phase of the protocol)."""
+def _weighted_order(rng: random.Random, weighted: list) -> list:
+    """The thunks in a random order where each comes first in proportion to its weight
+    (Efraimidis-Spirakis keys): the first enabled one is a weighted draw over what can happen."""
+    keys = sorted(((rng.random() ** (1.0 / w), k) for k, (w, _) in enumerate(weighted)), reverse=True)
+    return [weighted[k][1] for _, k in keys]
+
+
+def _choices(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: Scenario, step: int) -> list:
+    """What may happen next, in the order to try: mostly the protocol and producers,
+    sometimes a fault (spread over the run so that faults meet every phase of the protocol)."""
     roll = rng.random()
-    if roll < fault_rate:
-        faults = _faults(g, rng, budget)
+    if roll < sc.fault_rate and step >= sc.faults_from:
+        faults = _faults(g, rng, budget, sc)
         if faults:
-            return faults
-    if roll < fault_rate + 0.25 and len(g.requests) < budget.puts:
-        return [lambda b=b: g.put(b) for b in g.names]
-    out = fair_actions(g, slow if rng.random() < SLOW_SKIP else None)
-    if g.counters["sssProposal"] < budget.sss_proposals:     # the master's housekeeping: isInSyncSlave
-        out += [lambda b=b, o=o: g.expand_sync_state_set(b, o) for b in g.names for o in g.names]
+            return _weighted_order(rng, faults)
+    if roll < sc.fault_rate + sc.puts_at(step) and len(g.requests) < budget.puts:
+        out = [lambda b=b: g.put(b) for b in g.names]
+    else:
+        out = fair_actions(g, sc.slow_at(step) if rng.random() < sc.slow_skip else None,
+                           sc.late_acks if rng.random() < sc.slow_skip else None, rng.random() < sc.cuts_hold)
+        if g.counters["sssProposal"] < budget.sss_proposals:     # the master's housekeeping: isInSyncSlave
+            out += [lambda b=b, o=o: g.expand_sync_state_set(b, o) for b in g.names for o in g.names]
+            if rng.random() < sc.prompt_shrinks:
+                out += [lambda b=b, o=o: g.shrink_sync_state_set(b, o) for b in g.names for o in g.names]
+    rng.shuffle(out)
     return out
 
 
 FAULT_RATES = (0.02, 0.05, 0.1, 0.2)     # one per run, from the seed
-SLOW_SKIP = 0.8                          # how often a slow member's transfers and acks wait
+SCENARIOS = ("mixed", "deposed-master", "lagging-member")
 HEAL_STEPS = 300       # fair steps after the faults stop (a few dozen suffice when nothing is wrong)
 
 
-def fair_actions(g: FailoverGroup, slow: str | None = None) -> list:
+def fair_actions(g: FailoverGroup, slow: str | None = None, late_acks: str | None = None,
+                 cuts_hold: bool = False) -> list:
     """The protocol's own actions (weakly fair in the spec), in a fixed order; a ``slow``
-    broker's transfers and acks are left out (this time)."""
+    broker's transfers and acks, a ``late_acks`` broker's acks, and (``cuts_hold``) the
+    reconnections to the controller are left out (this time)."""
     out = [g.elect_master]
     for b in g.names:
-        out += [lambda b=b: g.broker_restart(b), lambda b=b: g.reconnect_to_controller(b),
-                lambda b=b: g.change_role(b), lambda b=b: g.change_sync_state_set(b),
+        out += [lambda b=b: g.broker_restart(b), lambda b=b: g.change_role(b), lambda b=b: g.change_sync_state_set(b),
                 lambda b=b: g.alter_sync_state_set(b), lambda b=b: g.replica_connect(b)]
+        if not cuts_hold:
+            out.append(lambda b=b: g.reconnect_to_controller(b))
         if b != slow:
-            out += [lambda b=b: g.transfer(b), lambda b=b: g.replica_ack(b)]
+            out.append(lambda b=b: g.transfer(b))
+            if b != late_acks:
+                out.append(lambda b=b: g.replica_ack(b))
     for i in range(1, len(g.requests) + 1):
         if g.requests[i - 1].status == "WAITING":
             out += [lambda i=i: g.respond(i), lambda i=i: g.timeout(i)]
     return out
 
 
-def step_once(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, fault_rate: float,
-              slow: str | None) -> str | None:
-    """One step of the seeded schedule: the first enabled action of a shuffled list of what
-    could happen (uniform over what can); None when nothing in that list was enabled."""
-    options = _choices(g, rng, budget, fault_rate, slow)
-    rng.shuffle(options)
-    for action in options:
+def step_once(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: Scenario,
+              step: int) -> str | None:
+    """Step ``step`` of the seeded schedule: the first enabled action of a shuffled list of what
+    could happen (a draw over what can); None when nothing in that list was enabled."""
+    for action in _choices(g, rng, budget, sc, step):
         label = action()
         if label is not None:
             return label
@@ -160,10 +258,9 @@ def simulate(seed: int, steps: int = 400, bugs: tuple[str, ...] = (), budget: Fa
     labels: list[str] = []
     pre = g.abstract()
     truncations = 0
-    fault_rate = rng.choice(FAULT_RATES)
-    slow = rng.choice((None,) * 3 + BROKERS)  # half the runs: a member whose link is slow (it lags, may leave the SSS)
-    for _ in range(steps):
-        label = step_once(g, rng, budget, fault_rate, slow)
+    sc = draw_scenario(rng)
+    for step in range(steps):
+        label = step_once(g, rng, budget, sc, step)
         if label is None:
             continue
         labels.append(label)
@@ -175,21 +272,21 @@ def simulate(seed: int, steps: int = 400, bugs: tuple[str, ...] = (), budget: Fa
             try:
                 check_step(cfg, pre, label, post)
             except RefinementError as err:
-                return _run(seed, bugs, labels, "Refinement", str(err), g, truncations)
+                return _run(seed, bugs, sc, labels, "Refinement", str(err), g, truncations)
             bad = violated(cfg, post)
             if bad:
-                return _run(seed, bugs, labels, bad[0], f"{bad[0]} violated after {label}", g, truncations)
+                return _run(seed, bugs, sc, labels, bad[0], f"{bad[0]} violated after {label}", g, truncations)
         pre = post
     if heal:
         problem = heal_and_check(cfg, g, pre, labels) if check else None
         if problem is not None:
-            return _run(seed, bugs, labels, problem[0], problem[1], g, truncations)
-    return _run(seed, bugs, labels, None, "", g, truncations)
+            return _run(seed, bugs, sc, labels, problem[0], problem[1], g, truncations)
+    return _run(seed, bugs, sc, labels, None, "", g, truncations)
 
 
-def _run(seed, bugs, labels, violation, detail, g: FailoverGroup, truncations: int) -> FailoverRun:
+def _run(seed, bugs, sc: Scenario, labels, violation, detail, g: FailoverGroup, truncations: int) -> FailoverRun:
     counts = dict(g.counters)
     counts["truncations"] = truncations
     counts["sssChanges"] = sum(1 for s in g.controller.steps if s.action == "AlterSyncStateSet" and s.accepted)
     counts["acked"] = sum(1 for r in g.requests if r.status == "PUT_OK")
-    return FailoverRun(seed, len(labels), tuple(sorted(bugs)), violation, detail, tuple(labels), counts)
+    return FailoverRun(seed, len(labels), tuple(sorted(bugs)), violation, detail, tuple(labels), counts, sc.name)

@@ -99,10 +99,9 @@ class FailoverGroup:
             broker.epoch_file_durable = broker.epoch_file
             reply = self._ask(self.controller.register_broker, GROUP, self.ids[b])
             assert reply.code == cfx.SUCCESS, reply
-        for b in self.names:
-            rm = self.brokers[b].rm
-            if rm.role == SLAVE:
-                rm.start_following()
+        # The slaves' HA clients stay READY: each connects (and handshakes) in its ReplicaConnect.
+        # Starting them here left them in HANDSHAKE with no reply to come, so no initial slave
+        # could connect before a crash or a role change.
 
     # ------------------------------------------------------------------ plumbing
 
