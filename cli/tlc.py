@@ -125,6 +125,12 @@ def main(args: argparse.Namespace) -> int:
         return errors.OK
     if not models:
         raise errors.UsageError("no model matches the selection (`ackorder tlc --list` shows them)")
+    if args.emit_test and not any(m.kind == "bug" for m in models):
+        # Known before TLC runs: refuse now rather than after minutes of model checking.
+        raise errors.UsageError("--emit-test: no bug model gave its counterexample (name bug models, e.g. BugAckOnWrote)")
+    if args.emit_test and all(m.is_failover for m in models if m.kind == "bug"):
+        raise errors.UsageError("--emit-test: the reference cores model the write path, not failover: name a "
+                                "write-path bug model, e.g. BugAckOnWrote")
     if args.update_manifest and (args.workers != 1 or not options.exhaustive):
         raise errors.UsageError("--update-manifest needs an exhaustive check with --workers 1")
     jobs = args.jobs or max(1, (os.cpu_count() or 1) // args.workers)
