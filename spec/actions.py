@@ -398,53 +398,70 @@ def replica_restart(cfg: Config, s: State, k: int) -> list[State]:
 
 # --- next-state relation -------------------------------------------------------
 
-def successors(cfg: Config, bounds: Bounds, s: State) -> Iterator[tuple[str, State]]:
-    """MCAckOrder!MCNext: (action label, successor) pairs, TLA+ action names."""
+def successors(cfg: Config, bounds: Bounds, s: State,
+               only: frozenset[str] | None = None) -> Iterator[tuple[str, State]]:
+    """MCAckOrder!MCNext: (action label, successor) pairs, TLA+ action names; with ``only``,
+    the successors of the actions named there alone (the same pairs, in the same order, as
+    filtering all of them by the label's action name; a state machine that picks an action
+    first need not compute the others')."""
     c = s.aux_ctrs
-    if len(s.reqs) < bounds.max_puts:
+    want = (lambda name: True) if only is None else only.__contains__
+    if want("Put") and len(s.reqs) < bounds.max_puts:
         for t in put(cfg, s):
             yield "Put", t
-    for t in commit(cfg, s):
-        yield "Commit", t
-    for t in flush(cfg, s):
-        yield "Flush", t
-    if c.fsyncFailure < bounds.max_fsync_failures:
+    if want("Commit"):
+        for t in commit(cfg, s):
+            yield "Commit", t
+    if want("Flush"):
+        for t in flush(cfg, s):
+            yield "Flush", t
+    if want("FlushFail") and c.fsyncFailure < bounds.max_fsync_failures:
         for t in flush_fail(cfg, s):
             yield "FlushFail", t
-    if c.writeFailure < bounds.max_write_failures and (cfg.transient_store_pool or len(s.reqs) < bounds.max_puts):
+    if want("WriteFail") and c.writeFailure < bounds.max_write_failures and (
+            cfg.transient_store_pool or len(s.reqs) < bounds.max_puts):
         for t in write_fail(cfg, s):
             yield "WriteFail", t
-    for i in range(1, len(s.reqs) + 1):
-        for t in respond(cfg, s, i):
-            yield f"Respond({i})", t
-        for t in timeout(cfg, s, i):
-            yield f"Timeout({i})", t
-    if c.masterProcessCrash < bounds.max_master_process_crashes:
+    answers = want("Respond"), want("Timeout")
+    if any(answers):
+        for i in range(1, len(s.reqs) + 1):
+            if answers[0]:
+                for t in respond(cfg, s, i):
+                    yield f"Respond({i})", t
+            if answers[1]:
+                for t in timeout(cfg, s, i):
+                    yield f"Timeout({i})", t
+    if want("MasterProcessCrash") and c.masterProcessCrash < bounds.max_master_process_crashes:
         for t in master_process_crash(cfg, s):
             yield "MasterProcessCrash", t
-    if c.masterMachineCrash < bounds.max_master_machine_crashes:
+    if want("MasterMachineCrash") and c.masterMachineCrash < bounds.max_master_machine_crashes:
         for t in master_machine_crash(cfg, s):
             yield "MasterMachineCrash", t
-    for t in recover(cfg, s):
-        yield "Recover", t
+    if want("Recover"):
+        for t in recover(cfg, s):
+            yield "Recover", t
     for k, r in enumerate(cfg.replicas):
-        for t in replica_connect(cfg, s, k):
-            yield f"ReplicaConnect({r})", t
-        for t in transfer(cfg, s, k):
-            yield f"Transfer({r})", t
-        for t in replica_ack(cfg, s, k):
-            yield f"ReplicaAck({r})", t
-        if c.forgedReport < bounds.max_forged_reports:
+        if want("ReplicaConnect"):
+            for t in replica_connect(cfg, s, k):
+                yield f"ReplicaConnect({r})", t
+        if want("Transfer"):
+            for t in transfer(cfg, s, k):
+                yield f"Transfer({r})", t
+        if want("ReplicaAck"):
+            for t in replica_ack(cfg, s, k):
+                yield f"ReplicaAck({r})", t
+        if want("ForgedAck") and c.forgedReport < bounds.max_forged_reports:
             for t in forged_ack(cfg, s, k):
                 yield f"ForgedAck({r})", t
-        if c.replicaDisconnect < bounds.max_replica_disconnects:
+        if want("ReplicaDisconnect") and c.replicaDisconnect < bounds.max_replica_disconnects:
             for t in replica_disconnect(cfg, s, k):
                 yield f"ReplicaDisconnect({r})", t
-        if c.replicaCrash < bounds.max_replica_crashes:
+        if want("ReplicaCrash") and c.replicaCrash < bounds.max_replica_crashes:
             for t in replica_crash(cfg, s, k):
                 yield f"ReplicaCrash({r})", t
-        for t in replica_restart(cfg, s, k):
-            yield f"ReplicaRestart({r})", t
+        if want("ReplicaRestart"):
+            for t in replica_restart(cfg, s, k):
+                yield f"ReplicaRestart({r})", t
 
 
 # Actions under weak fairness in AckOrder!FairnessOver, by label prefix.

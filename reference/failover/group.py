@@ -466,43 +466,35 @@ class FailoverGroup:
         """The spec state this concrete state stands for (one field per TLA+ variable)."""
         g = self.controller.groups[GROUP]
         nb = self.cfg.no_broker
-        bs = [self.brokers[b] for b in self.names]
-
-        def per(fn):
-            return tuple(fn(b) for b in bs)
-
-        def master_view(b: Broker, fn, default):
-            return fn(b.rm) if b.up and b.rm.role == MASTER else default
-
-        def ack(b: Broker) -> int:
-            m = self._master_of(b) if b.up and b.linked else None
-            conn = m.rm.connections.get(b.name) if m is not None else None
-            return conn.ack_offset if conn is not None else 0
-
-        def cursor(b: Broker) -> int:
-            m = self._master_of(b) if b.up and b.linked else None
-            conn = m.rm.connections.get(b.name) if m is not None else None
-            return conn.cursor_epoch if conn is not None else 0
-
+        (reachable, up, role, b_master, b_epoch, b_sss, b_sss_epoch, b_remote_sss, alter_pending, blog, epoch_cache,
+         confirm, stale_tail, connected, ack, cursor) = zip(*(self._abstract_broker(self.brokers[b], nb)
+                                                             for b in self.names))
         return FState(
             masterId=self.by_id.get(g.master_id, nb), masterEpoch=g.master_epoch,
             syncStateSet=frozenset(self.by_id[x] for x in g.sync_state_set), sssEpoch=g.sss_epoch,
-            reachable=per(lambda b: b.reachable), up=per(lambda b: b.up),
-            role=per(lambda b: b.rm.role if b.up else SLAVE),
-            bMasterId=per(lambda b: (b.rm.master_id or nb) if b.up else nb),
-            bEpoch=per(lambda b: b.rm.master_epoch if b.up else 0),
-            bSSS=per(lambda b: master_view(b, lambda rm: rm.sss, frozenset())),
-            bSssEpoch=per(lambda b: master_view(b, lambda rm: rm.sss_epoch, 0)),
-            bRemoteSSS=per(lambda b: master_view(b, lambda rm: rm.remote_sss, frozenset())),
-            alterPending=per(lambda b: b.alter_pending),
-            blog=per(lambda b: tuple(b.log)),
-            epochCache=per(lambda b: tuple(tuple(e) for e in (b.rm.epoch_cache.entries if b.up else self._recoverable(b)))),
-            confirm=per(lambda b: b.rm.confirm_offset if b.up else b.confirm_checkpoint),
-            staleTail=per(lambda b: tuple(b.stale_tail)),
-            connected=per(lambda b: b.up and b.linked),
-            ack=per(ack), cursorEpoch=per(cursor),
+            reachable=reachable, up=up, role=role, bMasterId=b_master, bEpoch=b_epoch, bSSS=b_sss,
+            bSssEpoch=b_sss_epoch, bRemoteSSS=b_remote_sss, alterPending=alter_pending, blog=blog,
+            epochCache=epoch_cache, confirm=confirm, staleTail=stale_tail, connected=connected, ack=ack,
+            cursorEpoch=cursor,
             reqs=tuple(FRequest(r.off, r.status, r.epoch, r.master) for r in self.requests),
             inv_pcLost=frozenset(self.pc_lost),
             aux_ctrs=FCounters(**self.counters),
         )
+
+    def _abstract_broker(self, b: Broker, nb: str) -> tuple:
+        """One broker's column of every per-broker variable, in abstract()'s order (one pass
+        over the broker: the mapping runs after every step of a checked run)."""
+        rm = b.rm
+        if rm is None:
+            cache = self._recoverable(b)
+            return (b.reachable, False, SLAVE, nb, 0, frozenset(), 0, frozenset(), b.alter_pending, tuple(b.log),
+                    tuple(tuple(e) for e in cache), b.confirm_checkpoint, tuple(b.stale_tail), False, 0, 0)
+        master = rm.role == MASTER
+        m = self._master_of(b) if b.linked else None
+        conn = m.rm.connections.get(b.name) if m is not None else None
+        return (b.reachable, True, rm.role, rm.master_id or nb, rm.master_epoch,
+                rm.sss if master else frozenset(), rm.sss_epoch if master else 0,
+                rm.remote_sss if master else frozenset(), b.alter_pending, tuple(b.log),
+                tuple(tuple(e) for e in rm.epoch_cache.entries), rm.confirm_offset, tuple(b.stale_tail),
+                b.linked, conn.ack_offset if conn is not None else 0, conn.cursor_epoch if conn is not None else 0)
 

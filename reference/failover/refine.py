@@ -16,6 +16,13 @@ from spec.failover.properties import INVARIANTS, SAFETY
 from spec.failover.state import FState
 
 _LABEL = re.compile(r"^(\w+)(?:\(([^)]*)\))?$")
+# Verdicts already reached, by (cfg, state) and (cfg, pre, label, post): both checks are pure
+# functions of frozen values (FState caches its hash), and a group's runs revisit states often
+# (a Hypothesis machine's test cases share their beginnings; healing passes the same states),
+# so a repeated state costs a lookup instead of every invariant.  Bounded: cleared when full.
+MEMO_ENTRIES = 1 << 15
+_VIOLATED: dict[tuple, tuple[str, ...]] = {}
+_STEPS_OK: set[tuple] = set()
 
 # label name -> (twin action, how its arguments are parsed)
 _ACTIONS = {
@@ -55,8 +62,14 @@ def check_step(cfg: FailoverConfig, pre: FState, label: str, post: FState) -> No
     """Raise RefinementError unless pre -label-> post is a twin step (or a stutter)."""
     if post == pre:
         return
+    key = (cfg, pre, label, post)
+    if key in _STEPS_OK:
+        return
     options = allowed(cfg, pre, label)
     if post in options:
+        if len(_STEPS_OK) >= MEMO_ENTRIES:
+            _STEPS_OK.clear()
+        _STEPS_OK.add(key)
         return
     if not options:
         raise RefinementError(f"{label}: the spec does not allow this action here; the reference changed "
@@ -68,4 +81,11 @@ def check_step(cfg: FailoverConfig, pre: FState, label: str, post: FState) -> No
 
 def violated(cfg: FailoverConfig, s: FState) -> list[str]:
     """The safety invariants of the green failover cfgs that ``s`` violates."""
-    return [name for name in SAFETY if not INVARIANTS[name](cfg, s)]
+    key = (cfg, s)
+    bad = _VIOLATED.get(key)
+    if bad is None:
+        bad = tuple(name for name in SAFETY if not INVARIANTS[name](cfg, s))
+        if len(_VIOLATED) >= MEMO_ENTRIES:
+            _VIOLATED.clear()
+        _VIOLATED[key] = bad
+    return list(bad)

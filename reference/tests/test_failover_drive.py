@@ -90,3 +90,48 @@ def test_an_alter_equal_to_the_current_set_is_refused_only_behind_the_compare_an
     reply = g._ask(g.controller.alter_sync_state_set, GROUP, 1, 1, before, frozenset({1}))
     assert (reply.code == cfx.SUCCESS) == accepted, reply
     assert g.controller.groups[GROUP].sss_epoch == before + accepted
+
+
+def test_memoized_verdicts_are_the_verdicts():
+    """refine.violated and check_step remember their verdicts by value: along seeded runs, every
+    remembered verdict is the one the invariants and the twin give afresh, a state equal to a
+    remembered one (another object) gets the same verdict from the memo, and a violating state's
+    verdict is remembered as violating."""
+    import random
+
+    import attrs
+
+    from reference.failover import drive, refine
+    from spec.failover.properties import INVARIANTS, SAFETY
+
+    remembered = 0
+    for bugs in [(), ("BugTruncateNotDurable",)]:
+        cfg = FailoverConfig(drive.BROKERS, "b1", bugs=frozenset(bugs))
+        for seed in range(20):
+            g, rng = FailoverGroup(cfg), random.Random(seed)
+            scenario, budget = drive.draw_scenario(rng), drive.FailoverBudget()
+            pre = g.abstract()
+            for step in range(200):
+                try:
+                    label = drive.step_once(g, rng, budget, scenario, step)
+                except AssertionError:
+                    break
+                if label is None:
+                    continue
+                post = g.abstract()
+                fresh = [n for n in SAFETY if not INVARIANTS[n](cfg, post)]
+                remembered += (cfg, post) in refine._VIOLATED
+                assert refine.violated(cfg, post) == fresh
+                assert refine.violated(cfg, attrs.evolve(post)) == fresh     # equal, not identical
+                if post in refine.allowed(cfg, pre, label) or post == pre:
+                    refine.check_step(cfg, pre, label, post)
+                    refine.check_step(cfg, attrs.evolve(pre), label, attrs.evolve(post))
+                else:
+                    with pytest.raises(refine.RefinementError):
+                        refine.check_step(cfg, pre, label, post)
+                    break
+                pre = post
+    assert remembered > 0
+    broken = attrs.evolve(pre, masterEpoch=-1)
+    fresh = [n for n in SAFETY if not INVARIANTS[n](cfg, broken)]
+    assert "TypeOK" in fresh and refine.violated(cfg, broken) == refine.violated(cfg, attrs.evolve(broken)) == fresh
