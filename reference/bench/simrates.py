@@ -209,7 +209,8 @@ campaign's wall time x its cores over the sum of its tasks' own CPU, minus 1 (sc
 parts, the driver reading back; the load of other jobs on the machine inflates it, since the wall clock counts
 their time too), and in CPU: the CPU of the driver, its JVM and its Python workers over the campaign (from /proc)
 over the tasks' CPU, minus 1, which other jobs do not inflate; and the **long/short** rows, bugs found per CPU-hour of `ackorder fuzz --long` against the
-default short mode (docs/fuzz.md).""".split("\n")
+default short mode (docs/fuzz.md). What the machines' steps cost and why they fall short of 2x: docs/stateful.md,
+Machine speed.""".split("\n")
 
 
 def goal_rows(result: dict) -> list[str]:
