@@ -91,23 +91,10 @@ def preflight(master: str, out: Path) -> None:
 
 def verdict(summary: dict, bug: str | None) -> tuple[int, str]:
     """The exit code of a finished campaign and why."""
-    outcomes = {k: v for k, v in summary["outcomes"].items() if k != "ok"}
-    if bug is None:
-        if outcomes:
-            return errors.VIOLATION, f"{sum(outcomes.values()):,} seed(s) failed: " + \
-                ", ".join(f"{k} {v:,}" for k, v in outcomes.items())
-        return errors.OK, f"no violation in {summary['seeds']:,} seeds"
-    from tla.manifest import expected_violations
+    from spark_fuzz.campaign import campaign_verdict
 
-    expected = expected_violations(bug)
-    found = set(outcomes) & expected
-    others = set(outcomes) - expected
-    if others:
-        return errors.VIOLATION, f"{bug}: unexpected outcomes {', '.join(sorted(others))}" + \
-            (f" (besides {', '.join(sorted(found))})" if found else "")
-    if not found:
-        return errors.VIOLATION, f"{bug} was not found in {summary['seeds']:,} seeds"
-    return errors.OK, f"{bug} found as {', '.join(sorted(found))}, as expected"
+    as_expected, why = campaign_verdict(summary, bug)
+    return (errors.OK if as_expected else errors.VIOLATION), why
 
 
 def main(args: argparse.Namespace) -> int:

@@ -316,3 +316,26 @@ def audit(spark, campaign: str, rows: list[dict], matrix, spec: CampaignSpec) ->
         raise DeterminismError(f"{len(mismatches)} seed(s) gave a different trace when re-run: indices "
                                f"{mismatches[:20]}")
     return result
+
+
+def campaign_verdict(summary: dict, bug: str | None) -> tuple[bool, str]:
+    """Whether a finished campaign came out as expected, and why: a clean one with no failing seed,
+    a ``bug`` one that found its bug as its cfg's property (or one the simulator may also show) and
+    nothing else."""
+    outcomes = {k: v for k, v in summary["outcomes"].items() if k != "ok"}
+    if bug is None:
+        if outcomes:
+            return False, f"{sum(outcomes.values()):,} seed(s) failed: " + \
+                ", ".join(f"{k} {v:,}" for k, v in outcomes.items())
+        return True, f"no violation in {summary['seeds']:,} seeds"
+    from tla.manifest import expected_violations
+
+    expected = expected_violations(bug)
+    found = set(outcomes) & expected
+    others = set(outcomes) - expected
+    if others:
+        return False, f"{bug}: unexpected outcomes {', '.join(sorted(others))}" + \
+            (f" (besides {', '.join(sorted(found))})" if found else "")
+    if not found:
+        return False, f"{bug} was not found in {summary['seeds']:,} seeds"
+    return True, f"{bug} found as {', '.join(sorted(found))}, as expected"
