@@ -118,8 +118,11 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
     from reference.bench import scenarios
 
     columns = [SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()]
-    # The bar goes to stderr: stdout carries only the tables, and a usage error leaves it empty.
-    with Progress(*columns, console=make_console(stderr=True), transient=True) as bar, scenarios.workdir() as work:
+    # The bar goes to stderr, and only to a terminal: stdout carries only the tables, and a usage
+    # error is the one line on stderr.
+    err = make_console(stderr=True)
+    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar, \
+            scenarios.workdir() as work:
         task = bar.add_task(name)
 
         def step(text: str) -> None:

@@ -29,6 +29,7 @@ def assert_usage_error(p: subprocess.CompletedProcess, *needles: str, ran_first:
     assert p.returncode == errors.USAGE, (p.returncode, p.stdout, p.stderr)
     assert "Traceback" not in p.stdout + p.stderr, p.stderr
     assert ran_first or p.stdout == "", f"a usage error also wrote to stdout: {p.stdout!r}"
+    assert p.stderr == p.stderr.lstrip(), f"blank output before the usage error: {p.stderr!r}"
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1, p.stderr
     for needle in needles:
