@@ -24,11 +24,13 @@ def test_campaign_verdicts():
     assert verdict(summary({"ok": 9, "LogMatching": 1}), "BugAcceptAckBeyondLog")[0] == errors.OK
 
 
-def test_a_bug_campaign_exits_0_when_found_and_its_reproducer_pastes(tmp_path):
+def test_a_bug_campaign_exits_0_when_found_its_reproducer_pastes_and_a_long_one_reports_beside_it(tmp_path):
+    out = str(tmp_path / "c")
     p = ackorder("fuzz", "--seeds", "30", "--steps", "150", "--bug", "ack_on_wrote_bug", "--batch-seeds", "30",
-                 "--no-audit", "--out", str(tmp_path / "c"), timeout=600)
+                 "--no-audit", "--out", out, timeout=600)
     assert p.returncode == errors.OK, p.stdout + p.stderr
     assert "Spark UI: http" in p.stdout and "found as NoAckBeforeFlush, as expected" in p.stdout
+    assert "short mode, 150 steps per seed" in p.stdout and "bugs found per CPU-hour" in p.stdout
     line = next(x for x in p.stdout.splitlines() if x.startswith("ackorder replay --seed"))
     assert len(line.split("--expect-hash ")[1].strip()) == 64
     assert line in (tmp_path / "c" / "reproducers.txt").read_text()
@@ -36,20 +38,7 @@ def test_a_bug_campaign_exits_0_when_found_and_its_reproducer_pastes(tmp_path):
     assert again.returncode == errors.VIOLATION and "reproduced" not in again.stderr
     assert "not the expected run" not in again.stdout
 
-
-def test_a_bug_campaign_that_misses_its_bug_exits_1(tmp_path):
-    p = ackorder("fuzz", "--seeds", "2", "--steps", "1", "--bug", "BugFlushIgnoresFsyncError", "--no-audit",
-                 "--config-matrix", str(write_matrix(tmp_path)), "--out", str(tmp_path / "c"), timeout=600)
-    assert p.returncode == errors.VIOLATION, p.stdout + p.stderr
-    assert "was not found in 2 seeds" in p.stdout
-
-
-def test_a_long_campaign_reports_bugs_per_cpu_hour_beside_the_short_one(tmp_path):
-    out = str(tmp_path / "c")
-    short = ackorder("fuzz", "--seeds", "20", "--steps", "150", "--bug", "BugAckOnWrote", "--no-audit",
-                     "--master", "local[2]", "--out", out, timeout=600)
-    assert short.returncode == errors.OK, short.stdout + short.stderr
-    assert "short mode, 150 steps per seed" in short.stdout and "bugs found per CPU-hour" in short.stdout
+    # a long campaign in the same --out (one Spark start fewer than a test of its own)
     p = ackorder("fuzz", "--long", "--seeds", "2", "--steps", "20000", "--bug", "BugAckOnWrote",
                  "--master", "local[2]", "--out", out, timeout=600)
     assert p.returncode == errors.OK, p.stdout + p.stderr
@@ -57,6 +46,13 @@ def test_a_long_campaign_reports_bugs_per_cpu_hour_beside_the_short_one(tmp_path
     # the table of both campaigns in this --out, each with its own figure
     assert "bugs found per CPU-hour, campaigns in this --out" in p.stdout
     assert " short " in p.stdout and " long " in p.stdout
+
+
+def test_a_bug_campaign_that_misses_its_bug_exits_1(tmp_path):
+    p = ackorder("fuzz", "--seeds", "2", "--steps", "1", "--bug", "BugFlushIgnoresFsyncError", "--no-audit",
+                 "--config-matrix", str(write_matrix(tmp_path)), "--out", str(tmp_path / "c"), timeout=600)
+    assert p.returncode == errors.VIOLATION, p.stdout + p.stderr
+    assert "was not found in 2 seeds" in p.stdout
 
 
 def write_matrix(tmp_path):

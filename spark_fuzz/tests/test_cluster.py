@@ -1,15 +1,23 @@
-"""A campaign on a real standalone cluster (a master and two workers started
-from the pyspark package on 127.0.0.1): the same rows as local[2], and a
-worker killed mid-campaign costs nothing — every seed is counted once."""
+"""A real standalone cluster (a master and two workers started from the pyspark
+package on 127.0.0.1), end to end, on ONE cluster because starting one costs
+about 10 s: its lifecycle (ports picked, executors launched under the workers,
+a worker lost like a machine, everything it spawned gone after stop), and a
+campaign on it that gives the same rows as local[2] while a worker is killed
+mid-campaign — every seed is counted once."""
 
+from __future__ import annotations
+
+import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from spark_fuzz import ledger
 from spark_fuzz.campaign import CampaignSpec, run_campaign, spark_session
 from spark_fuzz.standalone import StandaloneCluster
+from spark_fuzz.standalone import _descendants as descendants_of, _proc_table
 from spark_fuzz.tests import sessions
 
 # Two standalone clusters at once would share two cores between six JVMs: one worker runs them.
@@ -21,6 +29,30 @@ SEEDS, STEPS, BATCH = 160, 300, 20
 def rows_of(out, summary):
     return sorted((r["index"], r["seed"], r["outcome"], r["trace_hash"])
                   for r in ledger.read_ledger(out, summary["campaign"]).to_pylist())
+
+
+def _proc_stat() -> dict[int, tuple[str, int]]:
+    """pid -> (state letter, pgid) for every process, read from /proc."""
+    return {pid: (info.state, info.pgid) for pid, info in _proc_table().items()}
+
+
+def _is_gone(pid: int) -> bool:
+    """A pid is gone if it no longer exists, or only as a zombie awaiting its reaper."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return _proc_stat().get(pid, ("X", 0))[0] == "Z"
+
+
+def _wait_gone(pids: set[int], timeout_s: float) -> set[int]:
+    """Wait until every pid is gone; return the ones still alive at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    alive = {p for p in pids if not _is_gone(p)}
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = {p for p in alive if not _is_gone(p)}
+    return alive
 
 
 class Killer(threading.Thread):
@@ -42,23 +74,47 @@ class Killer(threading.Thread):
             time.sleep(0.05)
 
 
-def test_standalone_cluster_matches_local_and_survives_a_lost_worker(tmp_path):
+def test_standalone_cluster_lifecycle_and_a_campaign_that_survives_a_lost_worker(tmp_path: Path) -> None:
     spec = dict(seeds=SEEDS, steps=STEPS, batch_seeds=BATCH, audit=False)
     on_local = run_campaign(sessions.shared(), CampaignSpec(out=tmp_path / "local", **spec))
     sessions.stop_shared()              # else the cluster's getOrCreate would hand back the local[2] session
 
-    with StandaloneCluster(workers=2) as cluster:
+    t0 = time.monotonic()
+    with StandaloneCluster(workers=2, cores_per_worker=1, memory="1g", log_dir=tmp_path / "logs") as cluster:
+        started_s = time.monotonic() - t0
+        assert cluster.url.startswith("spark://127.0.0.1:")
+        assert cluster.url != "spark://127.0.0.1:7077"  # port was picked, not fixed
+        assert len(cluster.worker_pids) == 2
+        assert set(cluster.all_pids) == {cluster.master_pid, *cluster.worker_pids}
+        assert not any(_is_gone(pid) for pid in cluster.all_pids)
+
         spark = spark_session(cluster.url, {"spark.executor.memory": "512m", "spark.cores.max": "2"})
         try:
+            sc = spark.sparkContext
+            # If some other session were still active, getOrCreate would hand it back instead.
+            assert sc.master == cluster.url
+            # A Python map forces executors to start Python workers: the JVMs *and* the PYSPARK_PYTHON plumbing.
+            assert sc.parallelize(range(100), 4).map(lambda x: x * x).sum() == 328350
+            # Executor JVMs (and pyspark's daemon.py) run under the workers.
+            spawned = set().union(*(set(descendants_of(p)) for p in cluster.worker_pids))
+            assert spawned, "the job ran, so the workers must have launched executors"
+
             out = tmp_path / "cluster"
             campaign = CampaignSpec(out=out, **spec).campaign_id([()])
             killer = Killer(cluster, out, campaign)
             killer.start()
             on_cluster = run_campaign(spark, CampaignSpec(out=out, **spec))
             killer.join(timeout=10)
+            spawned |= set().union(*(set(descendants_of(p)) for p in cluster.worker_pids[1:]))
         finally:
             spark.stop()
-        pids = cluster.all_pids
+
+        # A whole "machine" died mid-campaign: killed *and* reaped; the rest still up.
+        with pytest.raises(ProcessLookupError):
+            os.kill(cluster.worker_pids[0], 0)
+        assert not _is_gone(cluster.worker_pids[1])
+        assert not _is_gone(cluster.master_pid)
+        started = cluster.all_pids
 
     total_batches = SEEDS // BATCH
     assert killer.batches_before_kill is not None and killer.batches_before_kill < total_batches, \
@@ -67,9 +123,18 @@ def test_standalone_cluster_matches_local_and_survives_a_lost_worker(tmp_path):
     cluster_rows = rows_of(out, on_cluster)
     assert [r[0] for r in cluster_rows] == list(range(SEEDS))          # every seed exactly once
     assert cluster_rows == rows_of(tmp_path / "local", on_local)       # same outcomes and traces as local[2]
-    for pid in pids:                                                    # nothing left running
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                assert stat.read().split()[2] == "Z", f"pid {pid} still running"
-        except FileNotFoundError:
-            pass
+
+    # __exit__ ran stop(): every daemon, and everything they spawned, is gone.
+    for pid in started:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    groups = set(started)
+    leftovers = {pid for pid, (state, pgid) in _proc_stat().items() if pgid in groups and state != "Z"}
+    assert not leftovers, f"processes left in the cluster's process groups: {leftovers}"
+    assert not _wait_gone(spawned, timeout_s=5.0), "executor processes outlived the cluster"
+    # stop() is idempotent and removes its temp dir; the requested logs stay.
+    cluster.stop()
+    assert not cluster.tmp_dir.exists()
+    assert (tmp_path / "logs" / "master.log").is_file()
+    print(f"cluster start {started_s:.1f} s (StandaloneCluster.start_duration_s={cluster.start_duration_s:.1f} s), "
+          f"whole test {time.monotonic() - t0:.1f} s")
