@@ -2,9 +2,11 @@
 (***************************************************************************)
 (* Trace validation (CCF / etcd style): the behaviours of the bound-free  *)
 (* spec (AckOrder, every bug switch off) that match an implementation     *)
-(* trace step by step.  `ackorder trace-check` writes the trace as the     *)
-(* literal sequence Trace of a generated module AckOrderTraceData (TLC     *)
-(* 2.15 reads no JSON), with the configuration in a generated cfg.         *)
+(* trace step by step.  `ackorder trace-check` writes the traces as the    *)
+(* literal sequences Traces[1], Traces[2], ... of a generated module       *)
+(* AckOrderTraceData (TLC 2.15 reads no JSON), with the configuration     *)
+(* they share in a generated cfg.  Each behaviour follows one trace (t):  *)
+(* one TLC run checks a batch of traces, and each keeps its own verdict.  *)
 (*                                                                         *)
 (* Each element of Trace is one spec step:                                *)
 (*   a  : the actions that may explain it, <<name, parameter>> pairs      *)
@@ -21,17 +23,22 @@
 (*                                                                         *)
 (* A trace that claims to be complete must end where nothing is left      *)
 (* waiting (EndOK, one more level: TraceEnd).  No invariant is checked:   *)
-(* the search depth says how many steps some behaviour explains (all of   *)
-(* them, and the end: the trace is valid), and a second run prints the    *)
-(* states before the first step none explains (ReportState; a             *)
+(* the deepest position Reached prints for a trace says how many of its  *)
+(* steps some behaviour explains (all of them, and the end: the trace is  *)
+(* valid; with one trace it is TLC's search depth), and a second run      *)
+(* prints the states before the first step none explains (ReportState; a *)
 (* counterexample would print the whole behaviour, quadratic in the       *)
 (* trace's length).                                                        *)
 (***************************************************************************)
 EXTENDS AckOrderProperties, AckOrderTraceData, TLC
 
 VARIABLE l      \* the position in Trace of the next step to explain
+VARIABLE t      \* which trace of the batch this behaviour explains
 
-traceVars == <<vars, l>>
+traceVars == <<vars, l, t>>
+
+Trace == Traces[t]
+TraceComplete == Complete[t]
 
 Cur(v, k) ==
     LET x == CASE v = "mstate" -> mstate [] v = "log" -> log [] v = "committed" -> committed
@@ -88,7 +95,7 @@ EndOK ==
     /\ \A i \in DOMAIN reqs : reqs[i].status # Waiting
     /\ \A r \in Replicas : Diverged(r) \/ CaughtUp(r)
 
-TraceInit == Init /\ l = 1
+TraceInit == Init /\ l = 1 /\ t \in DOMAIN Traces
 
 TraceStep ==
     /\ l <= Len(Trace)
@@ -97,6 +104,7 @@ TraceStep ==
          /\ \A j \in 1..Len(e.o) : ObsOK(e.o[j])
          /\ \A p \in e.ob \ e.m : Nxt(p[1], p[2]) = Cur(p[1], p[2])
     /\ l' = l + 1
+    /\ UNCHANGED t
 
 \* One more level for a complete trace whose last state may be where it rests.
 TraceEnd ==
@@ -104,17 +112,22 @@ TraceEnd ==
     /\ l = Len(Trace) + 1
     /\ EndOK
     /\ l' = l + 1
-    /\ UNCHANGED vars
+    /\ UNCHANGED <<vars, t>>
 
 TraceNext == TraceStep \/ TraceEnd
 
 TraceSpec == TraceInit /\ [][TraceNext]_traceVars
 
-\* An invariant that always holds and prints every state after ReportAt - 1
-\* explained steps: the states the report shows.
+\* An invariant that always holds and prints every state of the search with
+\* its trace and position: the deepest position of trace t is its search depth.
+Reached == PrintT(<<"ackorder-trace-reached", t, l>>)
+
+\* An invariant that always holds and prints every state after ReportAt[t] - 1
+\* explained steps of trace t: the states the report shows (ReportAt[t] = 0:
+\* nothing to report for that trace).
 ReportState ==
-    l = ReportAt =>
-        PrintT(<<"ackorder-trace-state",
+    l = ReportAt[t] =>
+        PrintT(<<"ackorder-trace-state", t,
                  [mstate |-> mstate, log |-> log, committed |-> committed, flushed |-> flushed,
                   durable |-> durable, writable |-> writable, unwritten |-> unwritten, landed |-> landed,
                   reqs |-> reqs, connected |-> connected, ack |-> ack,
@@ -124,5 +137,5 @@ ReportState ==
 \* The ghost history and the counters are derived and read by no guard of
 \* the bound-free spec: states that differ only there have the same futures.
 TraceView == <<mstate, log, committed, flushed, durable, writable, unwritten, landed, reqs,
-               connected, ack, push2SlaveMaxOffset, syncStateSet, rlog, rUp, l>>
+               connected, ack, push2SlaveMaxOffset, syncStateSet, rlog, rUp, l, t>>
 =============================================================================
