@@ -14,6 +14,7 @@ import io
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 from reference.sim.params import draw
@@ -24,7 +25,7 @@ from spec.traceformat import read_trace
 from spec.tracecheck import check_steps, check_trace
 from spec.tracemerge import merge, spec_ids
 from tla.tests.sessioncache import shared
-from tla.tracecheck import check_files, check_many_tlc, read_and_merge
+from tla.tracecheck import TraceCheckError, check_files, check_many_tlc, read_and_merge
 
 TRACES = Path(__file__).resolve().parent / "traces"
 EXPECTED = json.loads((TRACES / "expected.json").read_text())["traces"]
@@ -165,3 +166,13 @@ def test_a_split_file_sees_only_its_own_variables():
             assert seen <= {"rlog", "rUp"}
             assert all(set(step.obs.get("rlog", {})) <= {proc} for step in trace.steps)
         assert trace.ids == "keys"
+
+
+@pytest.mark.tlc
+def test_a_batch_tlc_cannot_judge_is_checked_trace_by_trace():
+    cfg, steps, complete, _ = read_and_merge([TRACES / "legal_keys.ndjson"])
+    # a replica the configuration does not have: TLC stops with an error evaluating the step
+    broken = [attrs.evolve(steps[0], actions=(("ReplicaConnect", "nosuch"),))]
+    good, bad = check_many_tlc([(cfg, steps, complete), (cfg, broken, False)])
+    assert isinstance(bad, TraceCheckError) and "nosuch" in str(bad), bad
+    assert not isinstance(good, Exception) and good[0].valid and good[1]["batch"] == 1
