@@ -163,10 +163,11 @@ def trace_cfg(invariant: str | None) -> str:
 
 # ------------------------------------------------------------------ running TLC
 
-def _run(workdir: Path, invariant: str, options: TlcOptions, log_dir: Path | None) -> TlcRun:
-    cfg_path = workdir / f"AckOrderTrace_{invariant}.cfg"
+def _run(workdir: Path, invariant: str | None, options: TlcOptions, log_dir: Path | None) -> TlcRun:
+    name = invariant or "Search"
+    cfg_path = workdir / f"AckOrderTrace_{name}.cfg"
     cfg_path.write_text(trace_cfg(invariant))
-    model = Model(model=f"trace-{invariant}", cfg=str(cfg_path), kind="adhoc", size="small",
+    model = Model(model=f"trace-{name}", cfg=str(cfg_path), kind="adhoc", size="small",
                   expected="pass", title="trace validation", spec=str(workdir / "AckOrderTrace.tla"))
     # Only the states that agree with the trace: a short run unless the caller says otherwise.
     run = run_model(model, options if options.short is not None else attrs.evolve(options, short=True), log_dir)
@@ -240,8 +241,9 @@ def check_batch_tlc(traces: list[TraceInput], options: TlcOptions | None = None,
             for f in workdir.iterdir():
                 shutil.copy(f, keep / f.name)
             (keep / "AckOrderTrace.cfg").write_text(trace_cfg(None))
-        first = _run(workdir, "Reached", options, log_dir)
-        depths = reached_depths(first, len(traces))
+        # one trace: TLC's search depth is its depth, and nothing needs printing for every state
+        first = _run(workdir, "Reached" if len(traces) > 1 else None, options, log_dir)
+        depths = reached_depths(first, len(traces)) if len(traces) > 1 else [first.depth]
         shared = {"batch": len(traces), "search_s": first.seconds, "search_check_s": first.check_seconds}
         unexplained = [depth - 1 != len(steps) + (1 if complete else 0)
                        for depth, (_, steps, complete) in zip(depths, traces)]
