@@ -39,7 +39,7 @@ class TraceCheckError(RuntimeError):
 
 # ------------------------------------------------------------------ TLA+ text
 
-TraceInput = tuple[Config, list[Step], bool]     # a trace's configuration, its steps, and whether it claims to be complete
+TraceInput = tuple[Config, list[Step], bool]     # configuration, steps, and whether it claims to be complete
 
 def tla_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
