@@ -157,7 +157,8 @@ def test_trace_check_by_tlc_keeps_the_module(tmp_path):
     p = ackorder("trace-check", str(TRACES / "illegal_torn_kept_after_recovery.ndjson"), "--keep", str(tmp_path))
     assert p.returncode == errors.VIOLATION and "step 6 of 6" in p.stdout, p.stdout + p.stderr
     data = (tmp_path / "AckOrderTraceData.tla").read_text()
-    assert "Trace == <<" in data and '"take"' in data and (tmp_path / "AckOrderTrace.cfg").exists()
+    assert "Trace1 == <<" in data and "Traces == <<Trace1>>" in data and '"take"' in data
+    assert (tmp_path / "AckOrderTrace.cfg").exists()
 
 
 def test_tlc_simulation_on_spark_usage():
