@@ -21,7 +21,7 @@ from spec.config import Config
 from spec.functions import page_cache_end
 from spec.properties import INVARIANTS, SAFETY
 from spec.seq import Seq, same_prefix
-from spec.state import TORN, WAITING, State
+from spec.state import TORN, WAITING, State, evolve
 
 # One file of unbounded size: the reference's segments hold variable-size
 # records, so the spec's fixed FileSize is replaced by "never in the way";
@@ -39,6 +39,9 @@ def spec_config(store: StoreConfig, replicas: tuple[str, ...]) -> Config:
         in_sync_replicas=min(store.in_sync_replicas, len(replicas) + 1), file_size=SPEC_FILE_SIZE,
         bugs=store.bugs,
     )
+
+
+_NO_RESPONSES = frozenset()
 
 
 class RefinementError(AssertionError):
@@ -199,7 +202,7 @@ class RefinementChecker:
         for label in labels:
             s = self.shadow
             if s.inv_responses:     # the ghost history lives in self.responses: no step copies it
-                s = self.shadow = attrs.evolve(s, inv_responses=frozenset())
+                s = self.shadow = evolve(s, inv_responses=_NO_RESPONSES)
             try:
                 t = self._apply(label)
             except RefinementError as err:

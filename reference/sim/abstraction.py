@@ -27,6 +27,8 @@ variables an action can change) cannot hide a difference for long.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from reference.refinement import RefinementError
 from spec.seq import same_prefix
 from spec.state import TORN, WAITING, Counters, Request as SpecRequest, State
@@ -41,6 +43,13 @@ _NONE = frozenset()
 # The spec steps that can change a request already put (tla/AckOrder.tla): Release, answers, crashes.
 _WAITING_STEPS = frozenset({"Respond", "Timeout", "Flush", "FlushFail", "WriteFail", "MasterProcessCrash",
                             "MasterMachineCrash", "Recover"})
+
+
+# The scalar variables of the spec state (all but the logs, ``reqs`` and the ghost ones), in the
+# order ``Abstraction._scalars`` gives the reference's values.
+_FIELDS = ("mstate", "committed", "flushed", "durable", "writable", "unwritten", "landed", "connected", "ack",
+           "push2SlaveMaxOffset", "syncStateSet", "rUp", "aux_ctrs")
+_shadow_scalars = attrgetter(*_FIELDS)
 
 
 class AbstractionMismatch(RefinementError):
@@ -80,21 +89,26 @@ class Abstraction:
 
     def _fields(self) -> dict:
         """Every spec variable but the logs, ``reqs`` and the ghost ones: O(replicas)."""
+        return dict(zip(_FIELDS, self._scalars()))
+
+    def _scalars(self) -> tuple:
+        """``_fields``' values, in ``_FIELDS`` order (a tuple: one comparison with the shadow's)."""
         c = self.c
         names = c.replica_names
         if c.mstate == UP:
             m, log = c.master, c.master.log
-            idx = log.ghost
-            committed, flushed = idx.records_upto(log.committed), idx.records_upto(log.flushed)
-            durable = idx.records_upto(c.durable_end)
+            records_upto = log.ghost.records_upto
+            committed, flushed = records_upto(log.committed), records_upto(log.flushed)
+            durable = records_upto(c.durable_end)
             writable = m.writable
             # What the page cache really holds beside what the master counts (the disk knows):
             # records a failed write left anyway, or (BugFsyncCoversFailedWrite) counted ones missing.
-            in_page_cache = idx.records_upto(c.page_end)
+            in_page_cache = records_upto(c.page_end)
             unwritten = frozenset(range(in_page_cache + 1, committed + 1)) if in_page_cache < committed else _NONE
-            landed = max(0, in_page_cache - committed)
-            connected = tuple(r in m.conns for r in names)
-            ack = tuple(m.conns[r].ack_records if r in m.conns else 0 for r in names)
+            landed = in_page_cache - committed if in_page_cache > committed else 0
+            conns = m.conns
+            connected = tuple([r in conns for r in names])
+            ack = tuple([conns[r].ack_records if r in conns else 0 for r in names])
             push2 = m.push2_records
         else:
             d = c.down
@@ -106,14 +120,11 @@ class Abstraction:
                   c.checker.shadow.aux_ctrs.forgedReport)
         if counts != self._counts[0]:        # one Counters per change, not per event
             self._counts = (counts, Counters(*counts))
-        return dict(
-            mstate=c.mstate, committed=committed, flushed=flushed, durable=durable, writable=writable,
-            unwritten=unwritten, landed=landed, connected=connected, ack=ack, push2SlaveMaxOffset=push2,
-            syncStateSet=self._sss, rUp=tuple(c.replicas[r].up for r in names),
-            # A forged report is indistinguishable from a true one at the master, so
-            # the implementation cannot count them: that bound comes from the shadow.
-            aux_ctrs=self._counts[1],
-        )
+        replicas = c.replicas
+        # A forged report is indistinguishable from a true one at the master, so
+        # the implementation cannot count them: that bound comes from the shadow.
+        return (c.mstate, committed, flushed, durable, writable, unwritten, landed, connected, ack, push2,
+                self._sss, tuple([replicas[r].up for r in names]), self._counts[1])
 
     def _log_keys(self) -> dict[str, tuple]:
         """Each log as (keys, their index, n, torn): the log is the spec ids of ``keys[:n]``
@@ -202,39 +213,56 @@ class Abstraction:
         ``before``) and the reference, as {variable: (spec, reference)}, looking only at what
         the event can have touched; updates the incremental abstraction."""
         diffs = {}
-        for name, value in self._fields().items():
-            if getattr(shadow, name) != value:
-                diffs[name] = (getattr(shadow, name), value)
+        ref, spec = self._scalars(), _shadow_scalars(shadow)
+        if ref != spec:
+            diffs.update((name, (a, b)) for name, a, b in zip(_FIELDS, spec, ref) if a != b)
         self._compare_logs(labels, before, shadow, diffs)
         self._compare_requests(labels, before, shadow, diffs)
         return diffs
 
     def _compare_logs(self, labels: list[tuple], before: State, shadow: State, diffs: dict) -> None:
-        rewritten = set()
+        c = self.c
+        rewritten = _NONE
         for label in labels:
-            if label[0] in _MASTER_LOG_REWRITES:
-                rewritten.add("master")
-            elif label[0] not in _RLOG_APPENDS and len(label) > 1 and label[1] in self.c.replicas:
-                rewritten.add(label[1])
-        specs = dict(zip(("master", *self.c.replica_names), (shadow.log, *shadow.rlog)))
-        for who, (keys, index, n, torn) in self._log_keys().items():
-            ids, rebuilt = self._spec_ids(who, keys, index)
-            spec = specs[who]
-            start = 0 if rebuilt else min(self._verified.get(who, 0), n, len(spec))
-            if start and who in rewritten:
-                # A step that may rewrite this log: its verified prefix stands if the spec's log
-                # kept it (a crash or a recovery keeps a prefix; checked, by shared chunks).
-                old = before.log if who == "master" else before.rlog[self.c.replica_names.index(who)]
-                if not same_prefix(old, spec, start):
-                    start = 0
-            if start == n == len(spec) and not torn:
-                continue                    # nothing past the verified prefix on either side
-            if len(spec) != n + torn or tuple(ids[start:n]) + ((TORN,) if torn else ()) != spec[start:]:
-                self._verified[who] = 0
-                diffs["log" if who == "master" else f"rlog[{who}]"] = (
-                    spec, tuple(ids[:n]) + ((TORN,) if torn else ()))
-            else:
-                self._verified[who] = n
+            kind = label[0]
+            if kind in _MASTER_LOG_REWRITES:
+                rewritten = rewritten | {"master"}
+            elif kind not in _RLOG_APPENDS and len(label) > 1 and label[1] in c.replicas:
+                rewritten = rewritten | {label[1]}
+        if c.mstate == UP:
+            idx = c.master.log.ghost
+            self._compare_log("master", idx.keys, idx, len(idx.keys), False, shadow.log, before.log,
+                              rewritten, diffs)
+        else:          # the index as the master left it (never changed while down)
+            d = c.down
+            self._compare_log("master", d["index"].keys, d["index"], d["committed"], d["torn"], shadow.log,
+                              before.log, rewritten, diffs)
+        for k, r in enumerate(c.replica_names):
+            g = c.replicas[r].core.ghost
+            self._compare_log(r, g.keys, g, len(g.keys), False, shadow.rlog[k], before.rlog[k], rewritten, diffs)
+
+    def _compare_log(self, who: str, keys, index, n: int, torn: bool, spec, old, rewritten, diffs: dict) -> None:
+        """One log (``_log_keys``' entry for ``who``) against the shadow's ``spec``, from ``old``
+        (the shadow's before the event), past its verified prefix."""
+        entry = self._ids.get(who)
+        if (entry is not None and entry[0] is keys and entry[1] == index.shrinks and not torn
+                and who not in rewritten and self._verified.get(who) == n == len(spec) == len(entry[2]) == len(keys)):
+            return      # the same log, neither cut nor grown, verified whole, its spec twin as long: as below
+        ids, rebuilt = self._spec_ids(who, keys, index)
+        start = 0 if rebuilt else min(self._verified.get(who, 0), n, len(spec))
+        if start and who in rewritten:
+            # A step that may rewrite this log: its verified prefix stands if the spec's log
+            # kept it (a crash or a recovery keeps a prefix; checked, by shared chunks).
+            if not same_prefix(old, spec, start):
+                start = 0
+        if start == n == len(spec) and not torn:
+            return                      # nothing past the verified prefix on either side
+        if len(spec) != n + torn or tuple(ids[start:n]) + ((TORN,) if torn else ()) != spec[start:]:
+            self._verified[who] = 0
+            diffs["log" if who == "master" else f"rlog[{who}]"] = (
+                spec, tuple(ids[:n]) + ((TORN,) if torn else ()))
+        else:
+            self._verified[who] = n
 
     def _compare_requests(self, labels: list[tuple], before: State, shadow: State, diffs: dict) -> None:
         requests = self.c.checker.requests
