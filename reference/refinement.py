@@ -284,6 +284,10 @@ class IncrementalInvariants:
         from spec import properties as p
 
         self.cfg, self.names, self.f, self.p = cfg, set(names), f, p
+        self.watermarks = "WatermarksOrdered" in self.names
+        self.log_matching = "LogMatching" in self.names
+        self.acked_survives = "AckedSurvivesCrash" in self.names and p.promised(cfg)
+        self.ambiguous = "AmbiguousAckOrdered" in self.names
         self._up_log = None     # the master's log when it last died, well formed (the invariant held)
 
     def check(self, s: State, t: State, kind: str) -> str | None:
@@ -305,14 +309,18 @@ class IncrementalInvariants:
                 return "NoAckBeforeWrite"
             if "TimeoutStatusPrecedence" in names and not e.precedenceOK:
                 return "TimeoutStatusPrecedence"
-        if "WatermarksOrdered" in names and not p.watermarks_ordered(cfg, t):
+        if self.watermarks and not p.watermarks_ordered(cfg, t):
             return "WatermarksOrdered"
-        if "LogMatching" in names and t.mstate == "UP":
+        crash = kind in _CRASHES
+        # Outside crashes a step that keeps every log and the connections as they were cannot break
+        # LogMatching or AmbiguousAckOrdered (read below for what it changed): nothing to read.
+        logs_kept = not crash and t.log is s.log and t.rlog is s.rlog
+        if self.log_matching and t.mstate == "UP" and not (logs_kept and t.connected is s.connected):
             for k in range(len(cfg.replicas)):
                 if not t.connected[k]:
                     continue
                 rl = t.rlog[k]
-                if kind in _CRASHES or not s.connected[k]:      # a new connection: the whole log
+                if crash or not s.connected[k]:      # a new connection: the whole log
                     ok = f.is_prefix(rl, t.log)
                 elif rl is not s.rlog[k] and rl:                # a transfer: the new record
                     ok = len(rl) <= len(t.log) and rl[-1] == t.log[len(rl) - 1]
@@ -320,16 +328,16 @@ class IncrementalInvariants:
                     ok = True
                 if not ok:
                     return "LogMatching"
-        if "AckedSurvivesCrash" in names and p.promised(cfg):
-            if kind in _CRASHES:
+        if self.acked_survives:
+            if crash:
                 ok = _acked_survive_cut(cfg, p, s, t)
             else:
                 ok = all(f.holds(t, t.log, e.id) or p.survives(cfg, t, e.id)
                          for e in new_events if e.status == "PUT_OK")
             if not ok:
                 return "AckedSurvivesCrash"
-        if "AmbiguousAckOrdered" in names:
-            if kind in _CRASHES:    # a crash leaves the slaves' logs alone; the master's counts once it is up
+        if self.ambiguous and not logs_kept:
+            if crash:    # a crash leaves the slaves' logs alone; the master's counts once it is up
                 if s.mstate == "UP":
                     self._up_log = s.log
                 ok = ((t.mstate != "UP" or self._recovered_well_formed(t.log))

@@ -40,9 +40,10 @@ _MASTER_LOG_REWRITES = frozenset({"MasterProcessCrash", "MasterMachineCrash", "R
 _RLOG_APPENDS = frozenset({"Transfer", "ReplicaAck"})   # the replica steps that leave a slave's log's prefix alone
 _DIGEST_MASK = (1 << 64) - 1
 _NONE = frozenset()
-# The spec steps that can change a request already put (tla/AckOrder.tla): Release, answers, crashes.
-_WAITING_STEPS = frozenset({"Respond", "Timeout", "Flush", "FlushFail", "WriteFail", "MasterProcessCrash",
-                            "MasterMachineCrash", "Recover"})
+# The spec steps that can change requests already put that their label does not name
+# (tla/AckOrder.tla): Release, crashes (and, conservatively, WriteFail and Recover).  Respond(i) and
+# Timeout(i) change request i only.
+_WAITING_STEPS = frozenset({"Flush", "FlushFail", "WriteFail", "MasterProcessCrash", "MasterMachineCrash", "Recover"})
 
 
 # The scalar variables of the spec state (all but the logs, ``reqs`` and the ghost ones), in the
@@ -115,8 +116,8 @@ class Abstraction:
             committed, flushed, durable = d["committed"], d["flushed"], d["durable"]
             writable, unwritten, landed = True, _NONE, 0
             connected, ack, push2 = (False,) * len(names), (0,) * len(names), 0
-        n = c.counters
-        counts = (n["process"], n["machine"], n["replica"], n["disconnect"], n["fsync"], n["write"],
+        n = c.counters.get       # (a Counter's [] calls __missing__ for each kind not seen yet)
+        counts = (n("process", 0), n("machine", 0), n("replica", 0), n("disconnect", 0), n("fsync", 0), n("write", 0),
                   c.checker.shadow.aux_ctrs.forgedReport)
         if counts != self._counts[0]:        # one Counters per change, not per event
             self._counts = (counts, Counters(*counts))
@@ -272,14 +273,18 @@ class Abstraction:
             diffs["reqs"] = (f"{len(shadow.reqs)} requests", f"{registered} requests")
             return
         c = self.c
-        signal = (c.incarnation, c.mstate, c.master.released_upto, c.responses_sent, len(c.aborted))
+        spec_id = requests.spec_id
+        signal = (c.incarnation, c.mstate, c.master.released_upto, len(c.aborted))
         if signal != self._signal or any(label[0] in _WAITING_STEPS for label in labels):
             self._signal = signal
             ids = self._touched(labels)
             ids.update(self.waiting)
-        else:                   # no waiting request can have changed on either side
-            ids = {requests.spec_id[label[1]] for label in labels
-                   if label[0] in _REQUEST_STEPS and label[1] in requests.spec_id}
+        elif labels or c.responded or registered > self.known:
+            # No waiting request can have changed but those named, on either side.
+            ids = {spec_id[label[1]] for label in labels if label[0] in _REQUEST_STEPS and label[1] in spec_id}
+            ids.update(spec_id[r] for r in c.responded if r in spec_id)
+        else:
+            return      # nothing named, answered or put, and no signal moved: no request changed
         if registered > self.known:
             ids.update(range(self.known + 1, registered + 1))
         reqs, waiting = shadow.reqs, self.waiting

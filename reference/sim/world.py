@@ -105,12 +105,13 @@ class World:
     def _plan(self) -> None:
         """After each step: schedule what the cluster now has in flight."""
         c = self.cluster
+        scheduled = self._scheduled
         for key, link in c.links.items():
-            pending = len(link.frames) - self._scheduled.get(key, 0)
+            pending = len(link.frames) - scheduled.get(key, 0)
             for _ in range(pending):
-                at = max(self.now + self._delay(self.p.faults.net_delay_ms), self._link_clock.get(key, 0))
+                at = max(c.now + self._delay(self.p.faults.net_delay_ms), self._link_clock.get(key, 0))
                 self._link_clock[key] = at
-                self._scheduled[key] = self._scheduled.get(key, 0) + 1
+                scheduled[key] = scheduled.get(key, 0) + 1
                 self._seq += 1
                 heapq.heappush(self._queue, (at, self._seq, "deliver", (key,)))
         if c.pending_fsync is not None and not self._fsync_scheduled:
