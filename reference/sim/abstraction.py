@@ -78,6 +78,9 @@ class Abstraction:
         self.c = cluster
         self._ids: dict[str, tuple] = {}          # log -> (its keys object, shrinks seen, spec ids: a list)
         self._verified: dict[str, int] = {}       # log -> how much of it equals the shadow's, as of the last event
+        # log -> (the shadow's log, keys, n, the index's shrinks) when the two were last found equal whole
+        # (not torn): while all four stay, neither side changed.
+        self._unchanged: dict[str, tuple] = {}
         self.waiting: dict[int, SpecRequest] = {}     # spec id -> request, while the shadow's is WAITING
         self.known = 0                            # spec requests compared at least once
         self.answered = 0                         # answered spec requests folded into ``digest``
@@ -245,10 +248,9 @@ class Abstraction:
     def _compare_log(self, who: str, keys, index, n: int, torn: bool, spec, old, rewritten, diffs: dict) -> None:
         """One log (``_log_keys``' entry for ``who``) against the shadow's ``spec``, from ``old``
         (the shadow's before the event), past its verified prefix."""
-        entry = self._ids.get(who)
-        if (entry is not None and entry[0] is keys and entry[1] == index.shrinks and not torn
-                and who not in rewritten and self._verified.get(who) == n == len(spec) == len(entry[2]) == len(keys)):
-            return      # the same log, neither cut nor grown, verified whole, its spec twin as long: as below
+        last = self._unchanged.get(who)
+        if last is not None and last[0] is spec and last[1] is keys and last[2] == n and last[3] == index.shrinks:
+            return      # neither side changed since both were found equal whole
         ids, rebuilt = self._spec_ids(who, keys, index)
         start = 0 if rebuilt else min(self._verified.get(who, 0), n, len(spec))
         if start and who in rewritten:
@@ -257,13 +259,19 @@ class Abstraction:
             if not same_prefix(old, spec, start):
                 start = 0
         if start == n == len(spec) and not torn:
+            self._unchanged[who] = (spec, keys, n, index.shrinks)
             return                      # nothing past the verified prefix on either side
         if len(spec) != n + torn or tuple(ids[start:n]) + ((TORN,) if torn else ()) != spec[start:]:
             self._verified[who] = 0
+            self._unchanged.pop(who, None)
             diffs["log" if who == "master" else f"rlog[{who}]"] = (
                 spec, tuple(ids[:n]) + ((TORN,) if torn else ()))
         else:
             self._verified[who] = n
+            if torn:
+                self._unchanged.pop(who, None)
+            else:
+                self._unchanged[who] = (spec, keys, n, index.shrinks)
 
     def _compare_requests(self, labels: list[tuple], before: State, shadow: State, diffs: dict) -> None:
         requests = self.c.checker.requests
