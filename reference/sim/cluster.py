@@ -169,12 +169,13 @@ class Cluster:
         labels = [*env_labels, *self.spec_log]
         self.spec_log.clear()
         self._hash.update(f"{self.now}|{what}|{labels}\n".encode())
-        for label in labels:
-            kind = label[0]
-            self.action_counts[kind] += 1
-            self.recent_actions.append(kind)
-            if kind in _COUNTED:
-                self.counters[_COUNTED[kind]] += 1
+        if labels:
+            kinds = [label[0] for label in labels]
+            self.action_counts.update(kinds)
+            self.recent_actions.extend(kinds)
+            for kind in kinds:
+                if kind in _COUNTED:
+                    self.counters[_COUNTED[kind]] += 1
         if self.checker is None:
             return
         if self.mstate == UP:
