@@ -114,12 +114,14 @@ class RefinementChecker:
 
     # --- one labelled step ----------------------------------------------------
 
-    def _pick(self, label: tuple, options: list[State], choose) -> State:
-        chosen = [t for t in options if choose(t)]
-        if not chosen:
+    @staticmethod
+    def _pick(label: tuple, options: list[State]) -> State:
+        """The first successor (the labelled steps are deterministic: one at most, or the
+        options were filtered to the ones matching the label)."""
+        if not options:
             raise RefinementError(f"spec step {label} is not possible from the shadow state "
-                                  f"({len(options)} successors, none matches)")
-        return chosen[0]
+                                  f"(no successor matches)")
+        return options[0]
 
     @staticmethod
     def _one(label: tuple, t: State | None) -> State:
@@ -131,9 +133,11 @@ class RefinementChecker:
         """The successor for one label, or None for a step with no spec effect."""
         cfg, s = self.cfg, self.shadow
         kind = label[0]
+        if kind == "Transfer":          # the commonest step first
+            return self._pick(label, sa.transfer(cfg, s, self.index[label[1]]))
         if kind == "Put":
             req_id = label[1]
-            t = self._pick(label, sa.put(cfg, s), lambda t: True)
+            t = self._pick(label, sa.put(cfg, s))
             self.requests.add(req_id, t.reqs[-1].off)
             return t
         if kind == "Commit":
@@ -150,14 +154,14 @@ class RefinementChecker:
             in_page_cache = self._page_cache_records()
             options = [t for t in sa.write_fail(cfg, s)
                        if (label[2] is None or t.committed == label[2]) and page_cache_end(t) == in_page_cache]
-            t = self._pick(label, options, lambda t: True)
+            t = self._pick(label, options)
             if label[1] is not None:
                 self.requests.add(label[1], t.reqs[-1].off)
             return t
         if kind in ("Respond", "Timeout"):
             i = self.requests.spec_id[label[1]]
             if kind == "Respond":
-                return self._pick(label, sa.respond(cfg, s, i), lambda t: True)
+                return self._pick(label, sa.respond(cfg, s, i))
             return self._one(label, sa.timeout_with(cfg, s, i, label[2]))
         if kind == "ReplicaAck":
             k, reported = self.index[label[1]], label[2]
@@ -170,12 +174,11 @@ class RefinementChecker:
             aborted = sa.abort_waiting(cfg, s, self._maybe_waiting())
             return self._one(label, sa.master_machine_crash_to(cfg, s, label[1], label[2], aborted))
         if kind in _REPLICA_ACTIONS:
-            fn = getattr(sa, _REPLICA_ACTIONS[kind])
-            return self._pick(label, fn(cfg, s, self.index[label[1]]), lambda t: True)
+            return self._pick(label, _REPLICA_ACTIONS[kind](cfg, s, self.index[label[1]]))
         if kind == "MasterProcessCrash":
-            return self._pick(label, sa.master_process_crash(cfg, s, self._maybe_waiting()), lambda t: True)
+            return self._pick(label, sa.master_process_crash(cfg, s, self._maybe_waiting()))
         if kind == "Recover":
-            return self._pick(label, sa.recover(cfg, s), lambda t: True)
+            return self._pick(label, sa.recover(cfg, s))
         raise RefinementError(f"unknown spec step {label}")
 
     def _maybe_waiting(self) -> set[int] | None:
@@ -264,9 +267,9 @@ class RefinementChecker:
             self.full_compare(event)
 
 
-_REPLICA_ACTIONS = {"ReplicaConnect": "replica_connect", "Transfer": "transfer",
-                    "ReplicaDisconnect": "replica_disconnect", "ReplicaCrash": "replica_crash",
-                    "ReplicaRestart": "replica_restart"}
+_REPLICA_ACTIONS = {"ReplicaConnect": sa.replica_connect, "Transfer": sa.transfer,
+                    "ReplicaDisconnect": sa.replica_disconnect, "ReplicaCrash": sa.replica_crash,
+                    "ReplicaRestart": sa.replica_restart}
 _CRASHES = frozenset({"MasterProcessCrash", "MasterMachineCrash", "Recover"})
 
 

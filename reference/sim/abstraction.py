@@ -27,6 +27,7 @@ variables an action can change) cannot hide a difference for long.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from operator import attrgetter
 
 from reference.refinement import RefinementError
@@ -101,13 +102,16 @@ class Abstraction:
         names = c.replica_names
         if c.mstate == UP:
             m, log = c.master, c.master.log
-            records_upto = log.ghost.records_upto
-            committed, flushed = records_upto(log.committed), records_upto(log.flushed)
-            durable = records_upto(c.durable_end)
+            idx = log.ghost
+            # idx.records_upto, inlined: a ghost index never forgets (its base is 0), so every offset is retained.
+            assert idx.base == idx.base_records == 0, (idx.base, idx.base_records)
+            ends = idx.ends
+            committed, flushed = bisect_right(ends, log.committed), bisect_right(ends, log.flushed)
+            durable = bisect_right(ends, c.durable_end)
             writable = m.writable
             # What the page cache really holds beside what the master counts (the disk knows):
             # records a failed write left anyway, or (BugFsyncCoversFailedWrite) counted ones missing.
-            in_page_cache = records_upto(c.page_end)
+            in_page_cache = bisect_right(ends, c.page_end)
             unwritten = frozenset(range(in_page_cache + 1, committed + 1)) if in_page_cache < committed else _NONE
             landed = in_page_cache - committed if in_page_cache > committed else 0
             conns = m.conns

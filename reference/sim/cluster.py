@@ -224,8 +224,12 @@ class Cluster:
         queued in put order, answered ones leave from the head, so the head is the oldest.)"""
         if self.mstate != UP or not self.master.waiting:
             return
-        req = next((r for r in self.master.waiting if r.status is None), None)
-        if req is not None and self.now - req.put_ms > bound_ms:
+        for req in self.master.waiting:
+            if req.status is None:
+                break
+        else:
+            return
+        if self.now - req.put_ms > bound_ms:
             spec_id = self.checker.requests.spec_id.get(req.req_id) if self.checker else None
             raise PropertyViolation(
                 "EveryRequestAnswered",
