@@ -14,8 +14,11 @@ Two ways to the same mapping:
   requests the shadow still has waiting, and the answered ones folded into a
   count and a running hash.  An event is compared on what it can have
   touched: every scalar variable, the logs past their verified prefix (whole
-  after a step that rewrites them), and the requests its labels name, that
-  were or are waiting on either side, or that are new.  A request answered
+  after a step that rewrites them; not at all when neither side of a log
+  changed since the two were found equal), and the requests its labels name,
+  that the master answered in it, or that are new, and every waiting one
+  after a step or a signal (a new master, a release, an abort) that can have
+  changed several.  A request answered
   and compared leaves the waiting set for the digest and is not looked at
   again, unless a label names it (BugDoubleResponse answers twice).
 
