@@ -292,9 +292,11 @@ simulation. What changed, every event still compared on everything it can have t
   the master's log, every slave's log and the connections as the same objects: both read only what a step
   changed, and it changed none of that.
 The runs are unchanged: trace hashes, outcomes and step counts of 300 seeds are identical before and after.
-Side by side against the tree before this round (fb79810; load average 4.5–5.8 on 2 cores): checked
-steps per CPU-s 1.27x / 1.28x (seed 0, 10k / 100k steps) and 1.15x / 1.20x (seed 9), the default campaign
-1.29x the seeds/s on local[1]; 100 seeds in one process, 28.3 -> 23.9 ms per seed. Not the 3x the issue
+Side by side against the tree before this round (fb79810; `ackorder bench sim --sim-steps 10000,100000
+--sim-seeds 0,9 --baseline <fb79810> --campaign-seeds 500 --machine-examples 0`, load average 4.4–6.0 on 2
+cores): checked steps per CPU-s 1.28x / 1.34x (seed 0, 10k / 100k steps) and 1.17x / 1.20x (seed 9),
+unchecked 1.04x / 1.03x (100k), the default campaign 1.20x the seeds/s on local[1] and 1.29x on local[2]
+(wall clock, which that load disturbs); 100 seeds in one process, 27.6 -> 22.9 ms per seed. Not the 3x the issue
 asks: what is left is spread over about 15 functions of 1–2 µs of interpreted Python per event, none worth
 more than a fifth of the checker. 12 ms per seed would take a different design (the twin and the
 abstraction compiled, or checked over batches of events), not a tighter loop.
