@@ -21,7 +21,7 @@ from spec.config import Config
 from spec.functions import page_cache_end
 from spec.properties import INVARIANTS, SAFETY
 from spec.seq import Seq, same_prefix
-from spec.state import TORN, WAITING, State
+from spec.state import TORN, WAITING, State, evolve
 
 # One file of unbounded size: the reference's segments hold variable-size
 # records, so the spec's fixed FileSize is replaced by "never in the way";
@@ -39,6 +39,9 @@ def spec_config(store: StoreConfig, replicas: tuple[str, ...]) -> Config:
         in_sync_replicas=min(store.in_sync_replicas, len(replicas) + 1), file_size=SPEC_FILE_SIZE,
         bugs=store.bugs,
     )
+
+
+_NO_RESPONSES = frozenset()
 
 
 class RefinementError(AssertionError):
@@ -111,12 +114,14 @@ class RefinementChecker:
 
     # --- one labelled step ----------------------------------------------------
 
-    def _pick(self, label: tuple, options: list[State], choose) -> State:
-        chosen = [t for t in options if choose(t)]
-        if not chosen:
+    @staticmethod
+    def _pick(label: tuple, options: list[State]) -> State:
+        """The first successor (the labelled steps are deterministic: one at most, or the
+        options were filtered to the ones matching the label)."""
+        if not options:
             raise RefinementError(f"spec step {label} is not possible from the shadow state "
-                                  f"({len(options)} successors, none matches)")
-        return chosen[0]
+                                  f"(no successor matches)")
+        return options[0]
 
     @staticmethod
     def _one(label: tuple, t: State | None) -> State:
@@ -128,9 +133,11 @@ class RefinementChecker:
         """The successor for one label, or None for a step with no spec effect."""
         cfg, s = self.cfg, self.shadow
         kind = label[0]
+        if kind == "Transfer":          # the commonest step first
+            return self._pick(label, sa.transfer(cfg, s, self.index[label[1]]))
         if kind == "Put":
             req_id = label[1]
-            t = self._pick(label, sa.put(cfg, s), lambda t: True)
+            t = self._pick(label, sa.put(cfg, s))
             self.requests.add(req_id, t.reqs[-1].off)
             return t
         if kind == "Commit":
@@ -147,14 +154,14 @@ class RefinementChecker:
             in_page_cache = self._page_cache_records()
             options = [t for t in sa.write_fail(cfg, s)
                        if (label[2] is None or t.committed == label[2]) and page_cache_end(t) == in_page_cache]
-            t = self._pick(label, options, lambda t: True)
+            t = self._pick(label, options)
             if label[1] is not None:
                 self.requests.add(label[1], t.reqs[-1].off)
             return t
         if kind in ("Respond", "Timeout"):
             i = self.requests.spec_id[label[1]]
             if kind == "Respond":
-                return self._pick(label, sa.respond(cfg, s, i), lambda t: True)
+                return self._pick(label, sa.respond(cfg, s, i))
             return self._one(label, sa.timeout_with(cfg, s, i, label[2]))
         if kind == "ReplicaAck":
             k, reported = self.index[label[1]], label[2]
@@ -167,12 +174,11 @@ class RefinementChecker:
             aborted = sa.abort_waiting(cfg, s, self._maybe_waiting())
             return self._one(label, sa.master_machine_crash_to(cfg, s, label[1], label[2], aborted))
         if kind in _REPLICA_ACTIONS:
-            fn = getattr(sa, _REPLICA_ACTIONS[kind])
-            return self._pick(label, fn(cfg, s, self.index[label[1]]), lambda t: True)
+            return self._pick(label, _REPLICA_ACTIONS[kind](cfg, s, self.index[label[1]]))
         if kind == "MasterProcessCrash":
-            return self._pick(label, sa.master_process_crash(cfg, s, self._maybe_waiting()), lambda t: True)
+            return self._pick(label, sa.master_process_crash(cfg, s, self._maybe_waiting()))
         if kind == "Recover":
-            return self._pick(label, sa.recover(cfg, s), lambda t: True)
+            return self._pick(label, sa.recover(cfg, s))
         raise RefinementError(f"unknown spec step {label}")
 
     def _maybe_waiting(self) -> set[int] | None:
@@ -199,7 +205,7 @@ class RefinementChecker:
         for label in labels:
             s = self.shadow
             if s.inv_responses:     # the ghost history lives in self.responses: no step copies it
-                s = self.shadow = attrs.evolve(s, inv_responses=frozenset())
+                s = self.shadow = evolve(s, inv_responses=_NO_RESPONSES)
             try:
                 t = self._apply(label)
             except RefinementError as err:
@@ -261,9 +267,9 @@ class RefinementChecker:
             self.full_compare(event)
 
 
-_REPLICA_ACTIONS = {"ReplicaConnect": "replica_connect", "Transfer": "transfer",
-                    "ReplicaDisconnect": "replica_disconnect", "ReplicaCrash": "replica_crash",
-                    "ReplicaRestart": "replica_restart"}
+_REPLICA_ACTIONS = {"ReplicaConnect": sa.replica_connect, "Transfer": sa.transfer,
+                    "ReplicaDisconnect": sa.replica_disconnect, "ReplicaCrash": sa.replica_crash,
+                    "ReplicaRestart": sa.replica_restart}
 _CRASHES = frozenset({"MasterProcessCrash", "MasterMachineCrash", "Recover"})
 
 
@@ -281,6 +287,10 @@ class IncrementalInvariants:
         from spec import properties as p
 
         self.cfg, self.names, self.f, self.p = cfg, set(names), f, p
+        self.watermarks = "WatermarksOrdered" in self.names
+        self.log_matching = "LogMatching" in self.names
+        self.acked_survives = "AckedSurvivesCrash" in self.names and p.promised(cfg)
+        self.ambiguous = "AmbiguousAckOrdered" in self.names
         self._up_log = None     # the master's log when it last died, well formed (the invariant held)
 
     def check(self, s: State, t: State, kind: str) -> str | None:
@@ -302,14 +312,18 @@ class IncrementalInvariants:
                 return "NoAckBeforeWrite"
             if "TimeoutStatusPrecedence" in names and not e.precedenceOK:
                 return "TimeoutStatusPrecedence"
-        if "WatermarksOrdered" in names and not p.watermarks_ordered(cfg, t):
+        if self.watermarks and not p.watermarks_ordered(cfg, t):
             return "WatermarksOrdered"
-        if "LogMatching" in names and t.mstate == "UP":
+        crash = kind in _CRASHES
+        # Outside crashes a step that keeps every log and the connections as they were cannot break
+        # LogMatching or AmbiguousAckOrdered (read below for what it changed): nothing to read.
+        logs_kept = not crash and t.log is s.log and t.rlog is s.rlog
+        if self.log_matching and t.mstate == "UP" and not (logs_kept and t.connected is s.connected):
             for k in range(len(cfg.replicas)):
                 if not t.connected[k]:
                     continue
                 rl = t.rlog[k]
-                if kind in _CRASHES or not s.connected[k]:      # a new connection: the whole log
+                if crash or not s.connected[k]:      # a new connection: the whole log
                     ok = f.is_prefix(rl, t.log)
                 elif rl is not s.rlog[k] and rl:                # a transfer: the new record
                     ok = len(rl) <= len(t.log) and rl[-1] == t.log[len(rl) - 1]
@@ -317,16 +331,16 @@ class IncrementalInvariants:
                     ok = True
                 if not ok:
                     return "LogMatching"
-        if "AckedSurvivesCrash" in names and p.promised(cfg):
-            if kind in _CRASHES:
+        if self.acked_survives:
+            if crash:
                 ok = _acked_survive_cut(cfg, p, s, t)
             else:
                 ok = all(f.holds(t, t.log, e.id) or p.survives(cfg, t, e.id)
                          for e in new_events if e.status == "PUT_OK")
             if not ok:
                 return "AckedSurvivesCrash"
-        if "AmbiguousAckOrdered" in names:
-            if kind in _CRASHES:    # a crash leaves the slaves' logs alone; the master's counts once it is up
+        if self.ambiguous and not logs_kept:
+            if crash:    # a crash leaves the slaves' logs alone; the master's counts once it is up
                 if s.mstate == "UP":
                     self._up_log = s.log
                 ok = ((t.mstate != "UP" or self._recovered_well_formed(t.log))

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import attrs
-
 from spec.config import Bounds, Config
 from spec.seq import Seq
 from spec.functions import (
@@ -21,10 +19,8 @@ from spec.functions import (
 )
 from spec.state import (
     CLIENT_TIMEOUT, MACHINE_DOWN, PROC_DOWN, PUT_OK, SERVICE_NOT_AVAILABLE, TORN, UNKNOWN_ERROR, UP,
-    WAITING, Counters, Request, ResponseEvent, State,
+    WAITING, Counters, Request, ResponseEvent, State, evolve,
 )
-
-evolve = attrs.evolve
 
 
 def initial_state(cfg: Config) -> State:

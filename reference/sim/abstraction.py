@@ -14,8 +14,11 @@ Two ways to the same mapping:
   requests the shadow still has waiting, and the answered ones folded into a
   count and a running hash.  An event is compared on what it can have
   touched: every scalar variable, the logs past their verified prefix (whole
-  after a step that rewrites them), and the requests its labels name, that
-  were or are waiting on either side, or that are new.  A request answered
+  after a step that rewrites them; not at all when neither side of a log
+  changed since the two were found equal), and the requests its labels name,
+  that the master answered in it, or that are new, and every waiting one
+  after a step or a signal (a new master, a release, an abort) that can have
+  changed several.  A request answered
   and compared leaves the waiting set for the digest and is not looked at
   again, unless a label names it (BugDoubleResponse answers twice).
 
@@ -26,6 +29,9 @@ variables an action can change) cannot hide a difference for long.
 """
 
 from __future__ import annotations
+
+from bisect import bisect_right
+from operator import attrgetter
 
 from reference.refinement import RefinementError
 from spec.seq import same_prefix
@@ -38,9 +44,17 @@ _MASTER_LOG_REWRITES = frozenset({"MasterProcessCrash", "MasterMachineCrash", "R
 _RLOG_APPENDS = frozenset({"Transfer", "ReplicaAck"})   # the replica steps that leave a slave's log's prefix alone
 _DIGEST_MASK = (1 << 64) - 1
 _NONE = frozenset()
-# The spec steps that can change a request already put (tla/AckOrder.tla): Release, answers, crashes.
-_WAITING_STEPS = frozenset({"Respond", "Timeout", "Flush", "FlushFail", "WriteFail", "MasterProcessCrash",
-                            "MasterMachineCrash", "Recover"})
+# The spec steps that can change requests already put that their label does not name
+# (tla/AckOrder.tla): Release, crashes (and, conservatively, WriteFail and Recover).  Respond(i) and
+# Timeout(i) change request i only.
+_WAITING_STEPS = frozenset({"Flush", "FlushFail", "WriteFail", "MasterProcessCrash", "MasterMachineCrash", "Recover"})
+
+
+# The scalar variables of the spec state (all but the logs, ``reqs`` and the ghost ones), in the
+# order ``Abstraction._scalars`` gives the reference's values.
+_FIELDS = ("mstate", "committed", "flushed", "durable", "writable", "unwritten", "landed", "connected", "ack",
+           "push2SlaveMaxOffset", "syncStateSet", "rUp", "aux_ctrs")
+_shadow_scalars = attrgetter(*_FIELDS)
 
 
 class AbstractionMismatch(RefinementError):
@@ -68,6 +82,9 @@ class Abstraction:
         self.c = cluster
         self._ids: dict[str, tuple] = {}          # log -> (its keys object, shrinks seen, spec ids: a list)
         self._verified: dict[str, int] = {}       # log -> how much of it equals the shadow's, as of the last event
+        # log -> (the shadow's log, keys, n, the index's shrinks) when the two were last found equal whole
+        # (not torn): while all four stay, neither side changed.
+        self._unchanged: dict[str, tuple] = {}
         self.waiting: dict[int, SpecRequest] = {}     # spec id -> request, while the shadow's is WAITING
         self.known = 0                            # spec requests compared at least once
         self.answered = 0                         # answered spec requests folded into ``digest``
@@ -80,40 +97,45 @@ class Abstraction:
 
     def _fields(self) -> dict:
         """Every spec variable but the logs, ``reqs`` and the ghost ones: O(replicas)."""
+        return dict(zip(_FIELDS, self._scalars()))
+
+    def _scalars(self) -> tuple:
+        """``_fields``' values, in ``_FIELDS`` order (a tuple: one comparison with the shadow's)."""
         c = self.c
         names = c.replica_names
         if c.mstate == UP:
             m, log = c.master, c.master.log
             idx = log.ghost
-            committed, flushed = idx.records_upto(log.committed), idx.records_upto(log.flushed)
-            durable = idx.records_upto(c.durable_end)
+            # idx.records_upto, inlined: a ghost index never forgets (its base is 0), so every offset is retained.
+            assert idx.base == idx.base_records == 0, (idx.base, idx.base_records)
+            ends = idx.ends
+            committed, flushed = bisect_right(ends, log.committed), bisect_right(ends, log.flushed)
+            durable = bisect_right(ends, c.durable_end)
             writable = m.writable
             # What the page cache really holds beside what the master counts (the disk knows):
             # records a failed write left anyway, or (BugFsyncCoversFailedWrite) counted ones missing.
-            in_page_cache = idx.records_upto(c.page_end)
+            in_page_cache = bisect_right(ends, c.page_end)
             unwritten = frozenset(range(in_page_cache + 1, committed + 1)) if in_page_cache < committed else _NONE
-            landed = max(0, in_page_cache - committed)
-            connected = tuple(r in m.conns for r in names)
-            ack = tuple(m.conns[r].ack_records if r in m.conns else 0 for r in names)
+            landed = in_page_cache - committed if in_page_cache > committed else 0
+            conns = m.conns
+            connected = tuple([r in conns for r in names])
+            ack = tuple([conns[r].ack_records if r in conns else 0 for r in names])
             push2 = m.push2_records
         else:
             d = c.down
             committed, flushed, durable = d["committed"], d["flushed"], d["durable"]
             writable, unwritten, landed = True, _NONE, 0
             connected, ack, push2 = (False,) * len(names), (0,) * len(names), 0
-        n = c.counters
-        counts = (n["process"], n["machine"], n["replica"], n["disconnect"], n["fsync"], n["write"],
+        n = c.counters.get       # (a Counter's [] calls __missing__ for each kind not seen yet)
+        counts = (n("process", 0), n("machine", 0), n("replica", 0), n("disconnect", 0), n("fsync", 0), n("write", 0),
                   c.checker.shadow.aux_ctrs.forgedReport)
         if counts != self._counts[0]:        # one Counters per change, not per event
             self._counts = (counts, Counters(*counts))
-        return dict(
-            mstate=c.mstate, committed=committed, flushed=flushed, durable=durable, writable=writable,
-            unwritten=unwritten, landed=landed, connected=connected, ack=ack, push2SlaveMaxOffset=push2,
-            syncStateSet=self._sss, rUp=tuple(c.replicas[r].up for r in names),
-            # A forged report is indistinguishable from a true one at the master, so
-            # the implementation cannot count them: that bound comes from the shadow.
-            aux_ctrs=self._counts[1],
-        )
+        replicas = c.replicas
+        # A forged report is indistinguishable from a true one at the master, so
+        # the implementation cannot count them: that bound comes from the shadow.
+        return (c.mstate, committed, flushed, durable, writable, unwritten, landed, connected, ack, push2,
+                self._sss, tuple([replicas[r].up for r in names]), self._counts[1])
 
     def _log_keys(self) -> dict[str, tuple]:
         """Each log as (keys, their index, n, torn): the log is the spec ids of ``keys[:n]``
@@ -202,39 +224,61 @@ class Abstraction:
         ``before``) and the reference, as {variable: (spec, reference)}, looking only at what
         the event can have touched; updates the incremental abstraction."""
         diffs = {}
-        for name, value in self._fields().items():
-            if getattr(shadow, name) != value:
-                diffs[name] = (getattr(shadow, name), value)
+        ref, spec = self._scalars(), _shadow_scalars(shadow)
+        if ref != spec:
+            diffs.update((name, (a, b)) for name, a, b in zip(_FIELDS, spec, ref) if a != b)
         self._compare_logs(labels, before, shadow, diffs)
         self._compare_requests(labels, before, shadow, diffs)
         return diffs
 
     def _compare_logs(self, labels: list[tuple], before: State, shadow: State, diffs: dict) -> None:
-        rewritten = set()
+        c = self.c
+        rewritten = _NONE
         for label in labels:
-            if label[0] in _MASTER_LOG_REWRITES:
-                rewritten.add("master")
-            elif label[0] not in _RLOG_APPENDS and len(label) > 1 and label[1] in self.c.replicas:
-                rewritten.add(label[1])
-        specs = dict(zip(("master", *self.c.replica_names), (shadow.log, *shadow.rlog)))
-        for who, (keys, index, n, torn) in self._log_keys().items():
-            ids, rebuilt = self._spec_ids(who, keys, index)
-            spec = specs[who]
-            start = 0 if rebuilt else min(self._verified.get(who, 0), n, len(spec))
-            if start and who in rewritten:
-                # A step that may rewrite this log: its verified prefix stands if the spec's log
-                # kept it (a crash or a recovery keeps a prefix; checked, by shared chunks).
-                old = before.log if who == "master" else before.rlog[self.c.replica_names.index(who)]
-                if not same_prefix(old, spec, start):
-                    start = 0
-            if start == n == len(spec) and not torn:
-                continue                    # nothing past the verified prefix on either side
-            if len(spec) != n + torn or tuple(ids[start:n]) + ((TORN,) if torn else ()) != spec[start:]:
-                self._verified[who] = 0
-                diffs["log" if who == "master" else f"rlog[{who}]"] = (
-                    spec, tuple(ids[:n]) + ((TORN,) if torn else ()))
+            kind = label[0]
+            if kind in _MASTER_LOG_REWRITES:
+                rewritten = rewritten | {"master"}
+            elif kind not in _RLOG_APPENDS and len(label) > 1 and label[1] in c.replicas:
+                rewritten = rewritten | {label[1]}
+        if c.mstate == UP:
+            idx = c.master.log.ghost
+            self._compare_log("master", idx.keys, idx, len(idx.keys), False, shadow.log, before.log,
+                              rewritten, diffs)
+        else:          # the index as the master left it (never changed while down)
+            d = c.down
+            self._compare_log("master", d["index"].keys, d["index"], d["committed"], d["torn"], shadow.log,
+                              before.log, rewritten, diffs)
+        for k, r in enumerate(c.replica_names):
+            g = c.replicas[r].core.ghost
+            self._compare_log(r, g.keys, g, len(g.keys), False, shadow.rlog[k], before.rlog[k], rewritten, diffs)
+
+    def _compare_log(self, who: str, keys, index, n: int, torn: bool, spec, old, rewritten, diffs: dict) -> None:
+        """One log (``_log_keys``' entry for ``who``) against the shadow's ``spec``, from ``old``
+        (the shadow's before the event), past its verified prefix."""
+        last = self._unchanged.get(who)
+        if last is not None and last[0] is spec and last[1] is keys and last[2] == n and last[3] == index.shrinks:
+            return      # neither side changed since both were found equal whole
+        ids, rebuilt = self._spec_ids(who, keys, index)
+        start = 0 if rebuilt else min(self._verified.get(who, 0), n, len(spec))
+        if start and who in rewritten:
+            # A step that may rewrite this log: its verified prefix stands if the spec's log
+            # kept it (a crash or a recovery keeps a prefix; checked, by shared chunks).
+            if not same_prefix(old, spec, start):
+                start = 0
+        if start == n == len(spec) and not torn:
+            self._unchanged[who] = (spec, keys, n, index.shrinks)
+            return                      # nothing past the verified prefix on either side
+        if len(spec) != n + torn or tuple(ids[start:n]) + ((TORN,) if torn else ()) != spec[start:]:
+            self._verified[who] = 0
+            self._unchanged.pop(who, None)
+            diffs["log" if who == "master" else f"rlog[{who}]"] = (
+                spec, tuple(ids[:n]) + ((TORN,) if torn else ()))
+        else:
+            self._verified[who] = n
+            if torn:
+                self._unchanged.pop(who, None)
             else:
-                self._verified[who] = n
+                self._unchanged[who] = (spec, keys, n, index.shrinks)
 
     def _compare_requests(self, labels: list[tuple], before: State, shadow: State, diffs: dict) -> None:
         requests = self.c.checker.requests
@@ -244,14 +288,18 @@ class Abstraction:
             diffs["reqs"] = (f"{len(shadow.reqs)} requests", f"{registered} requests")
             return
         c = self.c
-        signal = (c.incarnation, c.mstate, c.master.released_upto, c.responses_sent, len(c.aborted))
+        spec_id = requests.spec_id
+        signal = (c.incarnation, c.mstate, c.master.released_upto, len(c.aborted))
         if signal != self._signal or any(label[0] in _WAITING_STEPS for label in labels):
             self._signal = signal
             ids = self._touched(labels)
             ids.update(self.waiting)
-        else:                   # no waiting request can have changed on either side
-            ids = {requests.spec_id[label[1]] for label in labels
-                   if label[0] in _REQUEST_STEPS and label[1] in requests.spec_id}
+        elif labels or c.responded or registered > self.known:
+            # No waiting request can have changed but those named, on either side.
+            ids = {spec_id[label[1]] for label in labels if label[0] in _REQUEST_STEPS and label[1] in spec_id}
+            ids.update(spec_id[r] for r in c.responded if r in spec_id)
+        else:
+            return      # nothing named, answered or put, and no signal moved: no request changed
         if registered > self.known:
             ids.update(range(self.known + 1, registered + 1))
         reqs, waiting = shadow.reqs, self.waiting

@@ -115,7 +115,7 @@ class Cluster:
         self.lookalike_sizes: deque[int] = deque()     # bodies the next puts copy the sizes of
         self.next_req = 1
         self.responses: dict[int, list[int]] = {}
-        self.responses_sent = 0                         # Respond effects performed (observers' change signal)
+        self.responded: list[int] = []                  # the requests answered by this step's Respond effects
         self.aborted: dict[int, bool] = {}
         self.last_aborted: list[int] = []               # the requests the last master death aborted
         self.history: dict[int, object] = {}           # every request of every incarnation (the cores forget)
@@ -164,16 +164,18 @@ class Cluster:
     def _finish(self, what: str, env_labels: list[tuple] = ()) -> None:
         """Perform the cores' effects, then check the step against the spec."""
         self.steps += 1
+        self.responded.clear()
         self._drain()
         labels = [*env_labels, *self.spec_log]
         self.spec_log.clear()
         self._hash.update(f"{self.now}|{what}|{labels}\n".encode())
-        for label in labels:
-            kind = label[0]
-            self.action_counts[kind] += 1
-            self.recent_actions.append(kind)
-            if kind in _COUNTED:
-                self.counters[_COUNTED[kind]] += 1
+        if labels:
+            kinds = [label[0] for label in labels]
+            self.action_counts.update(kinds)
+            self.recent_actions.extend(kinds)
+            for kind in kinds:
+                if kind in _COUNTED:
+                    self.counters[_COUNTED[kind]] += 1
         if self.checker is None:
             return
         if self.mstate == UP:
@@ -222,8 +224,12 @@ class Cluster:
         queued in put order, answered ones leave from the head, so the head is the oldest.)"""
         if self.mstate != UP or not self.master.waiting:
             return
-        req = next((r for r in self.master.waiting if r.status is None), None)
-        if req is not None and self.now - req.put_ms > bound_ms:
+        for req in self.master.waiting:
+            if req.status is None:
+                break
+        else:
+            return
+        if self.now - req.put_ms > bound_ms:
             spec_id = self.checker.requests.spec_id.get(req.req_id) if self.checker else None
             raise PropertyViolation(
                 "EveryRequestAnswered",
@@ -258,10 +264,10 @@ class Cluster:
     def _drain(self) -> None:
         nodes = self.replicas.values()
         for _ in range(1000):
-            pending = self.master.take_effects() if self.mstate == UP and self.master.effects else []
+            pending = self.master.take_effects() if self.mstate == UP and self.master.effects else None
             for node in nodes:
                 if node.core.effects:         # most events leave most cores quiet: no list for them
-                    pending += [(node, e) for e in node.core.take_effects()]
+                    pending = (pending or []) + [(node, e) for e in node.core.take_effects()]
             if not pending:
                 return
             for item in pending:
@@ -318,7 +324,7 @@ class Cluster:
             self._close_conn(e.conn, by_master=True)
         elif isinstance(e, fx.Respond):
             self.responses.setdefault(e.req_id, []).append(e.status)
-            self.responses_sent += 1
+            self.responded.append(e.req_id)
         else:
             raise AssertionError(f"unknown master effect {e!r}")
 

@@ -105,12 +105,14 @@ class World:
     def _plan(self) -> None:
         """After each step: schedule what the cluster now has in flight."""
         c = self.cluster
+        now = c.now
+        scheduled = self._scheduled
         for key, link in c.links.items():
-            pending = len(link.frames) - self._scheduled.get(key, 0)
+            pending = len(link.frames) - scheduled.get(key, 0)
             for _ in range(pending):
-                at = max(self.now + self._delay(self.p.faults.net_delay_ms), self._link_clock.get(key, 0))
+                at = max(now + self._delay(self.p.faults.net_delay_ms), self._link_clock.get(key, 0))
                 self._link_clock[key] = at
-                self._scheduled[key] = self._scheduled.get(key, 0) + 1
+                scheduled[key] = scheduled.get(key, 0) + 1
                 self._seq += 1
                 heapq.heappush(self._queue, (at, self._seq, "deliver", (key,)))
         if c.pending_fsync is not None and not self._fsync_scheduled:
@@ -118,16 +120,18 @@ class World:
             fail = not self.calm and self.rng.random() < self.p.faults.fsync_failure_probability
             self._schedule(self._delay(self.p.faults.fsync_latency_ms), "fsync", c.incarnation, fail)
         for name, node in c.replicas.items():     # HAClient reconnects after any close
-            if node.up and node.conn is None and name not in self._connecting:
+            if node.conn is None and node.up and name not in self._connecting:
                 self._connecting.add(name)
                 self._schedule(self._delay((2, 20)), "connect", name)
-        if c.mstate == UP and not c.master.writable and not self._operator_restart:
-            # A read-only store (a failed write or fsync) stays so until someone restarts the broker.
-            self._operator_restart = True
-            self._schedule(self._delay((20, 200)), "operator_restart", c.incarnation)
         if c.mstate == UP:
-            at = c.master.next_wakeup_ms(self.now)
-            if self._tick_at is None or at < self._tick_at or self._tick_at < self.now:
+            m = c.master
+            if not m.writable and not self._operator_restart:
+                # A read-only store (a failed write or fsync) stays so until someone restarts the broker.
+                self._operator_restart = True
+                self._schedule(self._delay((20, 200)), "operator_restart", c.incarnation)
+            at = m.next_wakeup_ms(now)
+            tick_at = self._tick_at
+            if tick_at is None or at < tick_at or tick_at < now:
                 self._tick_at = at
                 self._seq += 1
                 heapq.heappush(self._queue, (at, self._seq, "tick", ()))

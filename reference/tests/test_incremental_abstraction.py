@@ -125,3 +125,25 @@ def test_full_checks_stay_a_constant_cost_per_step():
     assert out.violation is None
     assert checker.full_check_interval() >= max(len(checker.shadow.reqs), checker.full_check_every)
     assert 1 <= checker.full_compares <= out.spec_steps // checker.full_check_every + 1
+
+
+def test_an_answer_the_spec_did_not_take_is_caught_at_its_event(monkeypatch):
+    """Outside flushes and crashes an event compares the requests its labels name and those the
+    master answered in it (its Respond effects), not every waiting one: a PUT_OK whose spec step
+    the core forgot to record is still caught at the event that sent it, not by a later full
+    comparison.  (ASYNC_FLUSH + SYNC_MASTER: the answers come from slave acks, no flush in between.)"""
+    from reference.master import MasterCore
+
+    answer, forgot = MasterCore._answer, []
+
+    def forgets_the_label(self, req, status, step):
+        answer(self, req, status, step)
+        if step == "Respond" and not forgot:
+            assert self.spec_steps[-1] == ("Respond", req.req_id)
+            forgot.append(self.spec_steps.pop())
+
+    monkeypatch.setattr(MasterCore, "_answer", forgets_the_label)
+    world = World(draw(3, {"flush_disk_type": "ASYNC_FLUSH", "broker_role": "SYNC_MASTER"}))
+    out = world.run(STEPS)
+    assert forgot and out.violation == "refinement", out.message
+    assert "full comparison" not in out.message and "reqs[" in out.message, out.message
