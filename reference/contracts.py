@@ -12,6 +12,10 @@ from pathlib import Path
 
 TARGETS = ("reference.decisions", "reference.frames.decode_frames", "reference.record.scan_segment")
 PER_CONDITION_TIMEOUT_S = 4
+# The seeded wrong functions (reference/tests/contract_bugs.py) are each caught within 1 s per
+# condition (4 s: 60 s for the five, 1 s: 22 s, load 4-6); 2 s leaves room for a slower machine.
+SEEDED_PER_CONDITION_TIMEOUT_S = 2
+CONDITION = re.compile(r"^\s*(pre|post|inv)(\[[^\]]*\])?:", re.M)
 ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<what>.*?) when calling (?P<call>(?P<fn>\w+)\(.*)$")
 
 
@@ -28,6 +32,28 @@ def crosshair(targets: tuple[str, ...], report_all: bool = False, timeout_s: int
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800,
                          cwd=Path(__file__).resolve().parent.parent)
     return out.returncode, (out.stdout + out.stderr).splitlines()
+
+
+def contract_targets(targets: tuple[str, ...] = TARGETS) -> list[str]:
+    """``targets`` with each module replaced by its functions and classes that carry PEP 316
+    conditions: what `crosshair check` of the module checks, one target each (a test each, so
+    pytest-xdist workers share them)."""
+    import importlib
+    import inspect
+
+    out = []
+    for target in targets:
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError:
+            out.append(target)                 # already a function: module.function
+            continue
+        found = [f"{target}.{name}" for name, member in vars(module).items()
+                 if (inspect.isfunction(member) or inspect.isclass(member)) and member.__module__ == target
+                 and CONDITION.search(inspect.getdoc(member) or "")]
+        assert found, f"{target}: no function with PEP 316 conditions"
+        out += found
+    return out
 
 
 def errors(lines: list[str]) -> dict[str, str]:

@@ -48,6 +48,7 @@ from collections.abc import Callable
 import attrs
 import z3
 
+from spec import proofmemo
 from spec.config import Config
 
 WAIT, OK, ERR = 0, 1, 2
@@ -469,17 +470,23 @@ def _bounded(a: Abstract, s: S, bound: int) -> z3.BoolRef:
 
 
 def find_cti(a: Abstract, inv: Callable[[S], z3.BoolRef], prop: Callable[[S], z3.BoolRef]):
-    """A small CTI for ``prop``: the smallest offsets bound that admits one."""
+    """A small CTI for ``prop``: the smallest offsets bound that admits one.  The unbounded
+    query goes first: when it has no model (the conjunct is proved, the usual case) no bounded
+    one has, and the three bounded queries would only repeat that answer."""
     s, t = S(a, "pre"), S(a, "post")
-    for bound in (2, 3, 5, None):
+
+    def solve(bound: int | None) -> z3.ModelRef | None:
         solver = z3.Solver()
         solver.add(inv(s), next_rel(a, s, t), z3.Not(prop(t)))
         if bound is not None:
             solver.add(_bounded(a, s, bound), _bounded(a, t, bound))
-        if solver.check() == z3.sat:
-            m = solver.model()
-            return s, t, m, _action_taken(a, m, s, t)
-    return None
+        return solver.model() if solver.check() == z3.sat else None
+
+    unbounded = solve(None)
+    if unbounded is None:
+        return None
+    m = next((m for m in map(solve, (2, 3, 5)) if m is not None), unbounded)
+    return s, t, m, _action_taken(a, m, s, t)
 
 
 def reachable_in(a: Abstract, s: S, t: S, m: z3.ModelRef) -> int | None:
@@ -518,6 +525,7 @@ def _action_taken(a: Abstract, m: z3.ModelRef, s: S, t: S) -> str:
     return next(n for n, rel in acts.items() if z3.is_true(m.eval(rel, model_completion=True)))
 
 
+@proofmemo.memo("write_path.prove")
 def prove(name: str, cfg: Config) -> list[Result]:
     """Every conjunct of the inductive invariant (the properties, then the
     strengthening) of one configuration: proved, or a CTI confirmed reachable
@@ -549,6 +557,7 @@ def prove(name: str, cfg: Config) -> list[Result]:
     return results
 
 
+@proofmemo.memo("write_path.vacuous_actions")
 def vacuous_actions(cfg: Config) -> list[str]:
     """Actions no state satisfying the invariant can take: a proof over them would be empty."""
     a = Abstract(cfg)
@@ -567,43 +576,70 @@ def vacuous_actions(cfg: Config) -> list[str]:
 SAFETY_HALF = {"EveryRequestAnswered": "EveryWaiterHasDeadline", "ReplicasCatchUp": "CompatibleSlaveAccepted"}
 
 
+@attrs.frozen(eq=False)
+class Witness:
+    """A bounded model check's path from Init to a violation, as plain data (it is shared
+    between processes by spec/proofmemo.py): every state, every step's action, and per state
+    which conjuncts of the inductive invariant hold."""
+    states: tuple[dict, ...]
+    actions: tuple[str, ...]
+    holds: tuple[dict[str, bool], ...]
+
+
+def witness(a, found, every: dict, model_state: Callable, action_taken: Callable) -> Witness | None:
+    """``found`` (states and a z3 model, or None) as a Witness; shared with spec/failover/proofs.py."""
+    if found is None:
+        return None
+    states, m = found
+    return Witness(tuple(model_state(m, s) for s in states),
+                   tuple(action_taken(a, m, states[j], states[j + 1]) for j in range(len(states) - 1)),
+                   tuple({n: z3.is_true(m.eval(f(s), model_completion=True)) for n, f in every.items()}
+                         for s in states))
+
+
+def cti_on_path(name: str, prop_name: str, w: Witness | None, seconds: float) -> Result:
+    """The first step of the witness where the inductive invariant breaks: a CTI reachable by
+    construction (the Init state itself when it breaks it: a failed base case)."""
+    if w is None:
+        return Result(name, prop_name, "no CTI", seconds)
+    holds = w.holds
+    if not all(holds[0].values()):
+        return Result(name, prop_name, "CTI", seconds,
+                      {"action": "Init", "pre": w.states[0], "post": w.states[0], "reachable_in": 0,
+                       "violated": [n for n, ok in holds[0].items() if not ok], "property_violated_after": 0,
+                       "path": []})
+    j = next(j for j in range(len(holds) - 1) if all(holds[j].values()) and not all(holds[j + 1].values()))
+    return Result(name, prop_name, "CTI", seconds,
+                  {"action": w.actions[j], "pre": w.states[j], "post": w.states[j + 1], "reachable_in": j,
+                   "violated": [n for n, ok in holds[j + 1].items() if not ok],
+                   "property_violated_after": len(w.states) - 1, "path": list(w.actions)})
+
+
+@proofmemo.memo("write_path.bug_witness")
+def _bug_witness(cfg: Config, prop_name: str) -> Witness | None:
+    """The shortest path to a violation of ``prop_name`` (bug_cti and cti_path share it)."""
+    a = Abstract(cfg)
+    props = properties(a)
+    return witness(a, shortest_violation(a, props[prop_name], "bug"), {**props, **strengthening(a)},
+                   _model_state, _action_taken)
+
+
 def bug_cti(name: str, cfg: Config, expected: str) -> Result:
     """For a bug variant: the shortest path from Init to a violation of the
     expected property (bounded model checking), and on it the first step where
     the inductive invariant breaks: a CTI that is reachable by construction."""
-    a = Abstract(cfg)
-    props = properties(a)
     prop_name = SAFETY_HALF.get(expected, expected)
-    every = {**props, **strengthening(a)}
     start = time.perf_counter()
-    found = shortest_violation(a, props[prop_name], "bug")
-    if found is not None:
-        states, m = found
-        holds = [{n: z3.is_true(m.eval(f(s), model_completion=True)) for n, f in every.items()} for s in states]
-        if not all(holds[0].values()):      # the initial state itself breaks it: a failed base case
-            return Result(name, prop_name, "CTI", round(time.perf_counter() - start, 3),
-                          {"action": "Init", "pre": _model_state(m, states[0]), "post": _model_state(m, states[0]),
-                           "reachable_in": 0, "violated": [n for n, ok in holds[0].items() if not ok],
-                           "property_violated_after": 0})
-        j = next(j for j in range(len(states) - 1) if all(holds[j].values()) and not all(holds[j + 1].values()))
-        broken = [n for n, ok in holds[j + 1].items() if not ok]
-        return Result(name, prop_name, "CTI", round(time.perf_counter() - start, 3),
-                      {"action": _action_taken(a, m, states[j], states[j + 1]), "pre": _model_state(m, states[j]),
-                       "post": _model_state(m, states[j + 1]), "reachable_in": j, "violated": broken,
-                       "property_violated_after": len(states) - 1})
-    return Result(name, prop_name, "no CTI", round(time.perf_counter() - start, 3))
+    w = _bug_witness(cfg, prop_name)
+    return cti_on_path(name, prop_name, w, round(time.perf_counter() - start, 3))
 
 
 def cti_path(cfg: Config, expected: str) -> list[str] | None:
     """The spec actions of the shortest path to a violation of ``expected``
-    (as bug_cti finds it; [] when the initial state violates it), for
+    (the path bug_cti finds; [] when the initial state violates it), for
     replaying through the twin, or None when there is none within the bound."""
-    a = Abstract(cfg)
-    found = shortest_violation(a, properties(a)[SAFETY_HALF.get(expected, expected)], "path")
-    if found is None:
-        return None
-    states, m = found
-    return [_action_taken(a, m, states[j], states[j + 1]) for j in range(len(states) - 1)]
+    w = _bug_witness(cfg, SAFETY_HALF.get(expected, expected))
+    return None if w is None else list(w.actions)
 
 
 def changed(pre: dict, post: dict) -> dict:

@@ -17,7 +17,7 @@ from reference.refinement import PropertyViolation
 from spec.config import BUG_NAMES
 from spec.traceformat import read_trace
 from spec.tracecheck import check_trace
-from stateful_tests.bug_machines import bug_hunt, machine_for
+from stateful_tests.bug_machines import bug_catch, machine_for
 from stateful_tests.machines import TRACE_DIR
 from stateful_tests.profiles import STATE_DIR
 from tla.manifest import expected_violations, load_manifest
@@ -33,11 +33,11 @@ def test_bug_is_caught(bug):
     trace.unlink(missing_ok=True)
     start = time.perf_counter()
     with pytest.raises(PropertyViolation) as caught:
-        run_state_machine_as_test(machine, settings=bug_hunt())
+        run_state_machine_as_test(machine, settings=bug_catch())
     seconds = time.perf_counter() - start
     expected = expected_violations(bug, MODELS)
     assert caught.value.prop in expected, f"{bug}: caught {caught.value.prop}, expected {sorted(expected)}"
-    # The (shrunk) failing case's trace: the correct spec explains no such run.
+    # The failing case's trace (as found, not shrunk): the correct spec explains no such run.
     verdict = check_trace(read_trace(trace))
     assert not verdict.valid, f"{bug}: the twin accepts the failing case's trace {trace}"
     record_time(bug, {"property": caught.value.prop, "seconds": round(seconds, 2)})

@@ -1,5 +1,5 @@
 """`make test` runs the suite with `pytest -n 2 --dist loadgroup`: tests that share a per-process cache
-(the z3 proofs) or a machine-wide resource (a standalone Spark cluster) carry an `xdist_group` mark
+or a machine-wide resource (a standalone Spark cluster) carry an `xdist_group` mark
 and must run on one worker.  pytest 9 with pytest-xdist 3.8 ignored every such mark without a word,
 so the installed pair is checked here, on a throwaway suite in its own pytest process."""
 

@@ -29,13 +29,13 @@ the first step where the inductive invariant breaks: a reachable CTI.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable
 
 import attrs
 import z3
 
+from spec import proofmemo
 from spec import proofs as write_path
 from spec.failover.config import FailoverConfig
 
@@ -710,6 +710,7 @@ def _every(a: Abstract) -> dict:
     return {**proved_properties(a), **strengthening(a)}
 
 
+@proofmemo.memo("failover.prove")
 def prove(name: str, cfg: FailoverConfig) -> list[Result]:
     """Every conjunct of the inductive invariant: proved, or a CTI (with whether BMC reaches it)."""
     a = Abstract(cfg)
@@ -737,6 +738,7 @@ def prove(name: str, cfg: FailoverConfig) -> list[Result]:
     return results
 
 
+@proofmemo.memo("failover.vacuous_actions")
 def vacuous_actions(cfg: FailoverConfig) -> list[str]:
     """Actions no state satisfying the invariant can take (a proof over them would be empty)."""
     a = Abstract(cfg)
@@ -774,50 +776,29 @@ def shortest_violation(a: Abstract, prop: Callable[[FS], z3.BoolRef], tag: str):
     return None
 
 
-@functools.lru_cache(maxsize=None)
-def _bug_path(cfg: FailoverConfig, prop_name: str):
-    """The shortest path to a violation of ``prop_name`` (cached: the CLI and the tests share it)."""
+@proofmemo.memo("failover.bug_witness")
+def _bug_witness(cfg: FailoverConfig, prop_name: str) -> write_path.Witness | None:
+    """The shortest path to a violation of ``prop_name`` (the CLI and the tests share it)."""
     a = Abstract(cfg)
-    return shortest_violation(a, properties(a)[prop_name], "bug")
+    props = properties(a)
+    every = {**_every(a), prop_name: props[prop_name]}   # a BMC-only property joins the invariant here
+    return write_path.witness(a, shortest_violation(a, props[prop_name], "bug"), every, _model_state, _action_taken)
 
 
 def bug_cti(name: str, cfg: FailoverConfig, expected: str) -> Result:
     """The shortest path to a violation of the expected property, and on it the
     first step that breaks the inductive invariant: a CTI reachable by construction."""
-    a = Abstract(cfg)
-    props = properties(a)
     prop_name = SAFETY_HALF.get(expected, expected)
-    every = {**_every(a), prop_name: props[prop_name]}   # a BMC-only property joins the invariant here
     start = time.perf_counter()
-    found = _bug_path(cfg, prop_name)
-    if found is None:
-        return Result(name, prop_name, "no CTI", round(time.perf_counter() - start, 3))
-    states, m = found
-    holds = [{n: z3.is_true(m.eval(f(s), model_completion=True)) for n, f in every.items()} for s in states]
-    j = next(j for j in range(len(states) - 1) if all(holds[j].values()) and not all(holds[j + 1].values())) \
-        if all(holds[0].values()) else None
-    if j is None:
-        return Result(name, prop_name, "CTI", round(time.perf_counter() - start, 3),
-                      {"action": "Init", "pre": _model_state(m, states[0]), "post": _model_state(m, states[0]),
-                       "reachable_in": 0, "violated": [n for n, ok in holds[0].items() if not ok],
-                       "property_violated_after": 0, "path": []})
-    return Result(name, prop_name, "CTI", round(time.perf_counter() - start, 3),
-                  {"action": _action_taken(a, m, states[j], states[j + 1]), "pre": _model_state(m, states[j]),
-                   "post": _model_state(m, states[j + 1]), "reachable_in": j,
-                   "violated": [n for n, ok in holds[j + 1].items() if not ok],
-                   "property_violated_after": len(states) - 1,
-                   "path": [_action_taken(a, m, states[i], states[i + 1]) for i in range(len(states) - 1)]})
+    w = _bug_witness(cfg, prop_name)
+    return write_path.cti_on_path(name, prop_name, w, round(time.perf_counter() - start, 3))
 
 
 def cti_path(cfg: FailoverConfig, expected: str) -> list[str] | None:
     """The abstract actions of the shortest path to a violation of ``expected`` (brokers by index),
     for replaying through the twin, or None when there is none within the bound."""
-    a = Abstract(cfg)
-    found = _bug_path(cfg, SAFETY_HALF.get(expected, expected))
-    if found is None:
-        return None
-    states, m = found
-    return [_action_taken(a, m, states[j], states[j + 1]) for j in range(len(states) - 1)]
+    w = _bug_witness(cfg, SAFETY_HALF.get(expected, expected))
+    return None if w is None else list(w.actions)
 
 
 def prove_all(green: list[tuple[str, FailoverConfig, str]], bugs: list[tuple[str, FailoverConfig, str]],

@@ -25,9 +25,8 @@ BOUNDS = FailoverBounds(max_puts=4, max_broker_crashes=2, max_power_losses=2, ma
 # The slow CTIs (cli/prove.py's SLOW_CTIS: a 13-step bounded model check, about 110 s) are left to
 # `ackorder run --full`, as `ackorder run` leaves them; their tests are marked `full`.
 BUGS = [pytest.param(*c, marks=pytest.mark.full) if c[0] in SLOW_CTIS else c for c in manifest_configs("bug")]
-# One pytest-xdist worker runs both proof modules: spec/failover/proofs.py caches each bug's
-# bounded model check (_bug_path) per process, and `ackorder prove` (test_proofs.py) repeats them.
-pytestmark = pytest.mark.xdist_group("z3-proofs")
+# No xdist_group: both workers take these tests, and tla/tests/conftest.py shares each proof
+# result between them (spec/proofmemo.py), so none is computed twice.
 
 
 @pytest.mark.parametrize("name, cfg, expected", manifest_configs("green"), ids=lambda v: v if isinstance(v, str) else "")
