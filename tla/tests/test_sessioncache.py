@@ -31,7 +31,10 @@ def _ask(base: str, log: str, out: str) -> None:
     Path(out).write_text(repr(shared(Factory(Path(base)), "value", compute)))
 
 
-def test_two_workers_asking_at_once_compute_once(tmp_path):
+def test_two_workers_asking_at_once_compute_once(tmp_path, monkeypatch):
+    # as one process alone: the cache sits in the base directory itself, tmp_path here (under
+    # pytest-xdist it would go to the base's parent, this worker's directory shared by its tests)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     log = tmp_path / "log"
     ctx = multiprocessing.get_context("fork")
     procs = [ctx.Process(target=_ask, args=(str(tmp_path), str(log), str(tmp_path / f"out{i}"))) for i in range(2)]
