@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.argtypes import output_file
 from cli import errors
 from cli.ui import console as make_console
 
@@ -67,8 +68,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "side); the default and `both` write their parts of docs/benchmarks.md")
     p.add_argument("--groups", default=None, metavar="N,N,...",
                    help="controller: broker group counts instead of the plan's (1,100,1000; --quick 1,20)")
-    p.add_argument("--json", type=Path, metavar="FILE")
-    p.add_argument("--plot", type=Path, metavar="FILE.png")
+    p.add_argument("--json", type=output_file, metavar="FILE")
+    p.add_argument("--plot", type=output_file, metavar="FILE.png")
     p.add_argument("--docs", type=Path, default=DOCS,
                    help="where `bench all` writes benchmarks.md and plots (`bench controller`: its section of it)")
     p.set_defaults(func=main)

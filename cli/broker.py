@@ -10,11 +10,11 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from rich.table import Table
 
 from reference.config import add_store_flags
+from cli.argtypes import output_file
 from cli import errors
 from cli.ui import console as make_console
 from spec.config import ConfigError
@@ -40,7 +40,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         help="fault injection: every page-cache write after the first N fails")
     master.add_argument("--inject-write-fault", choices=("eio", "enospc", "short"), default="eio",
                         help="how an injected write fails (default eio; short: half the bytes, then EIO)")
-    master.add_argument("--trace", type=Path, default=None, metavar="FILE",
+    master.add_argument("--trace", type=output_file, default=None, metavar="FILE",
                         help="write this process's trace (NDJSON, the spec's vocabulary) for `ackorder trace-check`; "
                              "the store must start empty")
     add_store_flags(master)
@@ -53,7 +53,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                          help="segment bytes, the same as the master's")
     replica.add_argument("--heartbeat-interval-ms", type=int, default=5_000,
                          help="report to the master at least this often (haSendHeartbeatInterval)")
-    replica.add_argument("--trace", type=Path, default=None, metavar="FILE",
+    replica.add_argument("--trace", type=output_file, default=None, metavar="FILE",
                          help="write this slave's trace (merged with the master's by `ackorder trace-check`); "
                               "the store must start empty")
     replica.set_defaults(func=_replica)
@@ -90,11 +90,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     load.add_argument("--size", type=int, default=128, help="message body bytes")
     load.add_argument("--first-key", type=int, default=1)
     load.add_argument("--timeout-s", type=float, default=30.0, help="a producer gives up after this long")
-    load.add_argument("--json", type=Path, metavar="FILE")
+    load.add_argument("--json", type=output_file, metavar="FILE")
     load.add_argument("--allow-errors", action="store_true",
                       help="exit 0 when every request got an answer, even an error status (default: only "
                            "when every answer is PUT_OK)")
-    load.add_argument("--record", type=Path, metavar="FILE",
+    load.add_argument("--record", type=output_file, metavar="FILE",
                       help="write every PUT_OK (key, next_offset, size) to FILE, one JSON object per line")
     load.set_defaults(func=_load)
 

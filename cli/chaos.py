@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.argtypes import output_file
 from cli.broker import guarded
 from spec.config import BUG_NAMES
 from cli.ui import console as make_console
@@ -50,7 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bug", action="append", default=[], choices=BUG_NAMES, metavar="NAME",
                    help="run the master with a seeded defect (to see the checks bite)")
     p.add_argument("--dir", type=Path, default=None, help="keep the nodes' data and logs here")
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the full report as JSON")
+    p.add_argument("--json", type=output_file, metavar="FILE", help="write the full report as JSON")
     p.set_defaults(func=main)
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import attrs
 from rich.console import Console
 from rich.table import Table
 
+from cli.argtypes import output_file
 from cli import errors
 from cli.ui import console as make_console
 from spec.proofs import ProofReport, changed, prove_all
@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prove", help="z3: the safety invariants are inductive (any number of messages)",
                        description="Prove every safety property inductive for each green configuration "
                                    "and find a reachable counterexample to induction for each bug variant.")
-    p.add_argument("--json", type=Path, metavar="FILE", help="write every result as JSON")
+    p.add_argument("--json", type=output_file, metavar="FILE", help="write every result as JSON")
     p.add_argument("--verbose", action="store_true", help="one row per strengthening conjunct too")
     p.add_argument("--quick", action="store_true",
                    help=f"leave out the slow CTIs ({', '.join(sorted(SLOW_CTIS))}; about 110 s), as `ackorder run` does")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cli.argtypes import output_file
 from cli import errors
 from cli.sim import add_seed_arguments, natural_int, parse_overrides, report, run_sim
 from cli.ui import console as make_console
@@ -25,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--expect-hash", metavar="HASH", help="exit 1 unless the run reproduces this trace hash")
     p.add_argument("--failover", action="store_true",
                    help="the seed is a failover campaign's (reference/failover/drive.py), not the write path's")
-    p.add_argument("--emit-test", type=Path, metavar="FILE",
+    p.add_argument("--emit-test", type=output_file, metavar="FILE",
                    help="write the failure's spec behaviour as a pytest file driving the reference cores")
     p.set_defaults(func=main)
 

@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from cli.argtypes import output_file
 from cli import errors
 from cli.ui import console as make_console, print_line
 from tla.manifest import Model, load_manifest, resolve
@@ -99,7 +100,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=None, help="TLC models at once (default: CPUs)")
     p.add_argument("--skip", action="append", default=[], choices=STEPS, help="leave a step out (repeatable)")
     p.add_argument("--no-check-counts", action="store_true", help="TLC counts that differ from the manifest are not a failure")
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the verdict as JSON")
+    p.add_argument("--json", type=output_file, metavar="FILE", help="write the verdict as JSON")
     p.set_defaults(func=main)
 
 

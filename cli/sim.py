@@ -11,6 +11,7 @@ from pathlib import Path
 import attrs
 from rich.table import Table
 
+from cli.argtypes import output_file
 from cli import errors
 from cli.ui import console as make_console, print_line
 from reference.sim.params import draw
@@ -41,9 +42,9 @@ def add_seed_arguments(p: argparse.ArgumentParser, default_steps: int = 10_000) 
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="pin a store knob, a fault rate or 'replicas' (repeatable)")
     p.add_argument("--bug", metavar="NAME", help="switch on a seeded defect (BugAckOnWrote or ack_on_wrote_bug)")
-    p.add_argument("--trace", type=Path, metavar="FILE",
+    p.add_argument("--trace", type=output_file, metavar="FILE",
                    help="write the spec-level trace as NDJSON (the violating step included)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the summary as JSON")
+    p.add_argument("--json", type=output_file, metavar="FILE", help="write the summary as JSON")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressC
 from rich.table import Table
 from rich.text import Text
 
+from cli.argtypes import output_file
 from cli import errors
 from cli.ui import console as make_console, print_line
 from spec.config import ConfigError
@@ -43,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=1, help="TLC workers per model (default 1: reproducible depths)")
     p.add_argument("--jobs", type=int, default=None,
                    help="models checked at once (default: CPUs / workers)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="write every verdict (and counterexample) as JSON")
+    p.add_argument("--json", type=output_file, metavar="FILE", help="write every verdict (and counterexample) as JSON")
     p.add_argument("--counterexamples", choices=("auto", "all", "none"), default="auto",
                    help="counterexample tables: auto = unexpected outcomes, or every violation when models are named")
     p.add_argument("--no-check-counts", action="store_true",

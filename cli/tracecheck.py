@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
+from cli.argtypes import output_file
 from cli import errors
 from cli.sim import positive_int
 from cli.ui import console as make_console
@@ -31,8 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--twin", action="store_true", help="check with the Python twin instead of TLC")
     p.add_argument("--workers", type=positive_int, default=1, help="TLC workers (default 1)")
     p.add_argument("--keep", type=Path, metavar="DIR", help="keep the generated TLA+ module and cfg there")
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the verdict as JSON")
-    p.add_argument("--merged", type=Path, metavar="FILE", help="write the merged steps as one trace file")
+    p.add_argument("--json", type=output_file, metavar="FILE", help="write the verdict as JSON")
+    p.add_argument("--merged", type=output_file, metavar="FILE", help="write the merged steps as one trace file")
     p.add_argument("--coverage", action="store_true",
                    help="show which branches of the spec and which property antecedents the trace reached")
     p.set_defaults(func=main)

@@ -47,6 +47,19 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
 
 @pytest.mark.parametrize("args, needles", [
     (["tlc", "sync_flsh"], ["unknown model 'sync_flsh'", "did you mean sync_flush"]),
+    # an output file that cannot be written is refused before any work (a run of minutes, then exit 2)
+    (["run", "--json", "no/such/dir/v.json"], ["--json", "the directory no/such/dir does not exist"]),
+    (["tlc", "sync_flush", "--json", "no/such/dir/x.json"], ["the directory no/such/dir does not exist"]),
+    (["prove", "--json", "tla"], ["tla: is a directory"]),
+    (["sim", "--seed", "1", "--trace", "README.md/t.ndjson"], ["README.md is not a directory"]),
+    (["stateful", "--save", "no/such/dir/p.py"], ["--save", "does not exist"]),
+    (["trace-check", "README.md", "--merged", "no/such/m.ndjson"], ["--merged", "does not exist"]),
+    (["replay", "--seed", "1", "--emit-test", "no/such/t.py"], ["--emit-test", "does not exist"]),
+    (["chaos", "--json", "no/such/c.json"], ["--json", "does not exist"]),
+    (["load", "--json", "no/such/l.json"], ["--json", "does not exist"]),
+    (["load", "--record", "no/such/r.ndjson"], ["--record", "does not exist"]),
+    (["bench", "sim", "--plot", "no/such/p.png"], ["--plot", "does not exist"]),
+    (["broker", "master", "--trace", "no/such/t.ndjson"], ["--trace", "does not exist"]),
     (["tlc", "BugAckOnWrot"], ["did you mean BugAckOnWrote"]),
     (["tlc", "--workers", "0", "sync_flush"], ["--workers must be a positive integer"]),
     (["tlc", "--spec", "tla/MCAckOrder.tla"], ["--spec needs --config"]),

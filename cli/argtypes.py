@@ -1,0 +1,27 @@
+"""Argument types checked when the command line is parsed, so that a bad output path is a usage
+error (exit 2, one line) before any work starts, not after a run of minutes whose results could
+then not be written."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+
+def output_file(text: str) -> Path:
+    """A file the command will write: it may exist (it is replaced) but not as a directory, and
+    its directory must exist and be writable."""
+    path = Path(text)
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file name")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a directory, expected a file")
+    parent = path.parent
+    if not parent.exists():
+        raise argparse.ArgumentTypeError(f"{text}: the directory {parent} does not exist")
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: the directory {parent} is not writable")
+    return path
