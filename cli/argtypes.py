@@ -24,4 +24,26 @@ def output_file(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"{text}: {parent} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"{text}: the directory {parent} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: the file is not writable")
+    return path
+
+
+def output_file_in_new_directory(text: str) -> Path:
+    """Like output_file, for a command that creates the file's missing directories: the nearest
+    directory that exists must be writable."""
+    path = Path(text)
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file name")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a directory, expected a file")
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: the directory {ancestor} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: the file is not writable")
     return path

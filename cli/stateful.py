@@ -9,7 +9,7 @@ import re
 import time
 from pathlib import Path
 
-from cli.argtypes import output_file
+from cli.argtypes import output_file, output_file_in_new_directory
 from cli import errors
 from cli.sim import positive_int
 from cli.ui import console as make_console, print_line
@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", choices=PROFILES, default="ci", help="Hypothesis profile (default ci)")
     p.add_argument("--examples", type=positive_int, help="test cases (default: the profile's)")
     p.add_argument("--steps", type=positive_int, help="steps per test case (default: the profile's)")
-    p.add_argument("--save", type=output_file, metavar="FILE", help=f"where a failing program goes (default {SAVE_DIR}/...)")
+    p.add_argument("--save", type=output_file_in_new_directory, metavar="FILE", help=f"where a failing program goes (default {SAVE_DIR}/...)")
     p.add_argument("--coverage", action="store_true",
                    help="show which branches of the spec and which property antecedents the test cases reached")
     p.add_argument("--trace", type=output_file, metavar="FILE",

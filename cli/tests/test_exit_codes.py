@@ -52,7 +52,7 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     (["tlc", "sync_flush", "--json", "no/such/dir/x.json"], ["the directory no/such/dir does not exist"]),
     (["prove", "--json", "tla"], ["tla: is a directory"]),
     (["sim", "--seed", "1", "--trace", "README.md/t.ndjson"], ["README.md is not a directory"]),
-    (["stateful", "--save", "no/such/dir/p.py"], ["--save", "does not exist"]),
+    (["stateful", "--save", "README.md/p.py"], ["--save", "README.md is not a directory"]),
     (["trace-check", "README.md", "--merged", "no/such/m.ndjson"], ["--merged", "does not exist"]),
     (["replay", "--seed", "1", "--emit-test", "no/such/t.py"], ["--emit-test", "does not exist"]),
     (["chaos", "--json", "no/such/c.json"], ["--json", "does not exist"]),

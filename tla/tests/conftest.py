@@ -1,8 +1,7 @@
-import os
-
 import pytest
 
 from spec import proofmemo
+from tla.tests.sessioncache import session_root
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -10,8 +9,6 @@ def proofs_shared_between_workers(tmp_path_factory):
     """The z3 proof results (spec/proofmemo.py) on disk for this session's pytest-xdist workers:
     a bug's bounded model check or a configuration's proof is computed once, by whichever worker
     needs it first, and `ackorder prove` (test_proofs.py) reads what the other tests found."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base   # parent: this session's, all workers
-    proofmemo.share_in(shared / "z3-proofs")
+    proofmemo.share_in(session_root(tmp_path_factory) / "z3-proofs")
     yield
     proofmemo.share_in(None)

@@ -16,11 +16,18 @@ T = TypeVar("T")
 _memo: dict[str, object] = {}           # this process's copy, read once
 
 
-def session_dir(tmp_path_factory) -> Path:
+def session_root(tmp_path_factory) -> Path:
+    """This session's directory, shared by its pytest-xdist workers: each worker's base is
+    popen-gwN inside it.  Told by the base's name, not by PYTEST_XDIST_WORKER alone, which a
+    pytest started from inside a worker inherits: its base is its own pytest-N, whose parent is
+    the root every session shares, where results of an earlier session would be read."""
     base = tmp_path_factory.getbasetemp()
-    # under pytest-xdist each worker's base is popen-gwN inside the session's; alone, it is the session's
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    path = root / "ackorder-session-cache"
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return base.parent if worker and base.name == f"popen-{worker}" else base
+
+
+def session_dir(tmp_path_factory) -> Path:
+    path = session_root(tmp_path_factory) / "ackorder-session-cache"
     path.mkdir(exist_ok=True)
     return path
 

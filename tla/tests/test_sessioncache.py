@@ -46,3 +46,15 @@ def test_two_workers_asking_at_once_compute_once(tmp_path, monkeypatch):
     assert log.read_text() == "computed\n"
     assert [(tmp_path / f"out{i}").read_text() for i in range(2)] == ["{'answer': 42}"] * 2
     assert (tmp_path / "ackorder-session-cache" / "value.pickle").is_file()
+
+
+def test_the_session_root_is_told_by_the_workers_own_base(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    worker_base = tmp_path / "pytest-9" / "popen-gw1"
+    assert sessioncache.session_root(Factory(worker_base)) == tmp_path / "pytest-9"
+    # a pytest started from inside a worker inherits the variable but has a base of its own:
+    # its parent is the root every session shares, so it must keep to its own base
+    nested_base = tmp_path / "pytest-10"
+    assert sessioncache.session_root(Factory(nested_base)) == nested_base
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert sessioncache.session_root(Factory(worker_base)) == worker_base
