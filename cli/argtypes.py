@@ -9,41 +9,36 @@ import os
 from pathlib import Path
 
 
-def output_file(text: str) -> Path:
-    """A file the command will write: it may exist (it is replaced) but not as a directory, and
-    its directory must exist and be writable."""
+def _writable_file_in(text: str, directory: Path) -> Path:
+    """``text`` as a file path that can be written once ``directory`` (the file's directory, or
+    the nearest one of its ancestors that exists) is where new entries are made."""
     path = Path(text)
     if not text:
         raise argparse.ArgumentTypeError("expected a file name")
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: is a directory, expected a file")
-    parent = path.parent
-    if not parent.exists():
-        raise argparse.ArgumentTypeError(f"{text}: the directory {parent} does not exist")
-    if not parent.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"{text}: the directory {parent} is not writable")
+    if not directory.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {directory} is not a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: the directory {directory} is not writable")
     if path.exists() and not os.access(path, os.W_OK):
         raise argparse.ArgumentTypeError(f"{text}: the file is not writable")
     return path
+
+
+def output_file(text: str) -> Path:
+    """A file the command will write: it may exist (it is replaced) but not as a directory, and
+    its directory must exist and be writable."""
+    parent = Path(text).parent
+    if text and not parent.exists():
+        raise argparse.ArgumentTypeError(f"{text}: the directory {parent} does not exist")
+    return _writable_file_in(text, parent)
 
 
 def output_file_in_new_directory(text: str) -> Path:
     """Like output_file, for a command that creates the file's missing directories: the nearest
     directory that exists must be writable."""
-    path = Path(text)
-    if not text:
-        raise argparse.ArgumentTypeError("expected a file name")
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: is a directory, expected a file")
-    ancestor = path.parent
+    ancestor = Path(text).parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: {ancestor} is not a directory")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"{text}: the directory {ancestor} is not writable")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise argparse.ArgumentTypeError(f"{text}: the file is not writable")
-    return path
+    return _writable_file_in(text, ancestor)
