@@ -61,6 +61,7 @@ class World:
         self._fsync_scheduled = False
         self._connecting: set[str] = set(params.replicas)   # replicas with a connect attempt scheduled
         self._tick_at: int | None = None
+        self._tick_seq: int | None = None    # the one live wake-up: an earlier one supersedes it
         self._operator_restart = False
         self.calm = False
         self.healed = False         # the liveness phase ran to its end (or a request outlived its deadlines)
@@ -134,6 +135,7 @@ class World:
             if tick_at is None or at < tick_at or tick_at < now:
                 self._tick_at = at
                 self._seq += 1
+                self._tick_seq = self._seq
                 heapq.heappush(self._queue, (at, self._seq, "tick", ()))
 
     # ------------------------------------------------------------ the run
@@ -164,7 +166,11 @@ class World:
         )
 
     def _process_next(self) -> None:
-        at, _, kind, payload = heapq.heappop(self._queue)
+        at, seq, kind, payload = heapq.heappop(self._queue)
+        if kind == "tick" and seq != self._tick_seq:
+            # Superseded by an earlier wake-up, whose tick scheduled its own successor: firing
+            # this one too would start a second chain of ticks that never ends.
+            return
         if at > self.cluster.now:
             self.cluster.now = at
         handler = self._handlers.get(kind)
@@ -181,9 +187,15 @@ class World:
     def _liveness_phase(self) -> None:
         self.calm = True
         f, cfg = self.p.faults, self.cfg
-        budget = 3 * max(cfg.sync_flush_timeout_ms, cfg.slave_timeout_ms) + 4 * f.restart_delay_ms[1] + 1000
-        until = self.now + budget
         c = self.cluster
+        budget = 3 * max(cfg.sync_flush_timeout_ms, cfg.slave_timeout_ms) + 4 * f.restart_delay_ms[1] + 1000
+        # A slave far behind catches up one send window per round trip: give each window of the
+        # backlog two network delays and a tick, so a slow but steady catch-up is not a failure.
+        behind_bytes = max((c.master.log.committed - c.replicas[n].core.received_end for n in c.replica_names),
+                           default=0)
+        windows = -(-max(0, behind_bytes) // cfg.ha_send_window_bytes)
+        budget += windows * (2 * f.net_delay_ms[1] + 1)
+        until = self.now + budget
         while self._queue and self.now <= until and not self._settled():
             self._process_next()
         self.healed = True
@@ -204,7 +216,7 @@ class World:
         self._schedule(self._delay(self.p.faults.put_interval_ms), "put")
 
     def _on_tick(self) -> None:
-        self._tick_at = None
+        self._tick_at = self._tick_seq = None
         self.cluster.tick(self.now)
 
     def _on_fsync(self, incarnation: int, fail: bool) -> None:

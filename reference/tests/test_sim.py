@@ -100,3 +100,24 @@ def test_nothing_sent_after_a_cut_arrives():
     assert len(data.frames) == 2 and data.frames[-1] is EOF
     assert c.mangle("truncate", 0, 3) and c.mangle("corrupt", 0, 1)
     assert data.frames[-1] is EOF
+
+
+@pytest.mark.parametrize("seed", [0, 9, 23])
+def test_the_master_ticks_once_per_wake_up(seed):
+    """A wake-up moved earlier supersedes the one already queued. Were both to fire, each
+    would queue its own successor: two chains of ticks for ever, and most of a long run's
+    events would be ticks that find nothing to do (before the fix: 71% of seed 9's 100,000)."""
+    world = World(draw(seed))
+    steps: list[tuple[int, str]] = []
+    finish = world.cluster._finish
+
+    def counted(what, *args, **kwargs):
+        steps.append((world.cluster.now, what))
+        finish(what, *args, **kwargs)
+
+    world.cluster._finish = counted
+    out = world.run(20_000)
+    assert out.ok, out.message
+    ticks = sum(1 for _, what in steps if what == "tick")
+    repeats = sum(1 for a, b in zip(steps, steps[1:]) if a == b and a[1] == "tick")
+    assert ticks > 1_000 and repeats == 0, f"{repeats} of {ticks} ticks repeated the step before at the same ms"
