@@ -226,11 +226,12 @@ def table(result: dict) -> Table:
                   str(result["master_peak_rss_mib"]), str(result["replica_peak_rss_mib"]), str(result["goal_mib"]))
         return t
     if name == "sim":
-        for col in ("tree", "seed", "run", "steps", "CPU s", "steps per CPU-s", "load"):
+        for col in ("tree", "seed", "run", "steps", "CPU s", "steps per CPU-s", "sim ms per CPU-s", "puts per CPU-s",
+                    "load"):
             t.add_column(col)
         for r in result["rows"]:
             t.add_row(r["tree"], str(r["seed"]), r["kind"], f"{r['steps']:,}", str(r["cpu_s"]),
-                      f"{r['steps_per_s']:,}", str(r["load"]))
+                      f"{r['steps_per_s']:,}", f"{r['sim_ms_per_s']:,}", f"{r['puts_per_s']:,}", str(r["load"]))
         from reference.bench.simrates import extra_rows
 
         for cells in extra_rows(result):

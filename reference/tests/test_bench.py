@@ -57,7 +57,8 @@ def test_bench_sim_runs_each_point_from_both_trees_side_by_side(tmp_path):
         (t, 3, "checked", 50) for t in ("before", "after")] + [("after", 3, "checked", 200)] + [
         (t, 9, "checked", 50) for t in ("before", "after")] + [("after", 9, "checked", 200)] + [
         ("after", 3, "unchecked", 200), ("after", 9, "unchecked", 200)]     # the baseline stops at 100 steps
-    assert all(r["steps_per_s"] > 0 and r["cpu_s"] >= 0 for r in result["rows"])
+    assert all(r["steps_per_s"] > 0 and r["cpu_s"] >= 0 and r["sim_ms_per_s"] > 0 and r["puts_per_s"] > 0
+               for r in result["rows"])
     assert set(result["ratios"]) >= {"after_seed3_200_over_50", "after_seed9_check_cost",
                                      "after_over_before_seed9_checked_50"}
 
