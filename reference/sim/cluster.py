@@ -45,6 +45,7 @@ TO_MASTER, TO_REPLICA = "to_master", "to_replica"
 MAX_LINK_FRAMES = 100_000
 MAX_WIRE_FRAME_BYTES = 1 << 20
 RECENT_ACTIONS = 16               # spec actions kept to describe how a run failed
+HASH_BATCH_LINES = 256            # trace-hash lines kept before they are hashed
 UNKNOWN_SLAVE = "impostor"        # a name no configuration uses
 EOF = object()                    # the end of a link's stream: the connection closes there
 WRITE_FAULTS = ("EIO", "ENOSPC", "short")
@@ -124,6 +125,7 @@ class Cluster:
         self.action_counts: Counter = Counter()
         self.steps = 0
         self._hash = hashlib.sha256()
+        self._hash_lines: list[str] = []    # each step's line, hashed in batches (_hash_pending)
         self.checker = RefinementChecker(spec_config(cfg, replicas)) if check else None
         # The spec-level trace (spec/traceformat.py) needs the checker's states.
         assert trace is None or check, "a trace needs the refinement check"
@@ -140,7 +142,15 @@ class Cluster:
 
     @property
     def trace_hash(self) -> str:
+        self._hash_pending()
         return self._hash.hexdigest()
+
+    def _hash_pending(self) -> None:
+        """Feed the lines kept since the last call to the trace hash, as one string: the
+        same bytes as one update per line (UTF-8 of a concatenation is the concatenation)."""
+        if self._hash_lines:
+            self._hash.update("".join(self._hash_lines).encode())
+            self._hash_lines.clear()
 
     def waiting(self) -> list[int]:
         if self.mstate != UP:
@@ -166,14 +176,19 @@ class Cluster:
         self.steps += 1
         self.responded.clear()
         self._drain()
-        labels = [*env_labels, *self.spec_log]
-        self.spec_log.clear()
-        self._hash.update(f"{self.now}|{what}|{labels}\n".encode())
+        spec_log = self.spec_log
+        labels = [*env_labels, *spec_log] if env_labels else spec_log[:]
+        spec_log.clear()
+        lines = self._hash_lines
+        lines.append(f"{self.now}|{what}|{labels}\n")
+        if len(lines) >= HASH_BATCH_LINES:
+            self._hash_pending()
         if labels:
-            kinds = [label[0] for label in labels]
-            self.action_counts.update(kinds)
-            self.recent_actions.extend(kinds)
-            for kind in kinds:
+            action_counts, recent = self.action_counts, self.recent_actions
+            for label in labels:
+                kind = label[0]
+                action_counts[kind] += 1
+                recent.append(kind)
                 if kind in _COUNTED:
                     self.counters[_COUNTED[kind]] += 1
         if self.checker is None:
@@ -263,6 +278,7 @@ class Cluster:
 
     def _drain(self) -> None:
         nodes = self.replicas.values()
+        master_effect = self._master_effect
         for _ in range(1000):
             pending = self.master.take_effects() if self.mstate == UP and self.master.effects else None
             for node in nodes:
@@ -271,10 +287,10 @@ class Cluster:
             if not pending:
                 return
             for item in pending:
-                if isinstance(item, tuple):
+                if type(item) is tuple:       # effects are attrs classes; a replica's comes as (node, effect)
                     self._replica_effect(*item)
                 else:
-                    self._master_effect(item)
+                    master_effect(item)
         raise AssertionError("effects did not settle in 1000 rounds")
 
     def _send(self, conn: int, direction: str, frame) -> None:
@@ -306,25 +322,30 @@ class Cluster:
         self.master.write_failed(e.start, e.position, len(e.data), written, self.now)
 
     def _master_effect(self, e) -> None:
-        disk = self.master_disk
-        if isinstance(e, fx.WriteData):
+        kind = type(e)
+        if kind is fx.WriteData:
             self._write(e)
-        elif isinstance(e, fx.CreateSegment):
-            disk.create(e.start)
-        elif isinstance(e, fx.ReadSegment):
+        elif kind is fx.Respond:
+            responses = self.responses.get(e.req_id)
+            if responses is None:
+                self.responses[e.req_id] = [e.status]
+            else:
+                responses.append(e.status)
+            self.responded.append(e.req_id)
+        elif kind is fx.SendData:
+            self._send(e.conn, TO_REPLICA, Data(e.offset, e.data))
+        elif kind is fx.CreateSegment:
+            self.master_disk.create(e.start)
+        elif kind is fx.ReadSegment:
             # A segment the master no longer keeps in memory, read back from its page cache.
-            self.master.segment_read(e.start, disk.read(e.start, 0, self.cfg.mapped_file_size_commit_log), self.now)
-        elif isinstance(e, fx.Fsync):
+            self.master.segment_read(e.start, self.master_disk.read(e.start, 0, self.cfg.mapped_file_size_commit_log),
+                                     self.now)
+        elif kind is fx.Fsync:
             assert self.pending_fsync is None, "the core issued two fsyncs at once"
             self.pending_fsync, self.fsync_incarnation = e, self.incarnation
             self.fsync_from = self.master.log.flushed    # what a success makes durable: [fsync_from, upto)
-        elif isinstance(e, fx.SendData):
-            self._send(e.conn, TO_REPLICA, Data(e.offset, e.data))
-        elif isinstance(e, fx.CloseReplica):
+        elif kind is fx.CloseReplica:
             self._close_conn(e.conn, by_master=True)
-        elif isinstance(e, fx.Respond):
-            self.responses.setdefault(e.req_id, []).append(e.status)
-            self.responded.append(e.req_id)
         else:
             raise AssertionError(f"unknown master effect {e!r}")
 
