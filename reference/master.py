@@ -238,11 +238,15 @@ class MasterCore:
         if policy == "ANY_REPLICA_MAX":      # the decision reads neither list: do not build them per call
             return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset, [], [],
                                     len(self.sync_state_set))
+        conns = self.conns
+        if policy == "AT_LEAST_K":           # it reads the connected slaves' acks, not the SyncStateSet's
+            return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
+                                    [c.ack_offset for c in conns.values()], [], len(self.sync_state_set))
         if self._sss_sorted[0] is not self.sync_state_set:      # sorted once per SyncStateSet, not per call
             self._sss_sorted = (self.sync_state_set, tuple(sorted(self.sync_state_set)))
-        sss = [self.conns[name].ack_offset for name in self._sss_sorted[1] if name in self.conns]
-        return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
-                                [c.ack_offset for c in self.conns.values()], sss, len(self.sync_state_set))
+        sss = [conns[name].ack_offset for name in self._sss_sorted[1] if name in conns]
+        return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,    # ALL_IN_SYNC:
+                                [], sss, len(self.sync_state_set))        # the SyncStateSet's acks only
 
     def _complete_covered(self) -> None:
         if not self.waiting:

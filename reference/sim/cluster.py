@@ -107,6 +107,9 @@ class Cluster:
             node.core.spec_steps = self.spec_log
         self.connections: dict[int, Connection] = {}
         self.links: dict[tuple[int, str], Link] = {}
+        # A link gained frames (a send, a mangling) since a driver last looked: only then can one
+        # hold frames with no delivery scheduled (the simulator's _plan clears it).
+        self.links_grew = False
         self._conn_ids = 0
         self.pending_fsync: fx.Fsync | None = None
         self.recent_actions: deque[str] = deque(maxlen=RECENT_ACTIONS)   # for deduplicating failures
@@ -174,7 +177,8 @@ class Cluster:
     def _finish(self, what: str, env_labels: list[tuple] = ()) -> None:
         """Perform the cores' effects, then check the step against the spec."""
         self.steps += 1
-        self.responded.clear()
+        if self.responded:
+            self.responded.clear()
         self._drain()
         spec_log = self.spec_log
         labels = [*env_labels, *spec_log] if env_labels else spec_log[:]
@@ -301,6 +305,7 @@ class Cluster:
         if link.frames and link.frames[-1] is EOF:
             return                  # the link was cut: what is sent after the cut never arrives
         link.frames.append(encode(frame) if self.wire_bytes else frame)
+        self.links_grew = True
 
     def _write(self, e: fx.WriteData) -> None:
         """pwrite into the master's page cache; the core learns how it went at once."""
@@ -553,6 +558,7 @@ class Cluster:
 
     def mangle(self, how: str, pick: int, at: int) -> bool:
         """Damage the frames in flight on one link (``pick`` chooses it, ``at`` the byte or frame)."""
+        self.links_grew = True                  # a duplicate, garbage or the EOF of a cut adds an item
         links = self.open_links()
         if not links or (how in ("truncate", "garbage", "corrupt") and not self.wire_bytes):
             self._finish(f"nothing to {how}")

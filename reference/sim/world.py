@@ -125,7 +125,7 @@ class World:
         c = self.cluster
         now = c.now
         scheduled = self._scheduled
-        for key, link in c.links.items():
+        for key, link in c.links.items() if c.links_grew else ():
             pending = len(link.frames) - scheduled.get(key, 0)
             if pending <= 0:
                 continue
@@ -136,6 +136,7 @@ class World:
                 scheduled[key] = scheduled.get(key, 0) + 1
                 self._seq += 1
                 heapq.heappush(self._queue, (at, self._seq, "deliver", (key,)))
+        c.links_grew = False
         if c.pending_fsync is not None and not self._fsync_scheduled:
             self._fsync_scheduled = True
             fail = not self.calm and self.rng.random() < self.p.faults.fsync_failure_probability
