@@ -267,7 +267,8 @@ class MasterCore:
         """SendMessageProcessor -> CommitLog.asyncPutMessage (under the put lock)."""
         cfg = self.cfg
         assert req_id not in self.requests, f"duplicate request id {req_id}"
-        if not body or len(body) > cfg.max_message_size or not self.log.fits(len(body)):
+        size = len(body)
+        if not size or size > cfg.max_message_size or not self.log.fits(size):
             self._emit(Respond(req_id, int(PutStatus.MESSAGE_ILLEGAL), 0))
             return
         if (self._sync_master and self._policy() == "AT_LEAST_K"

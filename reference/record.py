@@ -40,13 +40,17 @@ def blank(length: int) -> bytes:
     return struct.pack(">II", length, BLANK_MAGIC) + bytes(length - 8)
 
 
+_blake2b = hashlib.blake2b
+_OFFSET = struct.Struct(">Q")      # offset.to_bytes(8, "big"): the same bytes (an offset is never negative)
+
+
 def chain_next(previous: bytes, offset: int, header: bytes) -> bytes:
     """Hash of the log prefix ending with the record whose header is given.
 
     Master and replica both keep it at every record end, so the handshake can
     tell whether a replica's log is a prefix of the master's (same records at
     the same offsets) from one 16-byte value."""
-    return hashlib.blake2b(previous + offset.to_bytes(8, "big") + header[:12], digest_size=16).digest()
+    return _blake2b(previous + _OFFSET.pack(offset) + header[:12], digest_size=16).digest()
 
 
 @attrs.frozen

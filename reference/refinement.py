@@ -395,6 +395,9 @@ def _tail_ordered(log: tuple, before: tuple) -> bool:
     n = len(before)
     if len(log) < n or (n and log[n - 1] != before[n - 1]):
         return all(x != TORN for x in log) and all(a < b for a, b in zip(log, log[1:]))
+    if len(log) == n + 1:       # one record appended (a put, a transfer): the tail below, with no slice
+        last = log[n]
+        return last != TORN if not n else (log[n - 1] != TORN and last != TORN and log[n - 1] < last)
     tail = log[max(n - 1, 0):]
     return all(x != TORN for x in tail) and all(a < b for a, b in zip(tail, tail[1:]))
 

@@ -87,7 +87,7 @@ class World:
 
     def _schedule(self, delay_ms: int, kind: str, *payload) -> None:
         self._seq += 1
-        heapq.heappush(self._queue, (self.now + delay_ms, self._seq, kind, payload))
+        heapq.heappush(self._queue, (self.cluster.now + delay_ms, self._seq, kind, payload))
         assert len(self._queue) < MAX_QUEUED_EVENTS, "event queue unbounded"
 
     def _delay(self, bounds: tuple[int, int]) -> int:
