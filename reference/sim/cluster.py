@@ -283,8 +283,9 @@ class Cluster:
     def _drain(self) -> None:
         nodes = self.replicas.values()
         master_effect = self._master_effect
+        master = self.master if self.mstate == UP else None    # effects never crash or restart it
         for _ in range(1000):
-            pending = self.master.take_effects() if self.mstate == UP and self.master.effects else None
+            pending = master.take_effects() if master is not None and master.effects else None
             for node in nodes:
                 if node.core.effects:         # most events leave most cores quiet: no list for them
                     pending = (pending or []) + [(node, e) for e in node.core.take_effects()]
