@@ -738,8 +738,10 @@ def _recover(disk, segment_size: int, keep_torn: bool = False, previous: LogInde
             assert (previous.count, previous.last_chain) == (cp.records, cp.chain), (previous.count, cp)
             ghost, resumed_at = previous, cp.start
 
-    scan = disk.recover(keep_torn=keep_torn, on_record=lambda *rec: ghost.add_record(*rec),
-                        on_resume=resume if previous is not None else None)
+    def on_record(offset: int, header: bytes, end: int, key: int, chains: tuple[bytes, bytes]) -> None:
+        ghost.add_record(offset, header, end, key, chains=chains)    # the scan's hashes: none computed again
+
+    scan = disk.recover(keep_torn=keep_torn, on_record=on_record, on_resume=resume if previous is not None else None)
     for cp in scan.checkpoints[resumed_at // segment_size:]:
         ghost.checkpoints.setdefault(cp.start, cp)
     return scan, ghost
