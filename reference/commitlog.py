@@ -75,23 +75,30 @@ class LogIndex:
         if offset not in self.checkpoints:
             self.checkpoints[offset] = Checkpoint(offset, self.count, self.last_chain)
 
-    def add_record(self, offset: int, header: bytes, end: int, key: int, twin: LogIndex | None = None) -> None:
+    def add_record(self, offset: int, header: bytes, end: int, key: int, twin: LogIndex | None = None,
+                   chains: tuple[bytes, bytes] | None = None) -> None:
         """Index one record.  ``twin``: an index that has just added this same record after the
         same chain (the core's index, when this is its ghost): its chain hash is taken, not
-        computed again (a pure function of the chain before, the offset and the header)."""
-        previous_end = self.ends[-1] if self.ends else self.base
+        computed again (a pure function of the chain before, the offset and the header).
+        ``chains``: the same from a recovery scan, (its chain before this record, after it)."""
+        ends, last = self.ends, self.last_chain
+        previous_end = ends[-1] if ends else self.base
         if offset != previous_end:  # the previous segment was padded: its end is a boundary
             assert offset % self.segment_size == 0 and offset > previous_end, (offset, previous_end)
             self._reach_segment(offset)
         if (twin is not None and twin.ends and twin.ends[-1] == end and twin.starts[-1] == offset
-                and twin.chain_before == self.last_chain):
-            self.chain_before, self.last_chain = self.last_chain, twin.last_chain
+                and twin.chain_before == last):
+            chain = twin.last_chain
+        elif chains is not None and chains[0] == last:
+            chain = chains[1]
         else:
-            self.chain_before, self.last_chain = self.last_chain, chain_next(self.last_chain, offset, header)
+            chain = chain_next(last, offset, header)
+        self.chain_before = last
+        self.last_chain = chain
         self.starts.append(offset)
-        self.ends.append(end)
+        ends.append(end)
         self.keys.append(key)
-        self._chains += self.last_chain
+        self._chains += chain
 
     def add_segment_end(self, offset: int) -> None:
         assert offset % self.segment_size == 0

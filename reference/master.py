@@ -156,6 +156,9 @@ class MasterCore:
         self._policy_name = ("ANY_REPLICA_MAX" if config.bug("BugAnyReplicaForAllInSync")
                              and config.ack_policy == "ALL_IN_SYNC" else config.ack_policy)
         self._sweep_deferred = False     # inside writes_done: one sweep at the end
+        # Read on every event: the frozen configuration's derived flags, looked up once.
+        self._sync_flush, self._sync_master = config.sync_flush, config.sync_master
+        self._pool, self._bugs = config.transient_store_pool_enable, config.bugs
 
     # ------------------------------------------------------------------ helpers
 
@@ -188,7 +191,7 @@ class MasterCore:
         assert not self.writes or self.writes[0].offset >= log.committed, "a write in flight below committed"
 
     def _answer(self, req: Request, status: PutStatus, step: str) -> None:
-        double = self.cfg.bug("BugDoubleResponse")
+        double = "BugDoubleResponse" in self._bugs
         if req.status is not None and not (double and step == "Timeout"):
             return
         if req.status is None:
@@ -212,11 +215,11 @@ class MasterCore:
 
     def flush_leg_done(self, req: Request) -> bool:
         """The request's flush future is complete (group commit released it; always under ASYNC_FLUSH)."""
-        return not self.cfg.sync_flush or req.next_offset <= self.released_upto
+        return not self._sync_flush or req.next_offset <= self.released_upto
 
     def flush_frontier(self) -> float:
         """Waiting requests with nextOffset at or below this have their flush leg done."""
-        if not self.cfg.sync_flush:
+        if not self._sync_flush:
             return INF
         if self._ack_on_wrote:
             return self.log.wrote
@@ -229,17 +232,21 @@ class MasterCore:
 
     def replica_coverage(self) -> float:
         """Waiting requests with nextOffset at or below this have their replica leg done."""
-        if not self.cfg.sync_master:
+        if not self._sync_master:
             return INF
         policy = self._policy_name
         if policy == "ANY_REPLICA_MAX":      # the decision reads neither list: do not build them per call
             return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset, [], [],
                                     len(self.sync_state_set))
+        conns = self.conns
+        if policy == "AT_LEAST_K":           # it reads the connected slaves' acks, not the SyncStateSet's
+            return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
+                                    [c.ack_offset for c in conns.values()], [], len(self.sync_state_set))
         if self._sss_sorted[0] is not self.sync_state_set:      # sorted once per SyncStateSet, not per call
             self._sss_sorted = (self.sync_state_set, tuple(sorted(self.sync_state_set)))
-        sss = [self.conns[name].ack_offset for name in self._sss_sorted[1] if name in self.conns]
-        return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,
-                                [c.ack_offset for c in self.conns.values()], sss, len(self.sync_state_set))
+        sss = [conns[name].ack_offset for name in self._sss_sorted[1] if name in conns]
+        return replica_coverage(policy, self.cfg.in_sync_replicas, self.push2SlaveMaxOffset,    # ALL_IN_SYNC:
+                                [], sss, len(self.sync_state_set))        # the SyncStateSet's acks only
 
     def _complete_covered(self) -> None:
         if not self.waiting:
@@ -260,10 +267,11 @@ class MasterCore:
         """SendMessageProcessor -> CommitLog.asyncPutMessage (under the put lock)."""
         cfg = self.cfg
         assert req_id not in self.requests, f"duplicate request id {req_id}"
-        if not body or len(body) > cfg.max_message_size or not self.log.fits(len(body)):
+        size = len(body)
+        if not size or size > cfg.max_message_size or not self.log.fits(size):
             self._emit(Respond(req_id, int(PutStatus.MESSAGE_ILLEGAL), 0))
             return
-        if (cfg.sync_master and self._policy() == "AT_LEAST_K"
+        if (self._sync_master and self._policy() == "AT_LEAST_K"
                 and 1 + len(self.conns) < cfg.in_sync_replicas):
             self._emit(Respond(req_id, int(PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH), 0))
             return
@@ -276,7 +284,7 @@ class MasterCore:
             return
         req.next_offset, effects = self.log.append(key, body)
         self._emit_writes(effects)
-        if cfg.transient_store_pool_enable:
+        if self._pool:
             self._appended(req, now_ms)        # the write buffer is memory: the append cannot fail
         else:
             self.unconfirmed.append(req)       # continues in write_done (or write_failed)
@@ -285,34 +293,34 @@ class MasterCore:
         """The record is in the log (page cache, or the pool's write buffer): the request waits for its legs."""
         cfg = self.cfg
         self.spec_steps.append(step or ("Put", req.req_id))
-        if not (cfg.sync_flush or cfg.sync_master):
+        if not (self._sync_flush or self._sync_master):
             self._answer(req, PutStatus.PUT_OK, "Respond")
             self._after_append()
             return
         assert not self.waiting or self.waiting[-1].next_offset <= req.next_offset
         self.waiting.append(req)
-        if cfg.sync_flush:
+        if self._sync_flush:
             self.requests_write.append(req)
             self._flush_wakeup = True
-            if not cfg.bug("BugNoFlushDiskWatcher"):
+            if "BugNoFlushDiskWatcher" not in self._bugs:
                 self.flush_deadlines.append((req.put_ms + cfg.sync_flush_timeout_ms, req))
                 req.flush_deadline_pending = True
-        if cfg.sync_master and (cfg.ack_mode == "DECOUPLED" or not cfg.sync_flush):
+        if self._sync_master and (cfg.ack_mode == "DECOUPLED" or not self._sync_flush):
             self._register_replica_leg(req, now_ms)
         self._after_append()
         self._complete_covered()
 
     def _after_append(self) -> None:
-        if self.cfg.transient_store_pool_enable and self.cfg.wake_commit_when_put_message:
+        if self._pool and self.cfg.wake_commit_when_put_message:
             self._commit_wakeup = True
-        if not self.cfg.sync_flush and self.cfg.wake_flush_when_put_message:
+        if not self._sync_flush and self.cfg.wake_flush_when_put_message:
             self._flush_wakeup = True
 
     def _register_replica_leg(self, req: Request, now_ms: int) -> None:
         """CommitLog.handleHA: the request joins GroupTransferService."""
         self.repl_deadlines.append((now_ms + self.cfg.slave_timeout_ms, req))
         cfg = self.cfg
-        if (cfg.commit_on_replica_wait and cfg.transient_store_pool_enable and self.writable
+        if (cfg.commit_on_replica_wait and self._pool and self.writable
                 and req.next_offset > self.log.issued):
             self._commit_all(now_ms)   # the fix for seed 001: slaves can only read committed data
         if req.next_offset <= self.replica_coverage():
@@ -321,12 +329,12 @@ class MasterCore:
             behind = req.next_offset - self.push2SlaveMaxOffset
             if not self.conns or behind > self.cfg.ha_max_gap_not_in_sync:
                 flush_pending = req.next_offset > self.flush_frontier()
-                swapped = flush_pending and cfg.bug("BugFlushTimeoutHidesSlaveTimeout")
+                swapped = flush_pending and "BugFlushTimeoutHidesSlaveTimeout" in self._bugs
                 self._fail(req, PutStatus.FLUSH_DISK_TIMEOUT if swapped else PutStatus.SLAVE_NOT_AVAILABLE)
 
     def _fail(self, req: Request, status: PutStatus) -> None:
         """An error answer from a deadline or a fail-fast check (BugTimeoutAsOK: PUT_OK)."""
-        self._answer(req, PutStatus.PUT_OK if self.cfg.bug("BugTimeoutAsOK") else status, "Timeout")
+        self._answer(req, PutStatus.PUT_OK if "BugTimeoutAsOK" in self._bugs else status, "Timeout")
 
     # ------------------------------------------------------------------ page-cache writes
 
@@ -369,7 +377,7 @@ class MasterCore:
             later.stale = True
         self._confirm(max(self.log.committed, self.log.index.boundary_at_or_below(w.offset + written)), now_ms)
         self.writable = False                  # RunningFlags.makeNotWriteable
-        if self.cfg.transient_store_pool_enable:
+        if self._pool:
             self._commit_failed(w)
         else:
             self._put_write_failed(w, now_ms)
@@ -382,7 +390,7 @@ class MasterCore:
         if upto <= log.committed:
             return
         log.confirm(upto)
-        if self.cfg.transient_store_pool_enable:
+        if self._pool:
             self.spec_steps.append(("Commit", log.records_upto(log.committed)))
             self._last_commit_done_ms = now_ms
             self._flush_wakeup = True
@@ -396,7 +404,7 @@ class MasterCore:
         every put appended after it, forgotten (they sit behind a hole)."""
         log = self.log
         failed = self.unconfirmed.popleft()
-        if self.cfg.bug("BugFsyncCoversFailedWrite"):   # kept as written: the fsync will cover it
+        if "BugFsyncCoversFailedWrite" in self._bugs:   # kept as written: the fsync will cover it
             log.confirm(failed.next_offset)
             self._appended(failed, now_ms, step=("WriteFail", failed.req_id, None))
         else:
@@ -412,7 +420,7 @@ class MasterCore:
     def _commit_failed(self, w: WriteInFlight) -> None:
         """With the pool: the write buffer keeps the data; a later commit retries from committed."""
         log = self.log
-        if self.cfg.bug("BugFsyncCoversFailedWrite"):      # the failed range counted as committed
+        if "BugFsyncCoversFailedWrite" in self._bugs:      # the failed range counted as committed
             log.confirm(w.end)
             self.spec_steps.append(("WriteFail", None, log.records_upto(log.committed)))
             self._flush_wakeup = True
@@ -447,7 +455,7 @@ class MasterCore:
 
     def _commit_service(self, now_ms: int) -> None:
         cfg, log = self.cfg, self.log
-        if not cfg.transient_store_pool_enable or log.issued >= log.wrote or self.writes:
+        if not self._pool or log.issued >= log.wrote or self.writes:
             return
         if not self._commit_wakeup and now_ms - self._last_commit_round_ms < cfg.commit_interval_commit_log_ms:
             return
@@ -463,7 +471,7 @@ class MasterCore:
     def _commit_all(self, now_ms: int) -> None:
         """MappedFile.commit of everything written: the write buffer to the page cache."""
         log = self.log
-        assert self.cfg.transient_store_pool_enable and log.issued < log.wrote
+        assert self._pool and log.issued < log.wrote
         for _ in range((log.wrote - log.issued) // log.segment_size + 2):   # one segment per MappedFile.commit
             if (write := log.commit()) is None:
                 break
@@ -473,7 +481,7 @@ class MasterCore:
     def _flush_allowed(self) -> bool:
         """No fsync once the store is read-only (BugFsyncCoversFailedWrite: the flush path
         does not look at the flag, so the follow-up fsync after a failed write runs)."""
-        return self.writable or self.cfg.bug("BugFsyncCoversFailedWrite")
+        return self.writable or "BugFsyncCoversFailedWrite" in self._bugs
 
     def _flush_needed(self) -> bool:
         """Some message record in the page cache is not fsync'd yet.  (A segment
@@ -493,7 +501,7 @@ class MasterCore:
         cfg, log = self.cfg, self.log
         if self.fsync_in_flight is not None or not self._flush_allowed():
             return
-        if cfg.sync_flush:  # GroupCommitService.run: waitForRunning(10 ms), then swap and doCommit
+        if self._sync_flush:  # GroupCommitService.run: waitForRunning(10 ms), then swap and doCommit
             if not self._flush_wakeup and now_ms - self._last_flush_round_ms < cfg.group_commit_interval_ms:
                 return
             self._flush_wakeup = False
@@ -529,7 +537,7 @@ class MasterCore:
     def _release_bound(self, upto: int, advanced: bool) -> int:
         """Group commit releases waiters up to the flushed offset (the buggy
         variant: up to everything committed, whenever a record was flushed)."""
-        if self.cfg.bug("BugFlushOneFileReleasesAll") and advanced:
+        if "BugFlushOneFileReleasesAll" in self._bugs and advanced:
             return self.log.committed
         return upto
 
@@ -541,7 +549,7 @@ class MasterCore:
         if step == "Flush" or after > before:   # a buggy failure that hid only padding is no spec step
             self.spec_steps.append((step, after))
         self.released_upto = max(self.released_upto, self._release_bound(upto, after > before))
-        if self.cfg.sync_flush:
+        if self._sync_flush:
             self._release_read(now_ms)
             if self.requests_read and self._flush_needed() and self._flush_allowed():
                 self._issue_fsync()    # "flush up to twice": the message rolled into the next segment
@@ -554,7 +562,7 @@ class MasterCore:
         if not released:
             return
         self.requests_read = [r for r in self.requests_read if r.next_offset > self.released_upto]
-        if self.cfg.sync_master and self.cfg.ack_mode == "BLOCKING":
+        if self._sync_master and self.cfg.ack_mode == "BLOCKING":
             for req in released:   # 4.x: handleHA only after handleDiskFlush returned
                 if req.status is None:
                     self._register_replica_leg(req, now_ms)
@@ -565,7 +573,7 @@ class MasterCore:
         self.fsync_in_flight = None
         if not self._flush_allowed():
             return                    # already read-only (a write failed while it ran)
-        if self.cfg.bug("BugFlushIgnoresFsyncError"):
+        if "BugFlushIgnoresFsyncError" in self._bugs:
             self._flushed(upto, now_ms, step="FlushFail")   # B1: flushedPosition advanced anyway
             return
         self.writable = False         # RunningFlags.makeNotWriteable
@@ -578,7 +586,7 @@ class MasterCore:
             req.flush_deadline_pending = False
             if req.status is None and req.next_offset > self.flush_frontier():
                 self._fail(req, self._deadline_status(req, flush_pending=True))
-            elif req.status is PutStatus.PUT_OK and cfg.bug("BugDoubleResponse"):
+            elif req.status is PutStatus.PUT_OK and "BugDoubleResponse" in self._bugs:
                 self._answer(req, self._deadline_status(req, flush_pending=False), "Timeout")
         while self.repl_deadlines and self.repl_deadlines[0][0] <= now_ms:
             _, req = self.repl_deadlines.popleft()
@@ -589,40 +597,51 @@ class MasterCore:
     def _deadline_status(self, req: Request, flush_pending: bool) -> PutStatus:
         """thenCombine over the legs pending now (BugFlushTimeoutHidesSlaveTimeout: swapped)."""
         replica_pending = req.next_offset > self.replica_coverage()
-        if flush_pending and self.cfg.bug("BugFlushTimeoutHidesSlaveTimeout"):
+        if flush_pending and "BugFlushTimeoutHidesSlaveTimeout" in self._bugs:
             return PutStatus.FLUSH_DISK_TIMEOUT
         return deadline_status(replica_pending, bool(self.conns))
 
     def next_wakeup_ms(self, now_ms: int) -> int:
         """When ``tick`` next has something to do (the runtime may tick earlier).  (Called
-        after every event by a simulator: a running minimum, no list of candidates.)"""
+        after every event by a simulator: a running minimum, no list of candidates; once it
+        reaches ``now_ms`` nothing later can lower the answer, so it returns at once.)"""
         cfg, log = self.cfg, self.log
         due = now_ms + 1000
-        if cfg.transient_store_pool_enable and log.issued < log.wrote:
-            due = min(due, now_ms if self._commit_wakeup
-                      else self._last_commit_round_ms + cfg.commit_interval_commit_log_ms)
+        if self._pool and log.issued < log.wrote:
+            if self._commit_wakeup:
+                return now_ms
+            at = self._last_commit_round_ms + cfg.commit_interval_commit_log_ms
+            if at < due:
+                due = at
         # GroupCommitService also runs for requests an earlier fsync already covered (a follow-up
         # fsync reached past them while they waited in requests_write): its round releases them.
-        waiting_round = cfg.sync_flush and (self.requests_write or self.requests_read)
-        if self.fsync_in_flight is None and self._flush_allowed() and (log.committed > log.flushed or waiting_round):
-            interval = cfg.group_commit_interval_ms if cfg.sync_flush else cfg.flush_interval_commit_log_ms
-            due = min(due, now_ms if self._flush_wakeup else self._last_flush_round_ms + interval)
-        if self.flush_deadlines:
-            due = min(due, self.flush_deadlines[0][0])
-        if self.repl_deadlines:
-            due = min(due, self.repl_deadlines[0][0])
+        if (self.fsync_in_flight is None and self._flush_allowed()
+                and (log.committed > log.flushed or self._sync_flush and (self.requests_write or self.requests_read))):
+            if self._flush_wakeup:
+                return now_ms
+            at = self._last_flush_round_ms + (cfg.group_commit_interval_ms if self._sync_flush
+                                              else cfg.flush_interval_commit_log_ms)
+            if at < due:
+                due = at
+        if self.flush_deadlines and (at := self.flush_deadlines[0][0]) < due:
+            due = at
+        if self.repl_deadlines and (at := self.repl_deadlines[0][0]) < due:
+            due = at
+        if due <= now_ms:
+            return now_ms
         housekeeping = cfg.ha_housekeeping_interval_ms
         for opened_ms in self.ungreeted.values():
-            due = min(due, opened_ms + housekeeping)
+            if opened_ms + housekeeping < due:
+                due = opened_ms + housekeeping
         for hc in self.conns.values():
-            if hc.next_transfer > hc.ack_offset:
-                due = min(due, hc.last_ack_ms + housekeeping)
-        return max(now_ms, due)
+            if hc.next_transfer > hc.ack_offset and hc.last_ack_ms + housekeeping < due:
+                due = hc.last_ack_ms + housekeeping
+        return now_ms if due < now_ms else due
 
     # ------------------------------------------------------------------ HA
 
     def _transfer_limit(self) -> int:
-        return self.log.wrote if self.cfg.bug("BugTransferBeyondCommitted") else self.log.committed
+        return self.log.wrote if "BugTransferBeyondCommitted" in self._bugs else self.log.committed
 
     def _transfer(self) -> None:
         """HAConnection.WriteSocketService: stream committed data, batch by batch.
@@ -768,10 +787,10 @@ class MasterCore:
     def handshake_accepts(self, offset: int, chain: bytes, records: int):
         """HandshakeAccepts: None, or why the slave's log cannot follow this master's
         (NEED_READ: the segment holding ``offset`` is being read back to tell)."""
-        if self.cfg.bug("BugAcceptAckBeyondLog"):
+        if "BugAcceptAckBeyondLog" in self._bugs:
             return None
         committed = self.log.records_upto(self.log.committed)
-        if self.cfg.bug("BugHandshakeOffsetOnly"):   # position only, no content check (4.9.x, B22)
+        if "BugHandshakeOffsetOnly" in self._bugs:   # position only, no content check (4.9.x, B22)
             return None if records <= committed else f"slave holds {records} records, master {committed}"
         if offset > self.log.committed:
             return f"slave offset {offset} is beyond the master's log ({self.log.committed})"
@@ -783,7 +802,7 @@ class MasterCore:
         if records != index.records_upto(offset):
             return f"slave claims {records} records up to {offset}, the master's log has {index.records_upto(offset)}"
         # In records, as the spec counts: committed may stop inside a record that spans two segments.
-        if self.cfg.bug("BugHandshakeRefusesCaughtUp") and records >= committed:
+        if "BugHandshakeRefusesCaughtUp" in self._bugs and records >= committed:
             return f"slave holds all {committed} committed records: nothing to send it"
         return None
 
@@ -839,9 +858,9 @@ class MasterCore:
         committed_records = log.records_upto(log.committed)
         claimed = max(records, committed_records + 1) if offset > log.committed else records
         claimed = min(claimed, log.index.count + 1)     # never past one beyond everything written
-        if self.cfg.bug("BugAcceptAckBeyondLog"):
+        if "BugAcceptAckBeyondLog" in self._bugs:
             return None, claimed
-        limit = log.wrote if self.cfg.bug("BugAckCheckedAgainstWrote") else log.committed
+        limit = log.wrote if "BugAckCheckedAgainstWrote" in self._bugs else log.committed
         if offset > limit:
             return f"ack {offset} is beyond what the master could have shipped ({log.committed})", claimed
         index = self._index_at(offset)

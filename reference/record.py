@@ -40,13 +40,17 @@ def blank(length: int) -> bytes:
     return struct.pack(">II", length, BLANK_MAGIC) + bytes(length - 8)
 
 
+_blake2b = hashlib.blake2b
+_OFFSET = struct.Struct(">Q")      # offset.to_bytes(8, "big"): the same bytes (an offset is never negative)
+
+
 def chain_next(previous: bytes, offset: int, header: bytes) -> bytes:
     """Hash of the log prefix ending with the record whose header is given.
 
     Master and replica both keep it at every record end, so the handshake can
     tell whether a replica's log is a prefix of the master's (same records at
     the same offsets) from one 16-byte value."""
-    return hashlib.blake2b(previous + offset.to_bytes(8, "big") + header[:12], digest_size=16).digest()
+    return _blake2b(previous + _OFFSET.pack(offset) + header[:12], digest_size=16).digest()
 
 
 @attrs.frozen
@@ -145,7 +149,8 @@ class LogScan:
     tail_bytes: bytes                        # that segment's bytes up to the end
 
 
-OnRecord = Callable[[int, bytes, int, int], None]     # (offset, header, end, key)
+# (offset, header, end, key, (chain before, chain after)): the scan's chain hashes around the record
+OnRecord = Callable[[int, bytes, int, int, tuple[bytes, bytes]], None]
 
 
 def scan_log(starts: list[int], read: Callable[[int], bytes], segment_size: int, keep_torn: bool = False,
@@ -154,7 +159,8 @@ def scan_log(starts: list[int], read: Callable[[int], bytes], segment_size: int,
     (``read(start)`` gives its bytes): the log ends at the first bad record;
     everything after it (in that and later segments) is dropped.  Memory: one
     segment.  ``on_record`` sees every record kept from where the scan starts (the
-    simulator's ghost index).
+    simulator's ghost index), with the chain hashes before and after it (an index that
+    holds the same chain before it need not hash the record again).
 
     ``resume``: the checkpoints (from 0, one per segment) of a prefix of whole segments
     that an earlier scan found valid and whose bytes the caller knows unchanged since
@@ -183,9 +189,9 @@ def scan_log(starts: list[int], read: Callable[[int], bytes], segment_size: int,
         for rec in scan.records:
             pos = rec.offset - start
             header = bytes(data[pos: pos + 12])
-            chain = chain_next(chain, rec.offset, header)
+            before, chain = chain, chain_next(chain, rec.offset, header)
             if on_record is not None:
-                on_record(rec.offset, header, rec.end, rec.key)
+                on_record(rec.offset, header, rec.end, rec.key, (before, chain))
         count += len(scan.records)
         end = scan.valid_end
         tail, tail_bytes = scan.records, bytes(data[: end - start])
@@ -211,6 +217,6 @@ def recover_log(segments: dict[int, bytes], segment_size: int, keep_torn: bool =
     """The same recovery over segments held in memory, with every record (tests, tools)."""
     records: list[Record] = []
     scan = scan_log(list(segments), segments.__getitem__, segment_size, keep_torn,
-                    on_record=lambda offset, header, end, key: records.append(
+                    on_record=lambda offset, header, end, key, chains: records.append(
                         Record(offset, end - offset, HEADER.unpack_from(header + bytes(8))[2], key)))
     return RecoveryReport(tuple(records), scan.end_offset, scan.dropped)

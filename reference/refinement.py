@@ -326,7 +326,8 @@ class IncrementalInvariants:
                 if crash or not s.connected[k]:      # a new connection: the whole log
                     ok = f.is_prefix(rl, t.log)
                 elif rl is not s.rlog[k] and rl:                # a transfer: the new record
-                    ok = len(rl) <= len(t.log) and rl[-1] == t.log[len(rl) - 1]
+                    n = len(rl)
+                    ok = n <= len(t.log) and rl[n - 1] == t.log[n - 1]
                 else:                                           # puts only extend the master's log
                     ok = True
                 if not ok:
@@ -335,8 +336,8 @@ class IncrementalInvariants:
             if crash:
                 ok = _acked_survive_cut(cfg, p, s, t)
             else:
-                ok = all(f.holds(t, t.log, e.id) or p.survives(cfg, t, e.id)
-                         for e in new_events if e.status == "PUT_OK")
+                ok = not new_events or all(f.holds(t, t.log, e.id) or p.survives(cfg, t, e.id)
+                                           for e in new_events if e.status == "PUT_OK")
             if not ok:
                 return "AckedSurvivesCrash"
         if self.ambiguous and not logs_kept:
@@ -346,8 +347,8 @@ class IncrementalInvariants:
                 ok = ((t.mstate != "UP" or self._recovered_well_formed(t.log))
                       and all(p.well_formed(a) for a, b in zip(t.rlog, s.rlog) if a is not b))
             else:
-                ok = _tail_ordered(t.log, s.log) and all(
-                    _tail_ordered(a, b) for a, b in zip(t.rlog, s.rlog) if a is not b)
+                ok = _tail_ordered(t.log, s.log) and (t.rlog is s.rlog or all(
+                    _tail_ordered(a, b) for a, b in zip(t.rlog, s.rlog) if a is not b))
             if not ok:
                 return "AmbiguousAckOrdered"
         return None
@@ -395,6 +396,9 @@ def _tail_ordered(log: tuple, before: tuple) -> bool:
     n = len(before)
     if len(log) < n or (n and log[n - 1] != before[n - 1]):
         return all(x != TORN for x in log) and all(a < b for a, b in zip(log, log[1:]))
+    if len(log) == n + 1:       # one record appended (a put, a transfer): the tail below, with no slice
+        last = log[n]
+        return last != TORN if not n else (log[n - 1] != TORN and last != TORN and log[n - 1] < last)
     tail = log[max(n - 1, 0):]
     return all(x != TORN for x in tail) and all(a < b for a, b in zip(tail, tail[1:]))
 

@@ -128,7 +128,10 @@ def _rlog(c: Config, label: str, s: State) -> tuple:
 def _released(s: State, t: State) -> int:
     """Waiters whose flush leg a Flush step completed.  Release only visits the records between
     the old flushed and the committed offset (spec/actions.py), so only those are read: a cost
-    independent of the run's length."""
+    independent of the run's length (and none when the step kept ``reqs``: under ASYNC_FLUSH, or a
+    flush that released nobody, where that gap can be the whole unflushed tail)."""
+    if t.reqs is s.reqs:
+        return 0
     count = 0
     for pos in range(s.flushed, min(s.committed, len(s.log))):
         rid = s.log[pos]

@@ -62,12 +62,15 @@ def type_ok(cfg: Config, s: State) -> bool:
 def watermarks_ordered(cfg: Config, s: State) -> bool:
     if s.mstate != UP:
         return True
-    return (
-        s.durable <= s.flushed <= s.committed <= s.wrote
-        and s.push2SlaveMaxOffset <= s.committed
-        and all(s.ack[k] <= len(s.rlog[k]) <= s.committed
-                for k in range(len(cfg.replicas)) if s.connected[k])
-    )
+    committed = s.committed
+    if not (s.durable <= s.flushed <= committed <= s.wrote and s.push2SlaveMaxOffset <= committed):
+        return False
+    # For every connected slave: ack <= its log's length <= committed (a loop: checked on every step).
+    connected, ack, rlog = s.connected, s.ack, s.rlog
+    for k in range(len(cfg.replicas)):
+        if connected[k] and not ack[k] <= len(rlog[k]) <= committed:
+            return False
+    return True
 
 
 def log_matching(cfg: Config, s: State) -> bool:

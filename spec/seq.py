@@ -21,7 +21,7 @@ _MASK = CHUNK - 1
 
 
 class Seq:
-    __slots__ = ("_chunks", "_tail", "_len", "_hash")
+    __slots__ = ("_chunks", "_tail", "_len", "_hash", "_full")
 
     def __init__(self, items=()) -> None:
         items = tuple(items)
@@ -30,12 +30,14 @@ class Seq:
         self._tail = items[full:]
         self._len = len(items)
         self._hash = None
+        self._full = full               # items in the full chunks: the tail's first index
 
     @classmethod
     def _of(cls, chunks: tuple, tail: tuple) -> Seq:
         assert len(tail) < CHUNK, len(tail)
         s = object.__new__(cls)
-        s._chunks, s._tail, s._len, s._hash = chunks, tail, len(chunks) * CHUNK + len(tail), None
+        full = len(chunks) * CHUNK
+        s._chunks, s._tail, s._len, s._hash, s._full = chunks, tail, full + len(tail), None, full
         return s
 
     def __len__(self) -> int:
@@ -57,10 +59,10 @@ class Seq:
                     return self._prefix(stop)
                 return self._piece(start, stop)     # a piece of a sequence (never stored in a state): a tuple
             i = self._index(i)
-        k = i >> _SHIFT
-        if k < len(self._chunks):
-            return self._chunks[k][i & _MASK]
-        return self._tail[i - (k << _SHIFT)]
+        full = self._full
+        if i < full:
+            return self._chunks[i >> _SHIFT][i & _MASK]
+        return self._tail[i - full]
 
     def _index(self, i: int) -> int:
         if i < 0:

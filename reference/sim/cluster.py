@@ -45,6 +45,7 @@ TO_MASTER, TO_REPLICA = "to_master", "to_replica"
 MAX_LINK_FRAMES = 100_000
 MAX_WIRE_FRAME_BYTES = 1 << 20
 RECENT_ACTIONS = 16               # spec actions kept to describe how a run failed
+HASH_BATCH_LINES = 256            # trace-hash lines kept before they are hashed
 UNKNOWN_SLAVE = "impostor"        # a name no configuration uses
 EOF = object()                    # the end of a link's stream: the connection closes there
 WRITE_FAULTS = ("EIO", "ENOSPC", "short")
@@ -106,6 +107,9 @@ class Cluster:
             node.core.spec_steps = self.spec_log
         self.connections: dict[int, Connection] = {}
         self.links: dict[tuple[int, str], Link] = {}
+        # A link gained frames (a send, a mangling) since a driver last looked: only then can one
+        # hold frames with no delivery scheduled (the simulator's _plan clears it).
+        self.links_grew = False
         self._conn_ids = 0
         self.pending_fsync: fx.Fsync | None = None
         self.recent_actions: deque[str] = deque(maxlen=RECENT_ACTIONS)   # for deduplicating failures
@@ -124,6 +128,7 @@ class Cluster:
         self.action_counts: Counter = Counter()
         self.steps = 0
         self._hash = hashlib.sha256()
+        self._hash_lines: list[str] = []    # each step's line, hashed in batches (_hash_pending)
         self.checker = RefinementChecker(spec_config(cfg, replicas)) if check else None
         # The spec-level trace (spec/traceformat.py) needs the checker's states.
         assert trace is None or check, "a trace needs the refinement check"
@@ -140,7 +145,15 @@ class Cluster:
 
     @property
     def trace_hash(self) -> str:
+        self._hash_pending()
         return self._hash.hexdigest()
+
+    def _hash_pending(self) -> None:
+        """Feed the lines kept since the last call to the trace hash, as one string: the
+        same bytes as one update per line (UTF-8 of a concatenation is the concatenation)."""
+        if self._hash_lines:
+            self._hash.update("".join(self._hash_lines).encode())
+            self._hash_lines.clear()
 
     def waiting(self) -> list[int]:
         if self.mstate != UP:
@@ -164,16 +177,22 @@ class Cluster:
     def _finish(self, what: str, env_labels: list[tuple] = ()) -> None:
         """Perform the cores' effects, then check the step against the spec."""
         self.steps += 1
-        self.responded.clear()
+        if self.responded:
+            self.responded.clear()
         self._drain()
-        labels = [*env_labels, *self.spec_log]
-        self.spec_log.clear()
-        self._hash.update(f"{self.now}|{what}|{labels}\n".encode())
+        spec_log = self.spec_log
+        labels = [*env_labels, *spec_log] if env_labels else spec_log[:]
+        spec_log.clear()
+        lines = self._hash_lines
+        lines.append(f"{self.now}|{what}|{labels}\n")
+        if len(lines) >= HASH_BATCH_LINES:
+            self._hash_pending()
         if labels:
-            kinds = [label[0] for label in labels]
-            self.action_counts.update(kinds)
-            self.recent_actions.extend(kinds)
-            for kind in kinds:
+            action_counts, recent = self.action_counts, self.recent_actions
+            for label in labels:
+                kind = label[0]
+                action_counts[kind] += 1
+                recent.append(kind)
                 if kind in _COUNTED:
                     self.counters[_COUNTED[kind]] += 1
         if self.checker is None:
@@ -263,18 +282,20 @@ class Cluster:
 
     def _drain(self) -> None:
         nodes = self.replicas.values()
+        master_effect = self._master_effect
+        master = self.master if self.mstate == UP else None    # effects never crash or restart it
         for _ in range(1000):
-            pending = self.master.take_effects() if self.mstate == UP and self.master.effects else None
+            pending = master.take_effects() if master is not None and master.effects else None
             for node in nodes:
                 if node.core.effects:         # most events leave most cores quiet: no list for them
                     pending = (pending or []) + [(node, e) for e in node.core.take_effects()]
             if not pending:
                 return
             for item in pending:
-                if isinstance(item, tuple):
+                if type(item) is tuple:       # effects are attrs classes; a replica's comes as (node, effect)
                     self._replica_effect(*item)
                 else:
-                    self._master_effect(item)
+                    master_effect(item)
         raise AssertionError("effects did not settle in 1000 rounds")
 
     def _send(self, conn: int, direction: str, frame) -> None:
@@ -285,6 +306,7 @@ class Cluster:
         if link.frames and link.frames[-1] is EOF:
             return                  # the link was cut: what is sent after the cut never arrives
         link.frames.append(encode(frame) if self.wire_bytes else frame)
+        self.links_grew = True
 
     def _write(self, e: fx.WriteData) -> None:
         """pwrite into the master's page cache; the core learns how it went at once."""
@@ -306,25 +328,30 @@ class Cluster:
         self.master.write_failed(e.start, e.position, len(e.data), written, self.now)
 
     def _master_effect(self, e) -> None:
-        disk = self.master_disk
-        if isinstance(e, fx.WriteData):
+        kind = type(e)
+        if kind is fx.WriteData:
             self._write(e)
-        elif isinstance(e, fx.CreateSegment):
-            disk.create(e.start)
-        elif isinstance(e, fx.ReadSegment):
+        elif kind is fx.Respond:
+            responses = self.responses.get(e.req_id)
+            if responses is None:
+                self.responses[e.req_id] = [e.status]
+            else:
+                responses.append(e.status)
+            self.responded.append(e.req_id)
+        elif kind is fx.SendData:
+            self._send(e.conn, TO_REPLICA, Data(e.offset, e.data))
+        elif kind is fx.CreateSegment:
+            self.master_disk.create(e.start)
+        elif kind is fx.ReadSegment:
             # A segment the master no longer keeps in memory, read back from its page cache.
-            self.master.segment_read(e.start, disk.read(e.start, 0, self.cfg.mapped_file_size_commit_log), self.now)
-        elif isinstance(e, fx.Fsync):
+            self.master.segment_read(e.start, self.master_disk.read(e.start, 0, self.cfg.mapped_file_size_commit_log),
+                                     self.now)
+        elif kind is fx.Fsync:
             assert self.pending_fsync is None, "the core issued two fsyncs at once"
             self.pending_fsync, self.fsync_incarnation = e, self.incarnation
             self.fsync_from = self.master.log.flushed    # what a success makes durable: [fsync_from, upto)
-        elif isinstance(e, fx.SendData):
-            self._send(e.conn, TO_REPLICA, Data(e.offset, e.data))
-        elif isinstance(e, fx.CloseReplica):
+        elif kind is fx.CloseReplica:
             self._close_conn(e.conn, by_master=True)
-        elif isinstance(e, fx.Respond):
-            self.responses.setdefault(e.req_id, []).append(e.status)
-            self.responded.append(e.req_id)
         else:
             raise AssertionError(f"unknown master effect {e!r}")
 
@@ -532,6 +559,7 @@ class Cluster:
 
     def mangle(self, how: str, pick: int, at: int) -> bool:
         """Damage the frames in flight on one link (``pick`` chooses it, ``at`` the byte or frame)."""
+        self.links_grew = True                  # a duplicate, garbage or the EOF of a cut adds an item
         links = self.open_links()
         if not links or (how in ("truncate", "garbage", "corrupt") and not self.wire_bytes):
             self._finish(f"nothing to {how}")
@@ -710,8 +738,10 @@ def _recover(disk, segment_size: int, keep_torn: bool = False, previous: LogInde
             assert (previous.count, previous.last_chain) == (cp.records, cp.chain), (previous.count, cp)
             ghost, resumed_at = previous, cp.start
 
-    scan = disk.recover(keep_torn=keep_torn, on_record=lambda *rec: ghost.add_record(*rec),
-                        on_resume=resume if previous is not None else None)
+    def on_record(offset: int, header: bytes, end: int, key: int, chains: tuple[bytes, bytes]) -> None:
+        ghost.add_record(offset, header, end, key, chains=chains)    # the scan's hashes: none computed again
+
+    scan = disk.recover(keep_torn=keep_torn, on_record=on_record, on_resume=resume if previous is not None else None)
     for cp in scan.checkpoints[resumed_at // segment_size:]:
         ghost.checkpoints.setdefault(cp.start, cp)
     return scan, ghost

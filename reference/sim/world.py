@@ -50,6 +50,9 @@ class World:
         self.p = params
         self.cfg = params.store
         self.rng = random.Random(f"ackorder-sim-run-{params.seed}")
+        self._getrandbits = self.rng.getrandbits
+        assert random.Random._randbelow is random.Random._randbelow_with_getrandbits, \
+            "World._randint inlines CPython's randint; this Python draws differently"
         self.cluster = Cluster(params.store, params.replicas, sim_disk_factory, check=check, trace=trace,
                                wire_bytes=params.wire_bytes)
         self.cluster.write_fault = self._write_fault
@@ -84,11 +87,25 @@ class World:
 
     def _schedule(self, delay_ms: int, kind: str, *payload) -> None:
         self._seq += 1
-        heapq.heappush(self._queue, (self.now + delay_ms, self._seq, kind, payload))
+        heapq.heappush(self._queue, (self.cluster.now + delay_ms, self._seq, kind, payload))
         assert len(self._queue) < MAX_QUEUED_EVENTS, "event queue unbounded"
 
     def _delay(self, bounds: tuple[int, int]) -> int:
-        return self.rng.randint(*bounds)
+        return self._randint(*bounds)
+
+    def _randint(self, low: int, high: int) -> int:
+        """``self.rng.randint(low, high)``, the same draw from the same stream (CPython's
+        randrange -> _randbelow_with_getrandbits, inlined: the call chain was most of its
+        cost, and the simulator draws a delay for nearly every event)."""
+        n = high - low + 1
+        if n <= 0 or type(low) is not int or type(high) is not int:
+            return self.rng.randint(low, high)      # its error, or its conversions
+        k = n.bit_length()
+        getrandbits = self._getrandbits
+        r = getrandbits(k)
+        while r >= n:
+            r = getrandbits(k)
+        return low + r
 
     def _exp(self, per_s: float) -> int:
         return max(1, int(self.rng.expovariate(per_s) * 1000))
@@ -108,14 +125,18 @@ class World:
         c = self.cluster
         now = c.now
         scheduled = self._scheduled
-        for key, link in c.links.items():
+        for key, link in c.links.items() if c.links_grew else ():
             pending = len(link.frames) - scheduled.get(key, 0)
+            if pending <= 0:
+                continue
+            net_delay_ms, clock = self.p.faults.net_delay_ms, self._link_clock
             for _ in range(pending):
-                at = max(now + self._delay(self.p.faults.net_delay_ms), self._link_clock.get(key, 0))
-                self._link_clock[key] = at
+                at = max(now + self._randint(*net_delay_ms), clock.get(key, 0))
+                clock[key] = at
                 scheduled[key] = scheduled.get(key, 0) + 1
                 self._seq += 1
                 heapq.heappush(self._queue, (at, self._seq, "deliver", (key,)))
+        c.links_grew = False
         if c.pending_fsync is not None and not self._fsync_scheduled:
             self._fsync_scheduled = True
             fail = not self.calm and self.rng.random() < self.p.faults.fsync_failure_probability
@@ -211,7 +232,7 @@ class World:
     def _on_put(self) -> None:
         if self.calm:
             return
-        size = self.cluster.next_body_size(self.rng.randint(*self.p.faults.body_size))
+        size = self.cluster.next_body_size(self._randint(*self.p.faults.body_size))
         self.cluster.put(self.rng.randbytes(size))
         self._schedule(self._delay(self.p.faults.put_interval_ms), "put")
 
