@@ -344,4 +344,56 @@ sweep, retention), the put path (record encoding, CRC32, one blake2b chain hash 
 by the core's index and its ghost) and the random draws of the world. Each is a few µs of interpreted
 Python; 150,000 steps/s leaves 6.7 µs per event for all of them, which this design does not reach.
 Checked, the twin's step (a new 17-field state), the scalar abstraction and the comparison of what the
-event touched (`Abstraction.compare`) more than double the cost of an event.""".split("\n")
+event touched (`Abstraction.compare`) more than double the cost of an event.
+
+The simulator's ticks (826d4c5). Before it, a wake-up superseded by an earlier one (a put wakes
+GroupCommitService at once) still fired when its time came, and queued its own successor: every
+superseded wake-up started another chain of ticks that lived until the master died, so a long run
+accumulated chains, and 71% of seed 9's first 100,000 events (60% of seed 0's) were ticks at the same
+millisecond as the tick before, finding nothing to do. Steps per CPU-s counted them: cheap events
+inflated steps/s, and the more so the longer the run (part of why the old 1,000,000 / 10,000 ratio
+looked good). Now only the latest wake-up fires (`World._tick_seq`); a tick after a tick at the same
+millisecond is a test failure (reference/tests/test_sim.py, which fails on the old world). The same
+100,000 steps now simulate 2.5x (seed 0) to 3.4x (seed 9) the virtual time: unchecked steps/s fell
+(seed 0 ~108,000 -> ~70,000, seed 9 ~63,000 -> ~30,000) while simulated ms and puts per CPU-s rose
+1.6x; at the default 400 steps per seed, where chains had little time to grow, seeds/s stayed the same
+and each seed does 1.1-1.3x the work. Every bug switch is still found in the first batch of 50 seeds
+of each of the three time-to-detect ranges. The liveness phase also gives a slave that is far behind
+one send window per round trip (the longer runs left backlogs the fixed budget did not cover).
+
+Third round, after the one-live-wake-up fix (826d4c5; a step is real work since, so steps/s fell while
+simulated time per CPU-s rose). Unchecked: the world's delays are drawn by `World._randint`, CPython's
+`randint` inlined (randrange -> `_randbelow_with_getrandbits`: the same draws from the same stream; the
+call chain was most of a draw's cost, one or two per event); `MasterCore.next_wakeup_ms` returns as soon as
+its running minimum reaches `now` (a wake-up flag) and compares instead of calling `min`; the core reads
+its frozen configuration's derived flags once (`sync_flush`, `sync_master` are properties comparing
+strings, `bug()` a method call, each read several times per event); `World._plan` looks at the links
+only after one gained frames (a send or a mangling sets `Cluster.links_grew`); the trace hash takes its
+lines in batches of 256 (the same bytes, so the same hashes); effects are dispatched by exact type;
+`replica_coverage` builds only the list of acks its policy reads; a recovery scan hands each record's
+chain hashes to the ghost index, which takes them when it holds the same chain before (a slave's restart
+used to hash every scanned record twice). Checked: coverage's group-commit antecedent reads no log
+when the Flush kept `reqs` (under ASYNC_FLUSH it read every record between flushed and committed at
+each Flush: about 2,600 positions per Flush on seed 9); AmbiguousAckOrdered reads a one-record tail
+without a slice, and skips the slaves' logs when the step kept them all; AckedSurvivesCrash builds no
+generator when the step answered nobody; WatermarksOrdered is a loop; `Seq` indexes by its full-chunk
+count. Every run is the
+same: all `Outcome` fields of 828 runs (300 seeds x 400 steps and seeds 0-9 x 20,000, unchecked and
+checked; 16 bug switches x 12 seeds checked and x 1 seed x 3,000 unchecked) are identical to 826d4c5's,
+and reference/tests/test_sim_fast_paths.py runs each fast path side by side with the plain code it
+replaced (kept there as the oracle; the wake-up time compared at every event). Side by side against
+826d4c5 (`ackorder bench sim --sim-steps 10000,100000 --sim-seeds 0,9 --baseline <826d4c5>
+--campaign-seeds 300 --machine-examples 0`, run twice, at load average 2.5-3.4 and 4.9-6.6 on 2 cores,
+the first before the last of the invariant changes; one measurement per point, so the two runs spread): unchecked 100k steps 1.15x / 1.05x (seed 0) and
+1.08x / 1.32x (seed 9) the steps per CPU-s; checked 1.12x / 1.07x at 10k and 1.06x / 1.06x at 100k
+(seed 0), 1.12x / 1.19x and 1.18x / 1.21x (seed 9); the default campaign 1.20x / 1.37x the seeds/s on
+local[1] (local[2], 0.85x / 1.20x, measured its wall clock against the other jobs: 102% and 212% Spark
+overhead in wall time). Best of five, alternating the two trees in one shell (load 4-8): unchecked
+100k 1.13x (seed 0) and 1.16x (seed 9), checked 30k 1.07x and 1.11x. In those runs, after: unchecked
+63,000-76,000 (seed 0) and 31,000-34,000 (seed 9) steps per CPU-s, checked 17,800-22,000 and
+9,200-11,100. Short of the goals by far (150,000 and 40,000): about 75 (seed 0) to 160 (seed 9,
+replication) function calls per event remain (cProfile's count, builtins included), each a real part of
+the step (the core's put path, a record's CRC and chain hash per index, the drain, the plan, the trace
+line), and 150,000 steps/s leaves 6.7 µs for all of them; what is left is the interpreter's cost per
+call, not a hot spot.
+""".split("\n")

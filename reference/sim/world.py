@@ -45,6 +45,9 @@ class Outcome:
         return self.violation is None
 
 
+MAX_CLOSED_LINK_CLOCKS = 64     # delivery clocks kept for links already closed, before they are swept
+
+
 class World:
     def __init__(self, params: SimParams, check: bool = True, trace=None) -> None:
         self.p = params
@@ -136,6 +139,11 @@ class World:
                 scheduled[key] = scheduled.get(key, 0) + 1
                 self._seq += 1
                 heapq.heappush(self._queue, (at, self._seq, "deliver", (key,)))
+        if len(self._link_clock) > len(c.links) + MAX_CLOSED_LINK_CLOCKS:
+            # Connections come and go for the whole run: forget the clocks of closed links
+            # (a connection id is never reused, so no later frame reads them).
+            self._link_clock = {k: t for k, t in self._link_clock.items() if k in c.links}
+            assert len(self._link_clock) <= len(c.links), "a link clock outlived its sweep"
         c.links_grew = False
         if c.pending_fsync is not None and not self._fsync_scheduled:
             self._fsync_scheduled = True
