@@ -1,6 +1,8 @@
 """Exit codes, one convention for every command: 0 as expected, 1 a violation or an
 unexpected outcome, 2 bad usage or input (one line on stderr, no traceback), 3 the
-environment failed.  Each command is run as a user runs it: a process."""
+environment failed.  Each command is run as a user runs it: a process (forked from one that imported the
+project once, cli/tests/zygote.py; a few started as `python -m cli`), the usage-error table in
+this process (ackorder_in_process)."""
 
 from __future__ import annotations
 
@@ -14,14 +16,21 @@ from pathlib import Path
 import pytest
 
 from cli import errors
+from cli.tests import zygote
 from cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def ackorder(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200", **(env or {})})
+    """A process, forked from one that imported the project once (cli/tests/zygote.py)."""
+    return zygote.run(list(args), cwd=cwd, timeout=timeout, env={**os.environ, "COLUMNS": "200", **(env or {})})
+
+
+def python_m_cli(*args: str) -> subprocess.CompletedProcess:
+    """A process started as a user starts it: Python, its imports, `python -m cli`."""
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "200"})
 
 
 def ackorder_in_process(*args: str) -> subprocess.CompletedProcess:
@@ -75,7 +84,7 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     sub = next(a for a in parser._actions if a.dest == "command")
     helps = {a.dest: a.help for a in sub._choices_actions}
     assert set(helps) == set(sub.choices) and all(helps.values()), helps
-    p = ackorder("--version")
+    p = python_m_cli("--version")
     assert p.returncode == 0 and p.stdout.startswith("ackorder ")
 
 
@@ -140,7 +149,7 @@ def test_bad_input_is_one_line_and_exit_2(args, needles):
 ])
 def test_a_usage_error_is_the_process_exit_status_2(args, needles):
     """The table above runs in this process; a user's is a process, whose exit status must be 2."""
-    assert_usage_error(ackorder(*args), *needles)
+    assert_usage_error(python_m_cli(*args), *needles)
 
 
 def test_the_in_process_runner_sees_what_a_process_would(tmp_path):
