@@ -30,7 +30,8 @@ def test_the_reference_refines_the_failover_spec():
 
 # Every failover switch, BugCommittedSssOnly and BugSlaveConfirmFromMaxOffset included: the schedule
 # rule draws the campaigns' scenarios (reference/failover/drive.py), and the machine catches those
-# two, the slowest, in 6 s and 8 s under ci without shrinking (bug_catch; 70 s and 62 s with it).
+# two, the slowest, in 10 s and 5 s under ci without shrinking (bug_catch), in every worker alike
+# (stateful_tests/constants_pool.py).
 @pytest.mark.parametrize("bug", FAILOVER_BUG_NAMES)
 def test_failover_bug_is_caught(bug):
     start = time.perf_counter()

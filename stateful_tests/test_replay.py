@@ -2,11 +2,12 @@
 and malformed programs are refused with the line named."""
 
 import subprocess
-import sys
 import textwrap
 
 import pytest
+from pathlib import Path
 
+from cli.tests import zygote
 from reference.refinement import PropertyViolation
 from stateful_tests.replay import ProgramError, replay_program
 
@@ -82,8 +83,7 @@ def test_unknown_machine_is_refused():
 def run_cli(tmp_path, text: str) -> subprocess.CompletedProcess:
     path = tmp_path / "program.txt"
     path.write_text(text)
-    return subprocess.run([sys.executable, "-m", "cli", "replay", "--program", str(path)],
-                          capture_output=True, text=True, timeout=120)
+    return zygote.run(["replay", "--program", str(path)], cwd=Path.cwd(), timeout=120)   # a process (cli/tests/zygote.py)
 
 
 def test_cli_exit_codes(tmp_path):

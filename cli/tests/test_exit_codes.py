@@ -1,6 +1,8 @@
 """Exit codes, one convention for every command: 0 as expected, 1 a violation or an
 unexpected outcome, 2 bad usage or input (one line on stderr, no traceback), 3 the
-environment failed.  Each command is run as a user runs it: a process."""
+environment failed.  Each command is run as a user runs it: a process (forked from one that imported the
+project once, cli/tests/zygote.py; a few started as `python -m cli`), the usage-error table in
+this process (ackorder_in_process)."""
 
 from __future__ import annotations
 
@@ -14,14 +16,55 @@ from pathlib import Path
 import pytest
 
 from cli import errors
+from cli.tests import zygote
 from cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def ackorder(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200", **(env or {})})
+    """A process, forked from one that imported the project once (cli/tests/zygote.py)."""
+    return zygote.run(list(args), cwd=cwd, timeout=timeout, env={**os.environ, "COLUMNS": "200", **(env or {})})
+
+
+def python_m_cli(*args: str) -> subprocess.CompletedProcess:
+    """A process started as a user starts it: Python, its imports, `python -m cli`."""
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "200"})
+
+
+def ackorder_in_process(*args: str) -> subprocess.CompletedProcess:
+    """``ackorder ARGS`` by calling the entry point in this process, as ``python -m cli`` does,
+    with what it writes to stdout and stderr caught: the usage-error table's 46 commands cost a
+    Python start-up and every import each as processes (~0.6 CPU-s), and a usage error is decided
+    before any work.  An exception that escapes is what the interpreter would make of it: a
+    traceback on stderr and exit 1.  ``test_a_usage_error_is_the_process_exit_status_2`` keeps
+    the process path checked for usage errors, and the other tests here run processes."""
+    import contextlib
+    import io
+    import traceback
+
+    from hypothesis import settings
+
+    from cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    environ, profile = dict(os.environ), settings.default
+    os.environ["COLUMNS"] = "200"
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:       # argparse's usage errors, as sys.exit in __main__ would
+                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+            except Exception:                # noqa: BLE001  (what the interpreter does with it)
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+    assert settings.default is profile, f"ackorder {' '.join(args)} changed this process's Hypothesis profile"
+    return subprocess.CompletedProcess(["ackorder", *args], code, out.getvalue(), err.getvalue())
 
 
 def assert_usage_error(p: subprocess.CompletedProcess, *needles: str, ran_first: bool = False) -> None:
@@ -41,7 +84,7 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     sub = next(a for a in parser._actions if a.dest == "command")
     helps = {a.dest: a.help for a in sub._choices_actions}
     assert set(helps) == set(sub.choices) and all(helps.values()), helps
-    p = ackorder("--version")
+    p = python_m_cli("--version")
     assert p.returncode == 0 and p.stdout.startswith("ackorder ")
 
 
@@ -86,7 +129,6 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     (["fuzz", "--seeds", "5", "--config-matrix", "no/such.json"], ["no/such.json"]),
     (["fuzz-report", "--out", "tla"], ["no campaign there"]),
     (["stateful", "--machine", "nope"], ["unknown machine 'nope'"]),
-    (["stateful", "--machine", "spec", "--bug", "BugAckOnWrote"], ["--bug runs the refinement machine"]),
     (["stateful", "--examples", "0"], ["--examples"]),
     (["run", "--models", "nope"], ["unknown model 'nope'"]),
     (["run", "--fuzz-seeds", "0"], ["--fuzz-seeds must be positive"]),
@@ -95,7 +137,35 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     (["no-such-command"], ["invalid choice"]),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needles):
-    assert_usage_error(ackorder(*args), *needles)
+    assert_usage_error(ackorder_in_process(*args), *needles)
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["no-such-command"], ["invalid choice"]),                          # argparse's own exit
+    (["tlc", "sync_flsh"], ["unknown model 'sync_flsh'"]),              # the command's UsageError
+    (["sim", "--seed", "1", "--trace", "README.md/t.ndjson"], ["README.md is not a directory"]),
+    # refused after the command has loaded its Hypothesis profile, which would stay loaded in this process
+    (["stateful", "--machine", "spec", "--bug", "BugAckOnWrote"], ["--bug runs the refinement machine"]),
+])
+def test_a_usage_error_is_the_process_exit_status_2(args, needles):
+    """The table above runs in this process; a user's is a process, whose exit status must be 2."""
+    assert_usage_error(python_m_cli(*args), *needles)
+
+
+def test_the_in_process_runner_sees_what_a_process_would(tmp_path):
+    """A traceback and exit 1 for an exception that escapes main; exit 0 and stdout for --help."""
+    assert ackorder_in_process("bogus").returncode == errors.USAGE
+    helped = ackorder_in_process("--help")
+    assert helped.returncode == errors.OK and "usage: ackorder" in helped.stdout and helped.stderr == ""
+    import cli.main
+
+    real = cli.main.run_command
+    cli.main.run_command = lambda args: 1 / 0
+    try:
+        crashed = ackorder_in_process("sim", "--seed", "1")
+    finally:
+        cli.main.run_command = real
+    assert crashed.returncode == 1 and "Traceback" in crashed.stderr and "ZeroDivisionError" in crashed.stderr
 
 
 def test_resume_without_a_run_is_a_usage_error(tmp_path):

@@ -9,12 +9,13 @@ from __future__ import annotations
 import socket
 import struct
 import subprocess
-import sys
 import time
 import zlib
+from pathlib import Path
 
 import pytest
 
+from cli.tests import zygote
 from reference.frames import Ack, Data, FrameDecoder, Handshake, Put, Response, encode
 from reference.record import CHAIN_START
 from reference.status import PutStatus
@@ -25,9 +26,9 @@ SMALL = ["--mapped-file-size-commit-log", str(SEG), "--max-message-size", "4096"
 
 
 def ackorder(*argv: str, timeout_s: float = 20) -> subprocess.CompletedProcess:
+    """A process per command line, forked from one that imported the project once (cli/tests/zygote.py)."""
     try:
-        return subprocess.run([sys.executable, "-m", "cli", *argv], capture_output=True, text=True,
-                              timeout=timeout_s)
+        return zygote.run(list(argv), cwd=Path.cwd(), timeout=timeout_s)
     except subprocess.TimeoutExpired:
         pytest.fail(f"ackorder {' '.join(argv)} kept running: the bad input was accepted")
 

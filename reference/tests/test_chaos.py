@@ -5,9 +5,9 @@ recovery defect, an acknowledgement before the fsync, a flush that skips the
 second file of a segment roll."""
 
 import json
-import subprocess
-import sys
+from pathlib import Path
 
+from cli.tests import zygote
 from reference.real.chaos import ChaosOptions, run_chaos
 from reference.real.powerloss import PowerLossOptions, explore_power_loss
 
@@ -32,8 +32,8 @@ def test_chaos_catches_a_recovery_that_keeps_a_torn_record(tmp_path):
 
 def test_the_command_writes_json_and_exits_0(tmp_path):
     out = tmp_path / "chaos.json"
-    result = subprocess.run([sys.executable, "-m", "cli", "chaos", "--kills", "1", "--replicas", "0",
-                             "--max-load-s", "0.3", "--json", str(out)], capture_output=True, text=True, timeout=120)
+    result = zygote.run(["chaos", "--kills", "1", "--replicas", "0", "--max-load-s", "0.3", "--json", str(out)],
+                        cwd=Path.cwd(), timeout=120)       # a process (cli/tests/zygote.py)
     assert result.returncode == 0, result.stdout + result.stderr
     data = json.loads(out.read_text())
     assert data["valid"] and data["kills"] == 1 and data["acked"] > 0

@@ -17,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import subprocess
-import sys
 import time
 
 import aetcd
 import aetcd.exceptions
 import attrs
+from pathlib import Path
 
+from cli.tests import zygote
 from reference.failover.metadata import scan
 from reference.real.controller_client import ControllerClient, ControllerClientError
 from reference.real.etcd_cluster import EtcdCluster, etcd_binary, free_ports
@@ -338,8 +339,7 @@ def test_bug_etcd_no_compare_is_caught(tmp_path):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli", "controller", "--port", "0", *args], capture_output=True,
-                          text=True, timeout=60)
+    return zygote.run(["controller", "--port", "0", *args], cwd=Path.cwd(), timeout=60)   # a process (cli/tests/zygote.py)
 
 
 def test_etcd_flags_and_an_unreachable_etcd(tmp_path):

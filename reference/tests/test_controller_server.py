@@ -5,9 +5,12 @@ the exit codes."""
 import asyncio
 import signal
 import subprocess
-import sys
+
+from pathlib import Path
 
 import pytest
+
+from cli.tests import zygote
 
 from reference.real.controller_client import ControllerClient, ControllerClientError
 from reference.tests.realproc import start_controller
@@ -111,8 +114,7 @@ def test_a_garbage_frame_gets_an_error_and_the_server_keeps_serving(tmp_path):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli", "controller", *args], capture_output=True, text=True,
-                          timeout=60)
+    return zygote.run(["controller", *args], cwd=Path.cwd(), timeout=60)      # a process (cli/tests/zygote.py)
 
 
 def test_exit_codes(tmp_path):

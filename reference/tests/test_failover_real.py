@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from cli.tests import zygote
 from reference.frames import (EpochQuery, EpochReply, FrameError, Read, ReadReply, decode_frames, encode,
                               frame_bytes)
 from reference.real.chaos import check_log
@@ -36,8 +36,7 @@ ENV = dict(os.environ, PYTHONPATH=str(TREE))
 
 
 def _cli(*argv: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli", *argv], capture_output=True, text=True, env=ENV, cwd=TREE,
-                          timeout=timeout_s)
+    return zygote.run(list(argv), cwd=TREE, env=ENV, timeout=timeout_s)      # a process (cli/tests/zygote.py)
 
 
 def _wait(predicate, timeout_s: float, what: str):

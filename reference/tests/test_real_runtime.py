@@ -5,9 +5,11 @@ import socket
 import struct
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from cli.tests import zygote
 from reference.frames import FrameDecoder, Put, Response, encode
 from reference.real.load import body_for, run_load
 from reference.record import recover_log
@@ -169,9 +171,9 @@ def test_load_records_every_acknowledged_message(tmp_path, procs):
     master = start_master(tmp_path / "m", "--flush-disk-type", "SYNC_FLUSH", *SMALL)
     procs.append(master)
     record = tmp_path / "acked.jsonl"
-    result = subprocess.run([sys.executable, "-m", "cli", "load", "--target", f"127.0.0.1:{master.port}",
-                             "--producers", "4", "--connections", "2", "--count", "60", "--size", "100",
-                             "--record", str(record)], capture_output=True, text=True, timeout=60)
+    result = zygote.run(["load", "--target", f"127.0.0.1:{master.port}", "--producers", "4", "--connections", "2",
+                         "--count", "60", "--size", "100", "--record", str(record)],
+                        cwd=Path.cwd(), timeout=60)        # a process (cli/tests/zygote.py)
     assert result.returncode == 0, result.stderr
     acked = read_record(record)
     assert sorted(a.key for a in acked) == list(range(1, 61))

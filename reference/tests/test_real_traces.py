@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli.tests import zygote
 from reference.tests.realproc import start_master, start_replica, wait_for_line
 
 SEG = "65536"
@@ -20,7 +20,7 @@ MESSAGES = 6          # TLC checks the merged trace in seconds
 
 
 def ackorder(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, timeout=timeout_s)
+    return zygote.run(list(args), cwd=Path.cwd(), timeout=timeout_s)      # a process (cli/tests/zygote.py)
 
 
 @pytest.fixture(scope="module")
