@@ -42,3 +42,17 @@ def output_file_in_new_directory(text: str) -> Path:
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     return _writable_file_in(text, ancestor)
+
+
+TRACE_HASH_HEX_DIGITS = (16, 64)    # a failover schedule's hash, a simulation's SHA-256
+
+
+def trace_hash(text: str) -> str:
+    """A trace hash as `ackorder sim` and `fuzz` print it, so that a mistyped one is a usage error
+    before the replay runs, not a 'different run' after it."""
+    digits = text.strip().lower()
+    if len(digits) not in TRACE_HASH_HEX_DIGITS or any(c not in "0123456789abcdef" for c in digits):
+        raise argparse.ArgumentTypeError(
+            f"expected a trace hash ({' or '.join(map(str, TRACE_HASH_HEX_DIGITS))} hex digits, as `ackorder sim` "
+            f"prints it), got {text!r}")
+    return digits

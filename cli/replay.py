@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cli.argtypes import output_file
+from cli.argtypes import output_file, trace_hash
 from cli import errors
 from cli.sim import add_seed_arguments, natural_int, parse_overrides, report, run_sim
 from cli.ui import console as make_console
@@ -23,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     what.add_argument("--program", type=Path, metavar="FILE", help="a step program Hypothesis printed")
     what.add_argument("--seed", type=natural_int, help="a simulation seed")
     add_seed_arguments(p)
-    p.add_argument("--expect-hash", metavar="HASH", help="exit 1 unless the run reproduces this trace hash")
+    p.add_argument("--expect-hash", metavar="HASH", type=trace_hash,
+                   help="exit 1 unless the run reproduces this trace hash")
     p.add_argument("--failover", action="store_true",
                    help="the seed is a failover campaign's (reference/failover/drive.py), not the write path's")
     p.add_argument("--emit-test", type=output_file, metavar="FILE",

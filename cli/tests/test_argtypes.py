@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from cli.argtypes import output_file, output_file_in_new_directory
+from cli.argtypes import output_file, output_file_in_new_directory, trace_hash
 
 
 def test_an_output_file_needs_its_directory(tmp_path):
@@ -27,3 +27,11 @@ def test_a_file_whose_directories_the_command_creates(tmp_path):
         output_file_in_new_directory(str(tmp_path / "f" / "new" / "p.py"))
     with pytest.raises(argparse.ArgumentTypeError, match="is a directory"):
         output_file_in_new_directory(str(tmp_path))
+
+
+def test_a_trace_hash_is_16_or_64_hex_digits():
+    full, short = "0123456789abcdef" * 4, "0123456789ABCDEF"
+    assert trace_hash(full) == full and trace_hash(short) == short.lower()
+    for bad in ("", "zz", full[:-1], full + "0", "g" * 16, short + " x"):
+        with pytest.raises(argparse.ArgumentTypeError, match="hex digits"):
+            trace_hash(bad)

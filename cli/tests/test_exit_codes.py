@@ -116,6 +116,8 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     (["sim", "--seed", "1", "--config", "no_such_knob=1"], ["no_such_knob"]),
     (["sim", "--seed", "1", "--config", "novalue"], ["expected KEY=VALUE"]),
     (["replay", "--program", "no/such/file.py"], ["no/such/file.py"]),
+    (["replay", "--seed", "3", "--expect-hash", "zz"], ["--expect-hash", "hex digits", "'zz'"]),
+    (["replay", "--seed", "3", "--expect-hash", "a" * 63], ["--expect-hash", "16 or 64 hex digits"]),
     (["replay", "--program", "tla"], ["tla"]),
     (["replay", "--seed", "1", "--program", "x"], ["not allowed with"]),
     (["fuzz", "--seeds", "0"], ["--seeds: expected a positive integer"]),
