@@ -24,8 +24,8 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import deque
-from operator import attrgetter
 
+from reference.checkpoints import CheckpointTable
 from reference.effects import CreateSegment, WriteData
 from reference.record import (
     CHAIN_START, END_FILE_MIN_BLANK_LENGTH, Checkpoint, LogScan, Record, blank, chain_next, encode,
@@ -61,7 +61,7 @@ class LogIndex:
         self.keys = array("Q")
         self._chains = bytearray()          # CHAIN_BYTES per record: the chain at its end
         # In increasing order of start: every insertion is past the ones before (truncate relies on it).
-        self.checkpoints: dict[int, Checkpoint] = {base: Checkpoint(base, base_records, base_chain)}
+        self.checkpoints = CheckpointTable(segment_size, (Checkpoint(base, base_records, base_chain),))
         self.last_chain = base_chain
         self.chain_before = base_chain      # the chain before the last record added
         self.shrinks = 0                    # times records were dropped
@@ -73,7 +73,7 @@ class LogIndex:
 
     def _reach_segment(self, offset: int) -> None:
         if offset not in self.checkpoints:
-            self.checkpoints[offset] = Checkpoint(offset, self.count, self.last_chain)
+            self.checkpoints.add(Checkpoint(offset, self.count, self.last_chain))
 
     def add_record(self, offset: int, header: bytes, end: int, key: int, twin: LogIndex | None = None,
                    chains: tuple[bytes, bytes] | None = None) -> None:
@@ -158,8 +158,7 @@ class LogIndex:
         self.shrinks += 1
         self.cuts.append(self.count)
         self.chain_before = None
-        while next(reversed(self.checkpoints)) > offset:     # the later ones are the last inserted
-            self.checkpoints.popitem()
+        self.checkpoints.truncate_after(offset)
         self.last_chain = chain
 
     def forget_below(self, offset: int) -> None:
@@ -331,8 +330,7 @@ class CommitLog:
         log = cls(segment_size, transient_pool)
         cp = scan.checkpoints[-1]
         log.index = LogIndex(segment_size, cp.start, cp.records, cp.chain)
-        starts = map(attrgetter("start"), scan.checkpoints)
-        log.index.checkpoints = dict(zip(starts, scan.checkpoints))    # in order (one per segment, at C speed)
+        log.index.checkpoints = CheckpointTable(segment_size, scan.checkpoints)
         if scan.tail_start < scan.end_offset:
             seg = bytearray(segment_size)
             seg[: len(scan.tail_bytes)] = scan.tail_bytes

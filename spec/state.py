@@ -43,7 +43,7 @@ class Request:
     status: str
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, cache_hash=True)   # hashed again at every full check (a frozenset of the history)
 class ResponseEvent:
     """One element of inv_responses: the response and the watermarks then."""
 

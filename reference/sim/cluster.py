@@ -743,5 +743,5 @@ def _recover(disk, segment_size: int, keep_torn: bool = False, previous: LogInde
 
     scan = disk.recover(keep_torn=keep_torn, on_record=on_record, on_resume=resume if previous is not None else None)
     for cp in scan.checkpoints[resumed_at // segment_size:]:
-        ghost.checkpoints.setdefault(cp.start, cp)
+        ghost.checkpoints.add(cp)
     return scan, ghost

@@ -17,6 +17,7 @@ import attrs
 from reference.refinement import PropertyViolation, RefinementError
 from reference.sim.cluster import MACHINE_DOWN, MANGLINGS, UNKNOWN_SLAVE, UP, WRITE_FAULTS, Cluster
 from reference.sim.disk import sim_disk_factory
+from reference.sim.gcpolicy import young_generations_only
 from reference.sim.params import SimParams
 
 MAX_QUEUED_EVENTS = 1_000_000
@@ -172,12 +173,13 @@ class World:
     def run(self, steps: int, liveness: bool = True) -> Outcome:
         violation = message = None
         try:
-            while self._queue and self.cluster.steps < steps:
-                self._process_next()
-            if liveness:
-                self._liveness_phase()
-            elif self.cluster.checker is not None:
-                self.cluster.checker.finish()
+            with young_generations_only():
+                while self._queue and self.cluster.steps < steps:
+                    self._process_next()
+                if liveness:
+                    self._liveness_phase()
+                elif self.cluster.checker is not None:
+                    self.cluster.checker.finish()
         except PropertyViolation as err:
             violation, message = err.prop, str(err)
         except RefinementError as err:
