@@ -5,23 +5,52 @@ makes no garbage cycles of its own (the deferred full collections would have had
 from __future__ import annotations
 
 import gc
+import weakref
 
 import pytest
 
 from reference.sim.gcpolicy import FULL_COLLECTIONS_DEFERRED
 from reference.sim.params import draw
+from reference.sim import world as world_module
 from reference.sim.world import World
 
 
-def test_a_run_defers_full_collections_and_puts_the_threshold_back(monkeypatch):
-    before = gc.get_threshold()
-    world = World(draw(0), check=True)
+def _thresholds_seen(monkeypatch) -> list:
     seen = []
     process_next = World._process_next
     monkeypatch.setattr(World, "_process_next", lambda self: (seen.append(gc.get_threshold()), process_next(self)))
-    world.run(300)
-    assert seen and all(t == (*before[:2], FULL_COLLECTIONS_DEFERRED) for t in seen), set(seen)
+    return seen
+
+
+def test_a_long_run_defers_full_collections_and_puts_the_threshold_back(monkeypatch):
+    monkeypatch.setattr(world_module, "LONG_RUN_EVENTS", 100)
+    before = gc.get_threshold()
+    seen = _thresholds_seen(monkeypatch)
+    World(draw(0), check=True).run(300)
+    deferred = (*before[:2], FULL_COLLECTIONS_DEFERRED)
+    assert seen[:100] == [before] * 100 and seen[100:] and set(seen[100:]) == {deferred}, set(seen)
     assert gc.get_threshold() == before
+
+
+def test_a_short_run_leaves_the_collector_alone(monkeypatch):
+    before = gc.get_threshold()
+    seen = _thresholds_seen(monkeypatch)
+    World(draw(0), check=True).run(300)
+    assert seen and set(seen) == {before}
+
+
+def test_the_world_of_a_long_run_is_freed_once_dropped(monkeypatch):
+    """A dropped world is a garbage cycle: the deferred full collection must still come, soon after."""
+    monkeypatch.setattr(world_module, "LONG_RUN_EVENTS", 1_000)
+    world = World(draw(0), check=True)
+    world.run(30_000, liveness=False)
+    alive = weakref.ref(world.cluster)
+    del world
+    for seed in range(1, 40):           # what a campaign does next: short seeds
+        World(draw(seed)).run(400)
+        if alive() is None:
+            return
+    raise AssertionError("the long run's world was still alive after 39 short seeds")
 
 
 def test_the_threshold_comes_back_when_the_run_raises(monkeypatch):
@@ -31,6 +60,7 @@ def test_the_threshold_comes_back_when_the_run_raises(monkeypatch):
         raise OSError("injected")
 
     monkeypatch.setattr(World, "_process_next", boom)
+    monkeypatch.setattr(world_module, "LONG_RUN_EVENTS", 0)
     with pytest.raises(OSError, match="injected"):
         World(draw(0)).run(10)
     assert gc.get_threshold() == before
@@ -47,7 +77,7 @@ def test_a_run_makes_no_garbage_cycles(seed, overrides, check):
     enabled = gc.isenabled()
     gc.disable()
     try:
-        outcome = world.run(2_000)
+        outcome = world.run(2_000)      # long or short, a run makes no cycles: the same code runs
         unreachable = gc.collect()
     finally:
         if enabled:
