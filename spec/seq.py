@@ -121,9 +121,18 @@ class Seq:
         if self is other:
             return True
         if isinstance(other, Seq):
-            # Versions of one sequence share their chunks: most compare by identity.
-            return (self._len == other._len and self._tail == other._tail
-                    and all(a is b or a == b for a, b in zip(self._chunks, other._chunks)))
+            if self._len != other._len or self._tail != other._tail:
+                return False
+            mine, theirs = self._chunks, other._chunks
+            # At C speed, chunk by chunk by identity first: versions of one sequence share chunks.
+            if mine is not theirs:
+                if mine != theirs:
+                    return False
+                # Equal, in chunks of their own (a slave's log against the master's, item by item
+                # at every connect): from now on the two share one tuple of chunks, so that their
+                # later versions compare by identity.  The value is the same: no reader can tell.
+                other._chunks = mine
+            return True
         if isinstance(other, tuple):
             return self._len == len(other) and tuple(self) == other
         return NotImplemented

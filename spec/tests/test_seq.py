@@ -94,3 +94,25 @@ def test_same_prefix_and_any_field_answer_as_on_tuples(seed):
         for status in "abc":
             want = any(x.status == status for x in t)
             assert any_field(s, "status", status) == want == any_field(s, "status", status, reverse=True)
+
+
+def test_equal_seqs_share_their_chunks_after_one_comparison():
+    """A slave's log is built item by item, the master's too: equal values in chunks of their own.
+    The first comparison reads the items; it leaves the two sharing one tuple of chunks, so the
+    next versions of either compare by identity, and no value changes."""
+    from spec.seq import CHUNK, Seq
+
+    master = Seq(range(5 * CHUNK + 7))
+    slave = Seq()
+    for x in range(5 * CHUNK + 3):
+        slave = slave + (x,)
+    before = (tuple(slave), hash(slave), tuple(master))
+    assert not any(a is b for a, b in zip(slave._chunks, master._chunks))
+    assert master[:len(slave)] == slave
+    assert all(a is b for a, b in zip(slave._chunks, master._chunks))
+    assert (tuple(slave), hash(slave), tuple(master)) == before
+    later = slave + (5 * CHUNK + 3,) + tuple(range(5 * CHUNK + 4, 6 * CHUNK + 1))
+    assert later == Seq(range(6 * CHUNK + 1)) and all(a is b for a, b in zip(later._chunks[:5], master._chunks))
+    forged = Seq(range(5 * CHUNK + 3))[:CHUNK] + (-1,) + tuple(range(CHUNK + 1, 5 * CHUNK + 3))
+    chunks = forged._chunks
+    assert master[:len(forged)] != forged and forged._chunks is chunks     # unequal: nothing shared
