@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import re
 import time
 from pathlib import Path
@@ -86,6 +87,13 @@ def main(args: argparse.Namespace) -> int:
                                                    ("stateful_step_count", args.steps)) if v is not None})
     reported: list[str] = []
     failure: BaseException | None = None
+    # Everything is imported: out of the collector's generations with it (gc.freeze), so the full
+    # collections during the run scan the machine's own objects, not the ~33k of the imports that
+    # stay alive anyway (RefinementMachine, 200 programs, 3 alternate runs: 1.49 -> 1.35 CPU-s,
+    # its full collections 0.14 -> 0.05 s; FailoverMachine 2.01 -> 1.96).  A cycle among them that
+    # dies later is never freed: this process ends with the run.
+    gc.collect()
+    gc.freeze()
     start = time.perf_counter()
     start_wall = time.time()
     with console.status(f"{machine.__name__}: {chosen.max_examples} test cases ({args.profile} profile)"):

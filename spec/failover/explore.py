@@ -13,7 +13,7 @@ import attrs
 
 from spec.cfgfile import CfgError, CfgFile, ModelValue, active_bugs, constant_reader, model_value_names
 from spec.config import ConfigError
-from spec.explore import ExploreResult, search
+from spec.explore import ExploreResult, no_full_collections, search
 from spec.failover.actions import FAIR_ACTIONS, initial_state, successors
 from spec.failover.config import FailoverBounds, FailoverConfig
 from spec.failover.properties import ACTION_PROPERTIES, INVARIANTS, LIVENESS_PROPERTIES, stable_master
@@ -107,12 +107,13 @@ def explore_failover_cfg(cfgfile: CfgFile, **kwargs) -> ExploreResult:
                      for n in cfgfile.properties if n in ACTION_PROPERTIES]
     result = search(initial_state(cfg), lambda s: successors(cfg, bounds, s), symmetry_key(cfg, cfgfile.symmetry),
                     checks, action_checks, keep_graph=bool(liveness), **kwargs)
-    for prop in liveness:
-        if result.violation is not None:
-            break
-        violation = LIVENESS_CHECKS[prop](cfg, bounds, result.graph, _fair_lasso)
-        if violation is not None:
-            result = attrs.evolve(result, violation=violation)
+    with no_full_collections():     # the lasso searches walk the graph the search kept
+        for prop in liveness:
+            if result.violation is not None:
+                break
+            violation = LIVENESS_CHECKS[prop](cfg, bounds, result.graph, _fair_lasso)
+            if violation is not None:
+                result = attrs.evolve(result, violation=violation)
     return attrs.evolve(result, graph=None)
 
 
