@@ -9,14 +9,13 @@ tests compare against tla/manifest.json.
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable
 
 import attrs
+
+from spec.gcpause import no_full_collections
 
 from spec.actions import initial_state, successors
 from spec.cfgfile import CfgFile, model_from_cfg
@@ -114,35 +113,6 @@ def explore(
     action_checks = [(name, lambda s, t, f=ACTION_PROPERTIES[name]: f(cfg, s, t)) for name in action_properties]
     return search(initial_state(cfg), lambda s: successors(cfg, bounds, s), view_function(cfg, view),
                   checks, action_checks, keep_graph, max_states, progress)
-
-
-_PAUSE_LOCK = threading.Lock()
-_pauses = [0, None]   # searches under way, the gc thresholds to restore when the last one ends
-NO_FULL_COLLECTIONS = 2**31 - 1   # gen-1 collections between full ones: none during a search
-
-
-@contextlib.contextmanager
-def no_full_collections() -> Iterator[None]:
-    """No full (generation 2) cyclic-GC collection while the block runs; young ones go on.
-
-    A search only grows its heap (every state it finds stays alive), so each full collection
-    CPython 3.11 starts on the way scans every state found so far and frees nothing: over the
-    small models of tla/manifest.json, 90 of them took 13.5 of the twin's 79.9 CPU-s and
-    collected 0 objects (generations 0 and 1: 30 objects). Cyclic garbage younger than two
-    collections is still freed; an older cycle waits for the first full collection after the
-    search. Nested and concurrent searches (threads) restore the thresholds when the last ends."""
-    with _PAUSE_LOCK:
-        if _pauses[0] == 0:
-            _pauses[1] = gc.get_threshold()
-            gc.set_threshold(_pauses[1][0], _pauses[1][1], NO_FULL_COLLECTIONS)
-        _pauses[0] += 1
-    try:
-        yield
-    finally:
-        with _PAUSE_LOCK:
-            _pauses[0] -= 1
-            if _pauses[0] == 0:
-                gc.set_threshold(*_pauses[1])
 
 
 def search(

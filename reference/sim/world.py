@@ -18,8 +18,9 @@ import attrs
 from reference.refinement import PropertyViolation, RefinementError
 from reference.sim.cluster import MACHINE_DOWN, MANGLINGS, UNKNOWN_SLAVE, UP, WRITE_FAULTS, Cluster
 from reference.sim.disk import sim_disk_factory
-from reference.sim.gcpolicy import LONG_RUN_EVENTS, young_generations_only
+from reference.sim.gcpolicy import LONG_RUN_EVENTS
 from reference.sim.params import SimParams
+from spec.gcpause import no_full_collections
 
 MAX_QUEUED_EVENTS = 1_000_000
 HEARTBEAT_MS = (200, 1500)        # a slave reports what it holds this often (virtual time)
@@ -178,7 +179,7 @@ class World:
             # garbage cycles that the next full collection frees.  Past LONG_RUN_EVENTS, see gcpolicy.
             while self._queue and self.cluster.steps < min(steps, LONG_RUN_EVENTS):
                 self._process_next()
-            with young_generations_only() if steps > LONG_RUN_EVENTS else nullcontext():
+            with no_full_collections() if steps > LONG_RUN_EVENTS else nullcontext():
                 while self._queue and self.cluster.steps < steps:
                     self._process_next()
                 if liveness:

@@ -13,7 +13,8 @@ import attrs
 
 from spec.cfgfile import CfgError, CfgFile, ModelValue, active_bugs, constant_reader, model_value_names
 from spec.config import ConfigError
-from spec.explore import ExploreResult, no_full_collections, search
+from spec.explore import ExploreResult, search
+from spec.gcpause import no_full_collections
 from spec.failover.actions import FAIR_ACTIONS, initial_state, successors
 from spec.failover.config import FailoverBounds, FailoverConfig
 from spec.failover.properties import ACTION_PROPERTIES, INVARIANTS, LIVENESS_PROPERTIES, stable_master

@@ -1,5 +1,5 @@
-"""The twin's searches run with no full (generation 2) cyclic-GC collection (spec/explore.py,
-no_full_collections): each would scan every state found so far and free nothing.  Measured on
+"""The twin's searches run with no full (generation 2) cyclic-GC collection (spec/gcpause.py,
+used by spec/explore.py): each would scan every state found so far and free nothing.  Measured on
 the small models of tla/manifest.json: 79.9 -> 63.2 CPU-s, 90 full collections -> 0."""
 
 import gc
@@ -8,7 +8,8 @@ import pytest
 
 from spec import liveness
 from spec.cfgfile import load_cfg
-from spec.explore import NO_FULL_COLLECTIONS, explore_cfg, no_full_collections, search
+from spec.explore import explore_cfg, search
+from spec.gcpause import NO_FULL_COLLECTIONS, no_full_collections
 from spec.failover import explore as failover_explore
 from tla.manifest import load_manifest
 
