@@ -32,3 +32,25 @@ def test_a_command_past_its_timeout_is_killed_and_the_zygote_serves_on(tmp_path)
     with pytest.raises(subprocess.TimeoutExpired):
         zygote.run(["broker", "master", "--dir", str(tmp_path / "d"), "--port", "0", "--ha-port", "0"], timeout=2)
     assert zygote.run(["--version"]).returncode == 0
+
+
+def test_a_reply_already_read_is_not_waited_for():
+    """A command that ends at once: its pid and its exit status reach the pipe together and are read
+    together.  The exit status must come from what was read, not from a select() on a pipe that holds
+    nothing more, which waited out the command's whole timeout (make test hung 300 s on a usage
+    error of trace-check, then failed)."""
+    import os
+
+    r, w = os.pipe()
+    try:
+        os.write(w, b'{"pid": 7}\n{"returncode": 2}\n')
+        replies = zygote._Replies(r)
+        assert replies.line(None) == '{"pid": 7}'
+        assert replies.line(0) == '{"returncode": 2}'       # with a zero timeout: nothing left to wait for
+        assert replies.line(0) is None                       # and then truly nothing
+        os.write(w, b'{"pid"')
+        assert replies.line(0) is None                       # half a line is no reply
+        os.write(w, b': 8}\n')
+        assert replies.line(0) == '{"pid": 8}'
+    finally:
+        os.close(r), os.close(w)

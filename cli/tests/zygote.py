@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,10 +75,14 @@ _zygote: subprocess.Popen | None = None
 def _start() -> subprocess.Popen:
     global _zygote
     if _zygote is None or _zygote.poll() is not None:
+        # The replies are read with os.read (_Replies), never by the pipe's buffered reader, whose
+        # buffer select() cannot see.
         _zygote = subprocess.Popen([sys.executable, "-c", _ZYGOTE], cwd=ROOT, stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, text=True, bufsize=1)
-        ready = _zygote.stdout.readline()
-        assert ready == "ready\n", f"the zygote did not start: {ready!r}"
+        _zygote.replies = _Replies(os.dup(_zygote.stdout.fileno()))
+        _zygote.stdout.close()
+        ready = _zygote.replies.line(None)
+        assert ready == "ready", f"the zygote did not start: {ready!r}"
         atexit.register(_stop, _zygote)
     return _zygote
 
@@ -93,12 +98,31 @@ def _stop(zygote: subprocess.Popen) -> None:
         zygote.wait()
 
 
+class _Replies:
+    """The zygote's reply lines, read from its pipe with os.read.  Both replies to a command that
+    ends at once can arrive in one read: the second one must then be answered from what was read,
+    not waited for with select() on a pipe that holds nothing more (a buffered readline hid it,
+    and a fast command then waited out its whole timeout: cli/tests/test_zygote.py)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pending = b""
+
+    def line(self, timeout_s: float | None) -> str | None:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while b"\n" not in self.pending:
+            if deadline is not None and not select.select([self.fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                return None
+            chunk = os.read(self.fd, 65536)
+            assert chunk, "the zygote died"
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.decode()
+
+
 def _reply(zygote: subprocess.Popen, timeout_s: float | None) -> dict | None:
-    if timeout_s is not None and not select.select([zygote.stdout], [], [], timeout_s)[0]:
-        return None
-    line = zygote.stdout.readline()
-    assert line, "the zygote died"
-    return json.loads(line)
+    line = zygote.replies.line(timeout_s)
+    return None if line is None else json.loads(line)
 
 
 def run(argv: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None,
