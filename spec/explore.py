@@ -15,11 +15,10 @@ from collections.abc import Callable, Hashable, Iterable
 
 import attrs
 
-from spec.gcpause import no_full_collections
-
 from spec.actions import initial_state, successors
 from spec.cfgfile import CfgFile, model_from_cfg
 from spec.config import Bounds, Config, ConfigError
+from spec.gcpause import no_full_collections
 from spec.properties import ACTION_PROPERTIES, INVARIANTS, LIVENESS_PROPERTIES, response_digest
 from spec.state import State
 
