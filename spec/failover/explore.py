@@ -14,11 +14,11 @@ import attrs
 from spec.cfgfile import CfgError, CfgFile, ModelValue, active_bugs, constant_reader, model_value_names
 from spec.config import ConfigError
 from spec.explore import ExploreResult, search
-from spec.gcpause import no_full_collections
 from spec.failover.actions import FAIR_ACTIONS, initial_state, successors
 from spec.failover.config import FailoverBounds, FailoverConfig
 from spec.failover.properties import ACTION_PROPERTIES, INVARIANTS, LIVENESS_PROPERTIES, stable_master
 from spec.failover.state import BROKER_SET_VALUED, BROKER_VALUED, PER_BROKER, WAITING, FRequest, FState
+from spec.gcpause import no_full_collections
 
 _BOUND_CONSTANTS = {
     "MaxPuts": "max_puts", "MaxBrokerCrashes": "max_broker_crashes", "MaxPowerLosses": "max_power_losses",

@@ -9,8 +9,8 @@ import pytest
 from spec import liveness
 from spec.cfgfile import load_cfg
 from spec.explore import explore_cfg, search
-from spec.gcpause import NO_FULL_COLLECTIONS, no_full_collections
 from spec.failover import explore as failover_explore
+from spec.gcpause import NO_FULL_COLLECTIONS, no_full_collections
 from tla.manifest import load_manifest
 
 
