@@ -59,11 +59,11 @@ class FailoverMachine(RuleBasedStateMachine):
             return
         post = self._group.abstract()
         try:
-            check_step(self.cfg, self.pre, label, post)
+            check_step(self.cfg, self.pre, label, post, remember=True)
         except RefinementError as err:
             self.failed = True
             raise FailoverViolation("Refinement", str(err)) from None
-        bad = violated(self.cfg, post)
+        bad = violated(self.cfg, post, remember=True)
         if bad:
             self.failed = True
             raise FailoverViolation(bad[0], f"after {label}")
