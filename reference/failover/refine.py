@@ -67,12 +67,12 @@ def check_step(cfg: FailoverConfig, pre: FState, label: str, post: FState, remem
     """Raise RefinementError unless pre -label-> post is a twin step (or a stutter)."""
     if post == pre:
         return
-    key = (cfg, pre, label, post)
-    if remember and key in _STEPS_OK:
+    key = (cfg, pre, label, post) if remember else None
+    if key is not None and key in _STEPS_OK:
         return
     options = allowed(cfg, pre, label)
     if post in options:
-        if not remember:
+        if key is None:
             return
         if len(_STEPS_OK) >= MEMO_ENTRIES:
             _STEPS_OK.clear()
