@@ -84,8 +84,9 @@ def test_the_threshold_comes_back_when_the_run_raises(monkeypatch):
     assert gc.get_threshold() == before
 
 
-# In a process of its own: under pytest-xdist a test shares its worker with what earlier tests left
-# running (Spark's py4j threads, servers), whose garbage the collection after the run would count.
+# In a process of its own: under pytest-xdist a test shares its worker with whatever earlier tests
+# left behind, and the collection after the run counts every thread's garbage (once, on a fresh
+# clone, 24,290 unreachable objects after seed 0's unchecked run; never in a process of its own).
 _RUN_ONE = """
 import gc, json, sys
 from collections import Counter
