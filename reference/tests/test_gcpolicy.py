@@ -5,6 +5,7 @@ makes no garbage cycles of its own (the deferred full collections would have had
 from __future__ import annotations
 
 import gc
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -110,8 +111,6 @@ print(json.dumps({"violation": outcome.violation, "unreachable": unreachable, "k
     (2, {"bug": "BugRecoveryKeepsTorn"}, True),
 ])
 def test_a_run_makes_no_garbage_cycles(seed, overrides, check):
-    import json
-
     proc = subprocess.run([sys.executable, "-c", _RUN_ONE, json.dumps([seed, overrides, check])],
                           capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 0, proc.stderr[-2000:]
