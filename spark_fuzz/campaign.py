@@ -77,7 +77,7 @@ class CampaignSpec:
 def spark_session(master: str, conf: dict[str, str] | None = None):
     from pyspark.sql import SparkSession
 
-    from spark_fuzz.standalone import session_builder_conf, spark_env
+    from spark_fuzz.standalone import jvm_conf, session_builder_conf, spark_env
 
     if "PYSPARK_GATEWAY_PORT" not in os.environ:     # not under spark-submit, which set up its own
         os.environ.update(spark_env())
@@ -87,7 +87,7 @@ def spark_session(master: str, conf: dict[str, str] | None = None):
         if loopback or not key.startswith("spark.driver."):   # remote executors must reach the driver
             builder = builder.config(key, value)
     builder = builder.config("spark.task.maxFailures", "4")
-    for key, value in (conf or {}).items():
+    for key, value in {**jvm_conf(), **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -36,6 +36,18 @@ def test_campaign_writes_one_row_per_seed(spark, tmp_path):
     assert len(ledger.complete_batches(tmp_path, summary["campaign"])) == 3
 
 
+def test_the_drivers_jvm_runs_with_c1_alone(spark):
+    """spark_session's JVM options (standalone.JVM_OPTIONS) reach the driver's JVM, as its own
+    runtime reports its arguments; a --conf of the same key would replace them (cli/fuzz.py)."""
+    from spark_fuzz.standalone import JVM_OPTIONS, jvm_conf
+
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert JVM_OPTIONS in arguments, arguments
+    assert JVM_OPTIONS in spark.sparkContext.getConf().get("spark.executor.extraJavaOptions").split()
+    assert set(jvm_conf()) == {"spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"}
+
+
 def test_resume_runs_only_what_the_ledger_lacks(spark, tmp_path):
     spec = CampaignSpec(seeds=12, out=tmp_path, steps=STEPS, batch_seeds=6, audit=False)
     first = run_campaign(spark, spec)

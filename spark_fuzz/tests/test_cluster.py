@@ -16,7 +16,7 @@ import pytest
 
 from spark_fuzz import ledger
 from spark_fuzz.campaign import CampaignSpec, run_campaign, spark_session
-from spark_fuzz.standalone import StandaloneCluster
+from spark_fuzz.standalone import JVM_OPTIONS, StandaloneCluster
 from spark_fuzz.standalone import _descendants as descendants_of, _proc_table
 from spark_fuzz.tests import sessions
 
@@ -34,6 +34,14 @@ def rows_of(out, summary):
 def _proc_stat() -> dict[int, tuple[str, int]]:
     """pid -> (state letter, pgid) for every process, read from /proc."""
     return {pid: (info.state, info.pgid) for pid, info in _proc_table().items()}
+
+
+def _cmdline(pid: int) -> list[str]:
+    """A process's arguments ([] once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+    except OSError:
+        return []
 
 
 def _is_gone(pid: int) -> bool:
@@ -106,6 +114,11 @@ def test_standalone_cluster_lifecycle_and_a_campaign_that_survives_a_lost_worker
             on_cluster = run_campaign(spark, CampaignSpec(out=out, **spec))
             killer.join(timeout=10)
             spawned |= set().union(*(set(descendants_of(p)) for p in cluster.worker_pids[1:]))
+            # Every JVM of the cluster (master, workers, executors) runs with C1 alone (JVM_OPTIONS).
+            jvms = {p: _cmdline(p) for p in {cluster.master_pid, cluster.worker_pids[1], *spawned}}
+            jvms = {p: c for p, c in jvms.items() if c and Path(c[0]).name == "java"}
+            assert len(jvms) >= 3, jvms
+            assert all(JVM_OPTIONS in c for c in jvms.values()), jvms
         finally:
             spark.stop()
 
