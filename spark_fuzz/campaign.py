@@ -74,9 +74,13 @@ class CampaignSpec:
         return "c" + hashlib.sha256(key.encode()).hexdigest()[:10]
 
 
-def spark_session(master: str, conf: dict[str, str] | None = None):
+def spark_session(master: str, conf: dict[str, str] | None = None, cds_dir: Path | None = None):
+    """A session on ``master``; ``conf`` wins over the defaults here.  The driver's JVM maps its
+    classes from the class-data archive when there is one (spark_fuzz/jvmcds.py, in ``cds_dir``
+    or the default place), unless ``conf`` sets the driver's JVM options itself."""
     from pyspark.sql import SparkSession
 
+    from spark_fuzz import jvmcds
     from spark_fuzz.standalone import jvm_conf, session_builder_conf, spark_env
 
     if "PYSPARK_GATEWAY_PORT" not in os.environ:     # not under spark-submit, which set up its own
@@ -87,9 +91,20 @@ def spark_session(master: str, conf: dict[str, str] | None = None):
         if loopback or not key.startswith("spark.driver."):   # remote executors must reach the driver
             builder = builder.config(key, value)
     builder = builder.config("spark.task.maxFailures", "4")
-    for key, value in {**jvm_conf(), **(conf or {})}.items():
+    conf = conf or {}
+    driver = "spark.driver.extraJavaOptions"
+    archive = None if driver in conf else jvmcds.usable_archive(cds_dir)
+    for key, value in {**jvm_conf(), driver: jvmcds.driver_options(archive), **conf}.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    try:
+        session = builder.getOrCreate()
+    except Exception as err:
+        if archive is None:
+            raise
+        # A JVM that will not start with the archive (a damaged file crashes it) starts without it;
+        # only when that works was the archive the cause, and it goes.
+        session = builder.config(driver, jvmcds.driver_options(None)).getOrCreate()
+        jvmcds.discard(archive, f"the driver's JVM did not start with it: {str(err).strip()[:200]}")
     session.sparkContext.setLogLevel("ERROR")
     return session
 
