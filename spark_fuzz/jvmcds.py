@@ -85,10 +85,14 @@ def discard(archive: Path, why: str) -> None:
 def make_archive(cds_dir: Path | None = None) -> Path:
     """Write the archive (if there is none yet) by running one session and a small campaign in
     this process, then waiting for the JVM to exit.  Returns the archive's path; raises
-    RuntimeError when the JVM wrote none."""
+    RuntimeError when the JVM wrote none.  Only in a process that has started no Spark JVM yet:
+    pyspark would hand back that one, started without the option that makes it write."""
+    from pyspark import SparkContext
+
     from spark_fuzz.campaign import CampaignSpec, run_campaign, spark_session
     from spark_fuzz.standalone import JVM_OPTIONS
 
+    assert SparkContext._gateway is None, "make_archive needs a process with no Spark JVM yet"
     archive = archive_path(cds_dir)
     if archive.is_file():
         return archive
@@ -111,6 +115,11 @@ def make_archive(cds_dir: Path | None = None) -> Path:
                 stale.unlink(missing_ok=True)
         return archive
     finally:
+        # A JVM still running after a failure would write the archive once this process is gone.
+        gateway = SparkContext._gateway
+        if gateway is not None and gateway.proc.poll() is None:
+            gateway.proc.kill()
+            gateway.proc.wait()
         part.unlink(missing_ok=True)
 
 
