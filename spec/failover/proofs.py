@@ -717,21 +717,21 @@ def prove(name: str, cfg: FailoverConfig) -> list[Result]:
     every = _every(a)
     results = []
     k = z3.Int("K")
-    s0 = FS(a, "init", k)
-    for pname, prop in every.items():
+    s0, s, t = FS(a, "init", k), FS(a, "pre", k), FS(a, "post", k)
+    base, step = write_path.conjunct_checks(init(a, s0), [*[f(s) for f in every.values()], next_rel(a, s, t)])
+    for i, (pname, prop) in enumerate(every.items()):
         start = time.perf_counter()
-        solver = z3.Solver()
-        solver.add(init(a, s0), z3.Not(prop(s0)))
-        if solver.check() == z3.sat:
-            results.append(Result(name, pname, "base fails", round(time.perf_counter() - start, 3)))
+        answer = write_path.satisfiable_with(base, z3.Not(prop(s0)), f"base{i}")
+        if answer != z3.unsat:
+            results.append(Result(name, pname, "base fails" if answer == z3.sat else "unknown",
+                                  round(time.perf_counter() - start, 3)))
             continue
-        s, t = FS(a, "pre", k), FS(a, "post", k)
-        solver = z3.Solver()
-        solver.add(*[f(s) for f in every.values()], next_rel(a, s, t), z3.Not(prop(t)))
-        if solver.check() != z3.sat:
-            results.append(Result(name, pname, "proved", round(time.perf_counter() - start, 3)))
+        answer = write_path.satisfiable_with(step, z3.Not(prop(t)), f"step{i}")
+        if answer != z3.sat:
+            results.append(Result(name, pname, "proved" if answer == z3.unsat else "unknown",
+                                  round(time.perf_counter() - start, 3)))
             continue
-        mdl = solver.model()
+        mdl = step.model()
         results.append(Result(name, pname, "CTI", round(time.perf_counter() - start, 3),
                               {"action": _action_taken(a, mdl, s, t), "pre": _model_state(mdl, s),
                                "post": _model_state(mdl, t), "reachable_in": None}))
@@ -744,14 +744,10 @@ def vacuous_actions(cfg: FailoverConfig) -> list[str]:
     a = Abstract(cfg)
     k = z3.Int("K")
     s, t = FS(a, "vpre", k), FS(a, "vpost", k)
-    every = _every(a)
-    out = []
-    for name, rel in actions(a, s, t).items():
-        solver = z3.Solver()
-        solver.add(*[f(s) for f in every.values()], rel)
-        if solver.check() != z3.sat:
-            out.append(name)
-    return out
+    solver = z3.Solver()
+    solver.add(*[f(s) for f in _every(a).values()])
+    return [name for i, (name, rel) in enumerate(actions(a, s, t).items())
+            if write_path.satisfiable_with(solver, rel, f"action{i}") != z3.sat]
 
 
 # The liveness bug's cfg names MasterEventuallyStable; its safety half is checked here.

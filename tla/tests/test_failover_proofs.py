@@ -45,6 +45,20 @@ def test_failover_bug_has_a_reachable_cti(name, cfg, expected):
     assert r.cti["reachable_in"] < r.cti["property_violated_after"] or r.cti["reachable_in"] == 0
 
 
+def test_a_weakened_invariant_is_not_inductive(monkeypatch):
+    """The step case bites: without S_AckedHeld, AckedSurvivesFailover has a CTI (prove unmemoized,
+    so the real proofs stay as they are)."""
+    from spec.failover import proofs
+
+    name, cfg, _ = manifest_configs("green")[0]
+    whole = proofs.strengthening
+    monkeypatch.setattr(proofs, "strengthening", lambda a: {k: f for k, f in whole(a).items() if k != "S_AckedHeld"})
+    results = {r.invariant: r for r in proofs.prove.__wrapped__(name, cfg)}
+    assert results["AckedSurvivesFailover"].result == "CTI", results["AckedSurvivesFailover"]
+    assert results["AckedSurvivesFailover"].cti["post"]["rSt"] == "PUT_OK"
+    assert [r.result for n, r in results.items() if n != "AckedSurvivesFailover"] == ["proved"] * (len(results) - 1)
+
+
 def _violated(cfg, s, expected: str) -> bool:
     if expected == "MasterEventuallyStable":     # its safety half: no master, a live SSS member, no election
         live_member = any(s.up[cfg.index(b)] and s.reachable[cfg.index(b)] for b in s.syncStateSet)

@@ -32,6 +32,22 @@ def test_green_configuration_is_inductive(name, cfg, expected):
     assert vacuous_actions(cfg) == []
 
 
+def test_a_weakened_invariant_is_not_inductive(monkeypatch):
+    """The step case bites: without S_AckedDurable, AckedSurvivesCrash has a CTI (prove unmemoized,
+    so the real proofs stay as they are)."""
+    from spec import proofs
+
+    name, cfg, _ = manifest_configs("green")[0]
+    whole = proofs.strengthening
+    monkeypatch.setattr(proofs, "strengthening",
+                        lambda a: {k: f for k, f in whole(a).items() if k != "S_AckedDurable"})
+    results = {r.invariant: r for r in proofs.prove.__wrapped__(name, cfg)}
+    assert results["AckedSurvivesCrash"].result == "CTI", results["AckedSurvivesCrash"]
+    assert results["AckedSurvivesCrash"].cti["action"] in {a for a in proofs.actions(
+        proofs.Abstract(cfg), proofs.S(proofs.Abstract(cfg), "x"), proofs.S(proofs.Abstract(cfg), "y"))}
+    assert [r.result for n, r in results.items() if n != "AckedSurvivesCrash"] == ["proved"] * (len(results) - 1)
+
+
 def _violated(cfg, s, expected: str) -> bool:
     if expected == "EveryRequestAnswered":     # its safety half: a waiter nothing can time out
         waiting = [i for i, r in enumerate(s.reqs, 1) if r.status == WAITING and not r.flush_done]
