@@ -17,8 +17,8 @@ file and renamed into place: a reader sees the whole file or none, which matters
 truncated archive crashes the JVM at start-up (SIGBUS, seen here).
 
 The archive's name is a hash of the java binary, the JDK's libjvm.so and every jar (path, size,
-mtime); a new pyspark or JDK looks for a new name.  The JVM checks the archive against itself and the class path
-too, and ignores one that does not match.  A session uses the archive only when it exists.  If the
+mtime); a new pyspark or JDK looks for a new name.  The JVM checks the archive against itself and
+the class path too, and ignores one that does not match.  A session uses the archive only when it exists.  If the
 JVM will not start with it, spark_session starts the session again without it; when that works,
 the archive was the problem and is removed (campaign.spark_session).
 """
@@ -29,14 +29,13 @@ import argparse
 import contextlib
 import hashlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ARCHIVE_DIR = Path(__file__).resolve().parent.parent / ".ackorder" / "jvm"
-MAKE_TIMEOUT_S = 300         # the archive-making session: about 10 s here
+MAKE_TIMEOUT_S = 300         # the archive-making session: about 16 s here
 MAKER_SEEDS, MAKER_STEPS = 8, 100
 
 
@@ -153,14 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     log = Path(tempfile.gettempdir()) / "ackorder-jvmcds.log"
     logged = False
     try:
-        existed = usable_archive(args.dir)
-        if existed:
-            archive = existed
-        else:
-            archive_path(args.dir)              # no java or no SPARK_HOME: said here, in one line
+        archive = archive_path(args.dir)        # no java or no SPARK_HOME: said here, in one line
+        existed = archive.is_file()
+        if not existed:
             logged = True
             with _output_to(log):              # Spark's and the JVM's chatter (they inherit fds 1 and 2)
-                archive = make_archive(args.dir)
+                make_archive(args.dir)
     except Exception as err:          # an environment that cannot run Spark: sessions go without
         first = (str(err).strip().splitlines() or [""])[0]
         print(f"spark_fuzz.jvmcds: no archive made ({type(err).__name__}: {first})"
