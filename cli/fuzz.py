@@ -63,8 +63,16 @@ def parse_conf(items: list[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not key.strip().startswith("spark."):
             raise ConfigError(f"--conf {item!r}: expected spark.KEY=VALUE")
+        if key.strip() in JVM_OPTIONS and re.search(r"(^|\s)-Xmx", value):
+            # Spark's launcher refuses it, and the JVM never starts: bad input, not a broken machine
+            raise ConfigError(f"--conf {key.strip()}: Spark does not take -Xmx among a JVM's options; "
+                              f"set {JVM_OPTIONS[key.strip()]} instead")
         out[key.strip()] = value.strip()
     return out
+
+
+JVM_OPTIONS = {"spark.driver.extraJavaOptions": "spark.driver.memory",
+               "spark.executor.extraJavaOptions": "spark.executor.memory"}
 
 
 def preflight(master: str, out: Path) -> None:

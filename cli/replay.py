@@ -50,9 +50,14 @@ def replay_file(path: Path, trace: Path | None = None) -> tuple[str | None, str]
 def main(args: argparse.Namespace) -> int:
     import tempfile
 
-    trace = args.trace
-    if args.emit_test and trace is None:
-        trace = Path(tempfile.mkdtemp(prefix="ackorder-emit-")) / "failure.ndjson"
+    if args.emit_test and args.trace is None:
+        # the trace only feeds the emitted test: written to a directory that goes with the command
+        with tempfile.TemporaryDirectory(prefix="ackorder-emit-") as scratch:
+            return _main(args, Path(scratch) / "failure.ndjson")
+    return _main(args, args.trace)
+
+
+def _main(args: argparse.Namespace, trace: Path | None) -> int:
     if args.failover:
         return replay_failover(args)
     if args.seed is not None:

@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="NDJSON trace files (docs/traces.md)")
     p.add_argument("--twin", action="store_true", help="check with the Python twin instead of TLC")
     p.add_argument("--workers", type=positive_int, default=1, help="TLC workers (default 1)")
-    p.add_argument("--keep", type=Path, metavar="DIR", help="keep the generated TLA+ module and cfg there")
+    p.add_argument("--keep", type=Path, metavar="DIR", help="keep the generated TLA+ module and cfg there, and TLC's logs")
     p.add_argument("--json", type=output_file, metavar="FILE", help="write the verdict as JSON")
     p.add_argument("--merged", type=output_file, metavar="FILE", help="write the merged steps as one trace file")
     p.add_argument("--coverage", action="store_true",
@@ -53,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
     coverage = Coverage() if args.coverage else None
     try:
         result = check_files(args.files, twin=args.twin, options=TlcOptions(workers=args.workers), keep=args.keep,
-                             coverage=coverage)
+                             log_dir=args.keep, coverage=coverage)
     except TlcUnavailable as err:
         raise errors.EnvironmentFailure(str(err)) from None
     except TraceCheckError as err:

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import socket
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,17 +92,21 @@ def run_task(task: SimTask) -> dict:
            "cpu_s": 0.0, "violation_step": 0}
     start, cpu_start = time.perf_counter(), _cpu_with_children()
     try:
-        run = run_model(model, TlcOptions(workers=1, simulate=task.traces, depth=task.depth, seed=seed,
-                                          coverage_minutes=1, timeout_s=task.timeout_s))   # 2.15 prints a last report only then
-        log = run.log_path.read_text() if run.log_path else ""
+        # the log is read here and goes with the task (a campaign's thousands of tasks keep nothing in /tmp)
+        with tempfile.TemporaryDirectory(prefix="ackorder-tlcsim-") as log_dir:
+            run = run_model(model, TlcOptions(workers=1, simulate=task.traces, depth=task.depth, seed=seed,
+                                              coverage_minutes=1, timeout_s=task.timeout_s),   # 2.15 prints a last report only then
+                            Path(log_dir))
+            log = run.log_path.read_text(errors="replace") if run.log_path else ""
         # TakeReport's branches serve ReplicaAck and ForgedAck; TLC counts them together: under ReplicaAck
         counts = {k: int(v.split()[0].replace(",", "")) for k, v in branch_counts(log).items()
                   if not k.startswith("ForgedAck/")}
         row.update(steps=run.generated_states or _generated(log), spec_steps=_behaviours(log, task.traces, run),
                    branches=json.dumps({k: n for k, n in counts.items() if n}, sort_keys=True))
         if run.outcome == "error":
+            tail = " | ".join([line for line in log.splitlines() if line.strip()][-5:])
             row.update(outcome="internal_error", signature="internal_error",
-                       message="; ".join(run.errors)[-2_000:])
+                       message=("; ".join(run.errors) + f" (the log's end: {tail})")[-2_000:])
         elif run.outcome != "pass":
             labels = [s.action for s in run.trace]
             row.update(outcome=run.outcome, violation_step=len(labels), signature=f"{run.outcome} at {labels[-1] if labels else '?'}",

@@ -248,17 +248,16 @@ def _finish_class_data(cds: ClassData, returncode: int | None, log) -> None:
 
 def run_model(
     model: Model,
-    options: TlcOptions = TlcOptions(),
-    log_dir: Path | None = None,
+    options: TlcOptions,
+    log_dir: Path,
     on_progress: Callable[[int, int, int], None] | None = None,
 ) -> TlcRun:
-    """Run TLC on one model: its spec module with its cfg, in the spec's directory."""
+    """Run TLC on one model: its spec module with its cfg, in the spec's directory; its log is
+    written to ``log_dir`` (the caller's: it decides whether logs are kept)."""
     if _stopping.is_set():
         raise TlcStopped(f"{model.model}: not started, stopping")
     cmd_java, jar = java_path(), jar_path()
     cfg_text = model.cfg_path.read_text()
-    if log_dir is None:
-        log_dir = Path(tempfile.mkdtemp(prefix="ackorder-tlc-log-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{model.model}.log"
     start = time.perf_counter()

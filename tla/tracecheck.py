@@ -163,7 +163,7 @@ def trace_cfg(invariant: str | None) -> str:
 
 # ------------------------------------------------------------------ running TLC
 
-def _run(workdir: Path, invariant: str | None, options: TlcOptions, log_dir: Path | None) -> TlcRun:
+def _run(workdir: Path, invariant: str | None, options: TlcOptions, log_dir: Path, kept: bool) -> TlcRun:
     name = invariant or "Search"
     cfg_path = workdir / f"AckOrderTrace_{name}.cfg"
     cfg_path.write_text(trace_cfg(invariant))
@@ -173,10 +173,22 @@ def _run(workdir: Path, invariant: str | None, options: TlcOptions, log_dir: Pat
     run = run_model(model, options if options.short is not None else attrs.evolve(options, short=True), log_dir)
     if run.outcome != "pass" or run.depth is None:
         detail = "; ".join(run.errors) or f"outcome {run.outcome}"
-        raise TraceCheckError(f"TLC gave no verdict on the trace module: {detail} (log: {run.log_path})")
+        raise TraceCheckError(f"TLC gave no verdict on the trace module: {detail} ({_log_note(run.log_path, kept)})")
     return run
 
 
+def _log_note(log_path: Path, kept: bool) -> str:
+    """Where TLC's log is, or, when it is not kept, its last lines."""
+    if kept:
+        return f"log: {log_path}"
+    try:
+        tail = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()][-LOG_TAIL_LINES:]
+    except OSError as err:
+        return f"log unreadable: {err.strerror}"
+    return "log's end: " + " | ".join(tail)
+
+
+LOG_TAIL_LINES = 5
 STATE_MARK = "ackorder-trace-state"
 REACHED_MARK = "ackorder-trace-reached"
 _REACHED = re.compile(r'^<<"' + REACHED_MARK + r'", (\d+), (\d+)>>$')
@@ -241,8 +253,10 @@ def check_batch_tlc(traces: list[TraceInput], options: TlcOptions | None = None,
             for f in workdir.iterdir():
                 shutil.copy(f, keep / f.name)
             (keep / "AckOrderTrace.cfg").write_text(trace_cfg(None))
+        # logs nobody asked to keep go with the work directory (an error quotes the log's end instead)
+        logs = log_dir if log_dir is not None else workdir / "logs"
         # one trace: TLC's search depth is its depth, and nothing needs printing for every state
-        first = _run(workdir, "Reached" if len(traces) > 1 else None, options, log_dir)
+        first = _run(workdir, "Reached" if len(traces) > 1 else None, options, logs, kept=log_dir is not None)
         depths = reached_depths(first, len(traces)) if len(traces) > 1 else [first.depth]
         shared = {"batch": len(traces), "search_s": first.seconds, "search_check_s": first.check_seconds}
         unexplained = [depth - 1 != len(steps) + (1 if complete else 0)
@@ -250,7 +264,7 @@ def check_batch_tlc(traces: list[TraceInput], options: TlcOptions | None = None,
         second = None
         if any(unexplained):
             data.write_text(data_module(traces, tuple(d if u else 0 for d, u in zip(depths, unexplained))))
-            second = _run(workdir, "ReportState", options, log_dir)
+            second = _run(workdir, "ReportState", options, logs, kept=log_dir is not None)
             shared["report_s"] = second.seconds
     seconds = time.perf_counter() - start
     shared["total_s"] = seconds

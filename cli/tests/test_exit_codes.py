@@ -122,6 +122,9 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     (["replay", "--seed", "1", "--program", "x"], ["not allowed with"]),
     (["fuzz", "--seeds", "0"], ["--seeds: expected a positive integer"]),
     (["fuzz", "--seeds", "5", "--bug", "nope"], ["unknown bug switch"]),
+    (["fuzz", "--seeds", "2", "--conf", "spark.driver.extraJavaOptions=-XX:+UseSerialGC -Xmx1g"],
+     ["spark.driver.extraJavaOptions", "-Xmx", "set spark.driver.memory"]),
+    (["fuzz", "--seeds", "2", "--conf", "spark.executor.extraJavaOptions=-Xmx2g"], ["set spark.executor.memory"]),
     (["fuzz", "--seeds", "2", "--long", "--steps", "0"], ["--steps: expected a positive integer"]),
     (["fuzz", "--seeds", "2", "--long", "--batch-seeds", "x"], ["--batch-seeds: expected a positive integer"]),
     (["fuzz", "--seeds", "2", "--long", "--model", "failover"], ["--long: a failover seed's schedule is bounded"]),
@@ -239,11 +242,15 @@ def test_trace_check_codes(tmp_path):
 
 @pytest.mark.tlc
 def test_trace_check_by_tlc_keeps_the_module(tmp_path):
-    p = ackorder("trace-check", str(TRACES / "illegal_torn_kept_after_recovery.ndjson"), "--keep", str(tmp_path))
+    keep, scratch = tmp_path / "keep", tmp_path / "tmp"
+    scratch.mkdir()
+    p = ackorder("trace-check", str(TRACES / "illegal_torn_kept_after_recovery.ndjson"), "--keep", str(keep),
+                 env={"TMPDIR": str(scratch)})
     assert p.returncode == errors.VIOLATION and "step 6 of 6" in p.stdout, p.stdout + p.stderr
-    data = (tmp_path / "AckOrderTraceData.tla").read_text()
+    data = (keep / "AckOrderTraceData.tla").read_text()
     assert "Trace1 == <<" in data and "Traces == <<Trace1>>" in data and '"take"' in data
-    assert (tmp_path / "AckOrderTrace.cfg").exists()
+    assert (keep / "AckOrderTrace.cfg").exists() and (keep / "trace-Search.log").is_file()
+    assert not list(scratch.iterdir()), "TLC's logs are left behind in TMPDIR"
 
 
 def test_tlc_simulation_on_spark_usage():
@@ -266,8 +273,11 @@ def test_emit_test_from_tlc_and_from_a_failure(tmp_path):
     assert run.returncode == 0 and "2 passed" in run.stdout, run.stdout
     assert_usage_error(ackorder("tlc", "sync_flush", "--emit-test", str(tmp_path / "x.py")), "no bug model")
     assert_usage_error(ackorder("tlc", "BugNoAllAck", "--emit-test", str(tmp_path / "f.py")), "not failover")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     seed = ackorder("replay", "--seed", "0", "--steps", "400", "--bug", "BugAckOnWrote", "--emit-test",
-                    str(tmp_path / "test_seed.py"))
+                    str(tmp_path / "test_seed.py"), env={"TMPDIR": str(scratch)})
     assert seed.returncode == errors.VIOLATION and (tmp_path / "test_seed.py").is_file(), seed.stdout
+    assert not list(scratch.iterdir()), "the failure's trace is left behind in TMPDIR"
     clean = ackorder("replay", "--seed", "3", "--steps", "100", "--emit-test", str(tmp_path / "none.py"))
     assert_usage_error(clean, "no counterexample", ran_first=True)     # only the run tells it was clean

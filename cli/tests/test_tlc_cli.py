@@ -116,17 +116,17 @@ def test_a_malformed_manifest_is_a_clear_error(tmp_path, capsys):
 
 
 KILLED_MID_RUN = """
-import threading, sys
+import pathlib, threading, sys
 from tla.manifest import load_manifest, resolve
-from tla.tlc import TlcStopped, kill_all, run_model
+from tla.tlc import TlcOptions, TlcStopped, kill_all, run_model
 
 started = threading.Event()
 result = []
 
 def work():
     try:
-        run = run_model(resolve(load_manifest(), "forged_ack_sync_master_tsp"),
-                        on_progress=lambda generated, distinct, queue: started.set())
+        run = run_model(resolve(load_manifest(), "forged_ack_sync_master_tsp"), TlcOptions(),
+                        pathlib.Path(sys.argv[1]), on_progress=lambda generated, distinct, queue: started.set())
         result.append(f"verdict {run.outcome}")
     except TlcStopped as err:
         result.append(f"stopped: {err}")
@@ -144,7 +144,7 @@ print(result[0])
 """
 
 
-def test_a_tlc_killed_by_a_ctrl_c_gives_no_verdict():
+def test_a_tlc_killed_by_a_ctrl_c_gives_no_verdict(tmp_path):
     """The CI run caught `ackorder run` recording a TLC it had just killed as a tlc_error; a
     killed TLC must raise TlcStopped, never return an outcome."""
     import subprocess
@@ -152,7 +152,7 @@ def test_a_tlc_killed_by_a_ctrl_c_gives_no_verdict():
 
     from cli.tests.test_exit_codes import ROOT
 
-    p = subprocess.run([sys.executable, "-c", KILLED_MID_RUN], cwd=ROOT, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-c", KILLED_MID_RUN, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("stopped: forged_ack_sync_master_tsp"), p.stdout

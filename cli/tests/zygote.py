@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 _ZYGOTE = r"""
-import atexit, io, json, os, runpy, sys, traceback
+import atexit, io, json, os, runpy, sys, tempfile, traceback
 from stateful_tests.constants_pool import import_every_project_module
 import_every_project_module()
 replies = os.fdopen(os.dup(1), "w", buffering=1)
@@ -43,6 +43,7 @@ for line in sys.stdin:
             os.setpgid(0, 0)
             os.chdir(req["cwd"])
             os.environ.clear(); os.environ.update(req["env"])
+            tempfile.tempdir = None      # TMPDIR as the command's environment says, as in a fresh process
             os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
             os.dup2(os.open(req["stdout"], os.O_WRONLY | os.O_TRUNC), 1)
             os.dup2(os.open(req["stderr"], os.O_WRONLY | os.O_TRUNC), 2)

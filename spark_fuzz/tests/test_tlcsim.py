@@ -33,3 +33,17 @@ def test_a_bug_model_is_found_and_the_seeds_reproduce(spark, tmp_path):
     again = run_sim_campaign(spark, spec)
     key = lambda s: sorted((r["seed"], r["outcome"], r["signature"]) for r in s["reproducers"])  # noqa: E731
     assert key(first) == key(again)
+
+
+def test_a_task_keeps_nothing_in_the_temporary_directory(tmp_path, monkeypatch):
+    """A campaign runs thousands of tasks on each worker: TLC's log goes with its task."""
+    import tempfile
+
+    from spark_fuzz.tlcsim import SimTask, run_task
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    row = run_task(SimTask(campaign="leak", index=0, model="sync_flush", traces=20, depth=10, timeout_s=120.0))
+    assert row["outcome"] == "ok" and row["steps"] > 0, row
+    assert not list(scratch.iterdir())

@@ -33,7 +33,7 @@ def test_labels_and_branch_names_are_one_vocabulary():
 
 @pytest.mark.tlc
 @pytest.mark.parametrize("name", RUN_WITH_COVERAGE)
-def test_tlc_and_the_twin_take_every_branch_equally_often(name):
+def test_tlc_and_the_twin_take_every_branch_equally_often(name, tmp_path):
     model = resolve(load_manifest(), name)
     cfgfile = load_cfg(model.cfg_path)
     cfg, bounds = model_from_cfg(cfgfile)
@@ -42,7 +42,7 @@ def test_tlc_and_the_twin_take_every_branch_equally_often(name):
     for s in graph.states:
         for label, t in successors(cfg, bounds, s):
             twin[branch_of(cfg, label, s, t)] += 1
-    run = run_model(model, TlcOptions(workers=1, coverage_minutes=60))
+    run = run_model(model, TlcOptions(workers=1, coverage_minutes=60), tmp_path)
     check_small_model_run(model, run)        # this model's one TLC run in the suite (test_tlc_models.py)
     tlc = {k: int(v.split()[0].replace(",", "")) for k, v in branch_counts(run.log_path.read_text()).items()}
     assert run.generated_states == sum(twin.values()) + 1

@@ -36,8 +36,8 @@ SLOW = {m.model for m in SMALL if m.expected == "pass"
                                    for m in SMALL if m.model not in WITH_COUNTEREXAMPLE_TEST
                                    and m.model not in RUN_WITH_COVERAGE],
                          ids=lambda m: m.model)
-def test_small_model(model):
-    check_small_model_run(model, run_model(model, TlcOptions(workers=1)))
+def test_small_model(model, tmp_path):
+    check_small_model_run(model, run_model(model, TlcOptions(workers=1), tmp_path))
 
 
 def test_a_broken_spec_is_an_error_naming_file_and_line(tmp_path):
@@ -51,7 +51,7 @@ def test_a_broken_spec_is_an_error_naming_file_and_line(tmp_path):
     text = spec.read_text().replace("Commit ==\n", "Commit ==\n    /\\ (\n", 1)
     spec.write_text(text)
     line = text.splitlines().index("    /\\ (") + 1
-    run = run_model(attrs.evolve(model, cfg=str(tmp_path / model.cfg)), TlcOptions(workers=1))
+    run = run_model(attrs.evolve(model, cfg=str(tmp_path / model.cfg)), TlcOptions(workers=1), tmp_path / "logs")
     assert run.outcome == "error"
     assert any("AckOrder.tla:" in e for e in run.errors), run.errors
     assert any(f":{line}:" in e or f":{line + 1}:" in e for e in run.errors), run.errors

@@ -174,5 +174,5 @@ def test_a_batch_tlc_cannot_judge_is_checked_trace_by_trace():
     # a replica the configuration does not have: TLC stops with an error evaluating the step
     broken = [attrs.evolve(steps[0], actions=(("ReplicaConnect", "nosuch"),))]
     good, bad = check_many_tlc([(cfg, steps, complete), (cfg, broken, False)])
-    assert isinstance(bad, TraceCheckError) and "nosuch" in str(bad), bad
+    assert isinstance(bad, TraceCheckError) and "nosuch" in str(bad) and "log's end: " in str(bad), bad
     assert not isinstance(good, Exception) and good[0].valid and good[1]["batch"] == 1
