@@ -47,7 +47,7 @@ TLC_STATES_PER_S = 4_000        # one worker, when the manifest has no recorded 
 TWIN_STATES_PER_S = 15_000
 FUZZ_SEEDS_PER_S = 60           # local[*] on 2 cores, default steps
 SPARK_START_S = 15
-PROVE_S = 90                    # both abstractions, quick (the slow CTIs of cli/prove.py: +110 s)
+PROVE_S = 30                    # both abstractions, every CTI (`ackorder prove`: 21 s, idle machine, 2026-11-26)
 SLOW_TESTS_S = 310              # `pytest -m full`, both cores (8 tests: 278 s, 2026-11-25; then 3 TLC models, ~53 s)
 
 
@@ -83,7 +83,7 @@ def step_estimates(plan: Plan, models: list[Model]) -> dict[str, float]:
         "tlc": sum(tlc_estimate(m) for m in models) / max(1, plan.jobs),
         "twin": sum((m.distinct_states or 0) for m in twin) / TWIN_STATES_PER_S + len(twin) * 0.05,
         "fuzz": SPARK_START_S + plan.fuzz_seeds / FUZZ_SEEDS_PER_S,
-        "prove": PROVE_S + (0 if not plan.full else 110),
+        "prove": PROVE_S,
         "slow-tests": SLOW_TESTS_S if plan.full else 0.0,
     }
 
@@ -201,8 +201,6 @@ def new_run_dir() -> Path:
 
 
 def print_plan(console: Console, plan: Plan, models: list[Model], estimates: dict[str, float], where: Path) -> None:
-    from cli.prove import SLOW_CTIS
-
     table = Table(title=f"ackorder run{' --full' if plan.full else ''}: the plan", title_justify="left")
     for col in ("step", "what", "size", "estimate"):
         table.add_column(col, justify="right" if col in ("size", "estimate") else "left")
@@ -216,8 +214,7 @@ def print_plan(console: Console, plan: Plan, models: list[Model], estimates: dic
         "twin": ("the Python twin on the same small models, against this TLC run",
                  f"{sum(m.distinct_states or 0 for m in twin):,} states"),
         "fuzz": ("a fuzz campaign of the simulator on Spark local[*]", f"{plan.fuzz_seeds:,} seeds"),
-        "prove": ("z3: invariants inductive, a reachable CTI per bug"
-                  + ("" if plan.full else f" (but {', '.join(sorted(SLOW_CTIS))}: --full)"), "all configurations"),
+        "prove": ("z3: invariants inductive, a reachable CTI per bug", "all configurations"),
         "slow-tests": ("the tests `make test` leaves out as too long (pytest -m full)", "marked full"),
     }
     for step in STEPS:
@@ -318,17 +315,17 @@ def step_fuzz(log: RunLog, plan: Plan, progress: Progress) -> dict:
             "reproducers": [r["reproducer"] for r in summary["reproducers"]], "summary": str(out / "summary.json")}
 
 
-def prove_in_process(full: bool):
+def prove_in_process():
     """The proofs, run in a process of their own (so that they share nothing with the twin)."""
-    from cli.prove import SLOW_CTIS, prove_manifest
+    from cli.prove import prove_manifest
 
-    return prove_manifest(skip_bugs=frozenset() if full else SLOW_CTIS)
+    return prove_manifest()
 
 
 def step_prove(log: RunLog, plan: Plan, progress: Progress, future=None) -> dict:
     from cli.prove import report_json
 
-    report = future.result() if future is not None else prove_in_process(plan.full)
+    report = future.result() if future is not None else prove_in_process()
     progress.advance(progress.estimates["prove"])
     failed = [g.configuration for g in report.green if not g.ok] + \
              [r.config for r in report.bugs if r.result != "CTI"]
@@ -463,7 +460,7 @@ def main(args: argparse.Namespace) -> int:
                 from concurrent.futures import ProcessPoolExecutor
 
                 pool = ProcessPoolExecutor(max_workers=1)
-                proofs = pool.submit(prove_in_process, plan.full)   # beside the twin, on the other core
+                proofs = pool.submit(prove_in_process)   # beside the twin, on the other core
                 log.say("prove: started beside the twin")
             if not runs(step, plan):
                 continue

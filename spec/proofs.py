@@ -43,7 +43,7 @@ status followed thenCombine's precedence; ``ekind`` is the status kind).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 import z3
@@ -615,12 +615,16 @@ class Witness:
     holds: tuple[dict[str, bool], ...]
 
 
-def witness(a, found, every: dict, model_state: Callable, action_taken: Callable) -> Witness | None:
-    """``found`` (states and a z3 model, or None) as a Witness; shared with spec/failover/proofs.py."""
+def witness(a, found, every: dict, model_state: Callable, action_taken: Callable,
+            actions: Sequence[str] | None = None) -> Witness | None:
+    """``found`` (states and a z3 model, or None) as a Witness; shared with spec/failover/proofs.py.
+    Each step's action is ``actions``' when the path was pinned to them, else read from the model."""
     if found is None:
         return None
     states, m = found
+    assert actions is None or len(actions) == len(states) - 1, (len(actions), len(states))
     return Witness(tuple(model_state(m, s) for s in states),
+                   tuple(actions) if actions is not None else
                    tuple(action_taken(a, m, states[j], states[j + 1]) for j in range(len(states) - 1)),
                    tuple({n: z3.is_true(m.eval(f(s), model_completion=True)) for n, f in every.items()}
                          for s in states))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import attrs
 
+from spec import proofmemo
 from spec.cfgfile import load_cfg
 from spec.explore import explore_cfg
 from tla.manifest import Model
@@ -88,3 +89,21 @@ def twin_check(model: Model, tlc: TlcCounts | None = None) -> TwinCheck:
     problems = _problems(model, result.outcome, result.distinct_states, depth, *ref, against)
     return TwinCheck(model, result.outcome, result.distinct_states, depth, result.seconds, against, *ref,
                      problems=tuple(problems))
+
+
+@proofmemo.memo("failover.twin_counterexample")
+def twin_counterexample(model: Model) -> tuple[str, ...] | None:
+    """The action labels of the twin's breadth-first counterexample on a bug model of the failover
+    module (as TLC's: shortest within the model's bounds), or None when the twin's search ends
+    otherwise than in a violation of the model's expected invariant (a liveness bug's lasso is no
+    path to a state).  spec/failover/proofs.py pins it in z3."""
+    from spec.failover.explore import explore_failover_cfg
+    from spec.failover.properties import INVARIANTS
+
+    assert model.is_failover and model.kind == "bug", model.model
+    if model.expected not in INVARIANTS:
+        return None
+    result = explore_failover_cfg(load_cfg(model.cfg_path))
+    if result.violation is None or result.violation.property != model.expected:
+        return None
+    return tuple(label for label, _ in result.violation.trace[1:])

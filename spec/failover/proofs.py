@@ -87,6 +87,7 @@ class FS:
                 for x in range(a.n):
                     v[(name, b, x)] = z3.Bool(f"{name}{b}_{x}_{tag}")
         self.v = v
+        self.unchanged: tuple[FS, dict] | None = None     # frame's equalities from one pre-state, built once
 
     def __getitem__(self, key):
         return self.v[key]
@@ -97,7 +98,12 @@ class FS:
 
 def frame(s: FS, t: FS, changes: dict) -> z3.BoolRef:
     """t equals s except for ``changes`` (key -> new value)."""
-    return z3.And([t[k] == changes.get(k, s[k]) for k in s.v])
+    if t.unchanged is None or t.unchanged[0] is not s:
+        # every action's frame from s to t shares these (z3 shares equal terms anyway; building them
+        # once per pair instead of once per action was most of a pinned path's cost)
+        t.unchanged = (s, {k: t[k] == s[k] for k in s.v})
+    same = t.unchanged[1]
+    return z3.And([same[k] if k not in changes else t[k] == changes[k] for k in s.v])
 
 
 def _max(x, y):
@@ -772,34 +778,93 @@ def shortest_violation(a: Abstract, prop: Callable[[FS], z3.BoolRef], tag: str):
     return None
 
 
+def abstract_path(a: Abstract, cfg: FailoverConfig, twin_labels: tuple[str, ...]) -> list[str] | None:
+    """The twin's action labels as this abstraction's ('ReplicaConnect(b2)' -> 'ReplicaConnect(1)';
+    'Respond(3)' -> 'Respond': the abstraction names no request), or None when some label has no
+    action here (a lasso's 'Stuttering')."""
+    k = z3.Int("K_labels")
+    known = actions(a, FS(a, "labels_pre", k), FS(a, "labels_post", k)).keys()
+    out = []
+    for label in twin_labels:
+        name, _, args = label.partition("(")
+        parts = args.rstrip(")").split(",") if args else []
+        if parts and all(p in cfg.brokers for p in parts):
+            label = f"{name}({','.join(str(cfg.index(p)) for p in parts)})"
+        elif parts:
+            label = name
+        if label not in known:
+            return None
+        out.append(label)
+    return out
+
+
+def pinned_violation(a: Abstract, prop: Callable[[FS], z3.BoolRef], labels: list[str], tag: str):
+    """The path whose every step is the named action, ending in a violation of ``prop``, as
+    (states, model); None when the abstraction has no such path.  One satisfiability check with
+    each step's action fixed: a fraction of a bounded model check's search (BugTruncateNotDurable's
+    12 steps: about 1 CPU-s against 20)."""
+    k = z3.Int(f"K_{tag}")
+    states = [FS(a, f"{tag}_{j}", k) for j in range(len(labels) + 1)]
+    solver = z3.Solver()
+    solver.add(init(a, states[0]))
+    for j, label in enumerate(labels):
+        solver.add(actions(a, states[j], states[j + 1])[label])
+    solver.add(z3.Not(prop(states[-1])))
+    return (states, solver.model()) if solver.check() == z3.sat else None
+
+
 @proofmemo.memo("failover.bug_witness")
-def _bug_witness(cfg: FailoverConfig, prop_name: str) -> write_path.Witness | None:
-    """The shortest path to a violation of ``prop_name`` (the CLI and the tests share it)."""
+def _bug_witness(cfg: FailoverConfig, prop_name: str,
+                 twin_path: tuple[str, ...] | None = None) -> tuple[write_path.Witness | None, str]:
+    """A path to a violation of ``prop_name`` and where it came from (the CLI and the tests share
+    it).  Given ``twin_path`` (the twin's breadth-first counterexample on the bug's TLC model:
+    shortest within the model's bounds), that path pinned step by step; otherwise, or when the
+    abstraction has no such path, z3's own bounded model check, depth by depth (shortest with no
+    bounds but MAX_BMC_DEPTH, so never longer than the twin's)."""
     a = Abstract(cfg)
     props = properties(a)
     every = {**_every(a), prop_name: props[prop_name]}   # a BMC-only property joins the invariant here
-    return write_path.witness(a, shortest_violation(a, props[prop_name], "bug"), every, _model_state, _action_taken)
+    labels = abstract_path(a, cfg, twin_path) if twin_path is not None else None
+    found = pinned_violation(a, props[prop_name], labels, "pin") if labels is not None else None
+    if found is not None:
+        assert labels is not None
+        return write_path.witness(a, found, every, _model_state, _action_taken, labels), PATH_FROM_TWIN
+    if twin_path is None:
+        source = PATH_FROM_BMC
+    elif labels is None:
+        source = f"{PATH_FROM_BMC} (the twin's path has a step the abstraction does not name)"
+    else:
+        source = f"{PATH_FROM_BMC} (the twin's path is not one of the abstraction's)"
+    return write_path.witness(a, shortest_violation(a, props[prop_name], "bug"), every, _model_state,
+                              _action_taken), source
 
 
-def bug_cti(name: str, cfg: FailoverConfig, expected: str) -> Result:
-    """The shortest path to a violation of the expected property, and on it the
+PATH_FROM_TWIN = "the twin's BFS counterexample, pinned in z3"
+PATH_FROM_BMC = "z3's bounded model check"
+
+
+def bug_cti(name: str, cfg: FailoverConfig, expected: str, twin_path: tuple[str, ...] | None = None) -> Result:
+    """A path to a violation of the expected property (``_bug_witness``), and on it the
     first step that breaks the inductive invariant: a CTI reachable by construction."""
     prop_name = SAFETY_HALF.get(expected, expected)
     start = time.perf_counter()
-    w = _bug_witness(cfg, prop_name)
-    return write_path.cti_on_path(name, prop_name, w, round(time.perf_counter() - start, 3))
+    w, source = _bug_witness(cfg, prop_name, twin_path)
+    r = write_path.cti_on_path(name, prop_name, w, round(time.perf_counter() - start, 3))
+    return r if r.cti is None else attrs.evolve(r, cti={**r.cti, "path_from": source})
 
 
-def cti_path(cfg: FailoverConfig, expected: str) -> list[str] | None:
-    """The abstract actions of the shortest path to a violation of ``expected`` (brokers by index),
+def cti_path(cfg: FailoverConfig, expected: str, twin_path: tuple[str, ...] | None = None) -> list[str] | None:
+    """The abstract actions of ``bug_cti``'s path to a violation of ``expected`` (brokers by index),
     for replaying through the twin, or None when there is none within the bound."""
-    w = _bug_witness(cfg, SAFETY_HALF.get(expected, expected))
+    w, _ = _bug_witness(cfg, SAFETY_HALF.get(expected, expected), twin_path)
     return None if w is None else list(w.actions)
 
 
 def prove_all(green: list[tuple[str, FailoverConfig, str]], bugs: list[tuple[str, FailoverConfig, str]],
-              on_done: Callable[[str], None] = lambda name: None) -> write_path.ProofReport:
-    """Every green failover configuration's invariants proved inductive, a reachable CTI per bug."""
+              on_done: Callable[[str], None] = lambda name: None,
+              twin_paths: dict[str, tuple[str, ...]] | None = None) -> write_path.ProofReport:
+    """Every green failover configuration's invariants proved inductive, a reachable CTI per bug
+    (on the twin's path of ``twin_paths`` for the bugs it names)."""
     start = time.perf_counter()
     proofs = []
     for name, cfg, _ in green:
@@ -808,6 +873,6 @@ def prove_all(green: list[tuple[str, FailoverConfig, str]], bugs: list[tuple[str
         on_done(name)
     ctis = []
     for name, cfg, expected in bugs:
-        ctis.append(bug_cti(name, cfg, expected))
+        ctis.append(bug_cti(name, cfg, expected, (twin_paths or {}).get(name)))
         on_done(name)
     return write_path.ProofReport(tuple(proofs), tuple(ctis), round(time.perf_counter() - start, 2))

@@ -95,17 +95,20 @@ def test_the_same_path_is_harmless_without_the_bug(name, cfg, expected):
     assert not _replay(fixed, initial_state(fixed), path, expected)
 
 
-def _prove_from_the_far_end(skip_bugs: frozenset[str]) -> None:
+def _prove_from_the_far_end() -> None:
     """What `ackorder prove` computes, in the reverse of its order and of the per-item tests'
     (spec/proofmemo.py keeps each result for the CLI), passing over what the other worker is
     computing now: the two meet in the middle instead of one waiting in lockstep behind the other."""
+    from cli.prove import failover_twin_paths
     from spec import proofmemo
     from spec import proofs as write_path
     from spec.failover import proofs as failover
 
-    items = []
+    paths = failover_twin_paths([name for name, _, _ in manifest_configs("bug", FAILOVER_MODULE)])
+    items = [(lambda n, cfg, expected: failover.bug_cti(n, cfg, expected, paths.get(n)), c)
+             for c in reversed(manifest_configs("bug", FAILOVER_MODULE))]
+    items += [(write_path.bug_cti, c) for c in reversed(manifest_configs("bug", SPEC_MODULE))]
     for module, spec in ((failover, FAILOVER_MODULE), (write_path, SPEC_MODULE)):
-        items += [(module.bug_cti, c) for c in reversed(manifest_configs("bug", spec)) if c[0] not in skip_bugs]
         items += [(f, c) for c in reversed(manifest_configs("green", spec))
                   for f in (lambda n, cfg, _, m=module: m.prove(n, cfg), lambda _, cfg, __, m=module: m.vacuous_actions(cfg))]
     with proofmemo.skipping_busy():
@@ -117,15 +120,11 @@ def _prove_from_the_far_end(skip_bugs: frozenset[str]) -> None:
 
 
 # Last in the module: by then the tests above (on both workers) have found much of what it reports.
-@pytest.mark.parametrize("quick", [pytest.param(True, id="quick"),
-                                   # the slow CTIs (cli/prove.py's SLOW_CTIS: a 13-step bounded model check)
-                                   pytest.param(False, id="all", marks=pytest.mark.full)])
-def test_prove_proves_green_and_finds_a_reachable_cti_for_every_bug(tmp_path, quick):
+def test_prove_proves_green_and_finds_a_reachable_cti_for_every_bug(tmp_path):
     from cli.main import build_parser
-    from cli.prove import SLOW_CTIS
 
-    _prove_from_the_far_end(SLOW_CTIS if quick else frozenset())
-    args = build_parser().parse_args(["prove", "--json", str(tmp_path / "prove.json"), *(["--quick"] if quick else [])])
+    _prove_from_the_far_end()
+    args = build_parser().parse_args(["prove", "--json", str(tmp_path / "prove.json")])
     assert args.func(args) == 0
     out = json.loads((tmp_path / "prove.json").read_text())
     assert out["ok"]
@@ -134,7 +133,6 @@ def test_prove_proves_green_and_finds_a_reachable_cti_for_every_bug(tmp_path, qu
 
     bugs = {b["config"]: b for b in out["bugs"]}
     every = {name for name, _, _ in [*manifest_configs("bug"), *manifest_configs("bug", FAILOVER_MODULE)]}
-    assert SLOW_CTIS <= every
-    assert set(bugs) == (every - SLOW_CTIS if quick else every)
+    assert set(bugs) == every
     for b in bugs.values():
         assert b["result"] == "CTI" and b["cti"]["reachable_in"] is not None, b
