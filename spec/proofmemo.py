@@ -1,4 +1,5 @@
-"""A memo of z3 proof results (spec/proofs.py, spec/failover/proofs.py), in the
+"""A memo of z3 proof results (spec/proofs.py, spec/failover/proofs.py) and of the twin's
+searches they follow (tla/twincheck.py's ``twin_search``), in the
 process and, once ``share_in`` names a directory, on disk for every process
 that names the same one: pytest-xdist workers computing the proofs beside each
 other, and `ackorder prove` run inside a test reading what the per-bug tests

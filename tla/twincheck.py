@@ -71,8 +71,20 @@ class TlcCounts:
         return cls(run.outcome, run.distinct_states, run.depth)
 
 
-def twin_check(model: Model, tlc: TlcCounts | None = None) -> TwinCheck:
-    """Explore the twin on ``model``; compare with a TLC run (one worker) or the manifest."""
+@attrs.frozen
+class TwinSearch:
+    """What the twin's search of a model found, as plain data (spec/proofmemo.py shares it)."""
+    outcome: str
+    distinct_states: int
+    depth: int                       # of the counterexample, when there is one
+    seconds: float
+    labels: tuple[str, ...] | None   # the counterexample's actions, Init left out
+
+
+@proofmemo.memo("twin.search")
+def twin_search(model: Model) -> TwinSearch:
+    """Explore the twin on ``model``'s cfg: once per process, and once per test session between
+    pytest-xdist workers (the twin test and the failover proofs' pinned paths both want it)."""
     assert model.in_manifest_spec, f"{model.model}: the twin only knows this project's specs"
     if model.is_failover:
         from spec.failover.explore import explore_failover_cfg
@@ -80,30 +92,35 @@ def twin_check(model: Model, tlc: TlcCounts | None = None) -> TwinCheck:
         result = explore_failover_cfg(load_cfg(model.cfg_path))
     else:
         result = explore_cfg(load_cfg(model.cfg_path))
-    depth = len([s for lab, s in result.violation.trace if lab != "Stuttering" and not lab.startswith("Cycle")]) \
-        if result.violation else result.depth
+    if result.violation is None:
+        return TwinSearch(result.outcome, result.distinct_states, result.depth, result.seconds, None)
+    trace = result.violation.trace
+    depth = len([s for lab, s in trace if lab != "Stuttering" and not lab.startswith("Cycle")])
+    return TwinSearch(result.outcome, result.distinct_states, depth, result.seconds,
+                      tuple(label for label, _ in trace[1:]))
+
+
+def twin_check(model: Model, tlc: TlcCounts | None = None) -> TwinCheck:
+    """Explore the twin on ``model``; compare with a TLC run (one worker) or the manifest."""
+    result = twin_search(model)
     if tlc is not None:
         against, ref = "TLC run", (tlc.outcome, tlc.distinct_states, tlc.depth)
     else:
         against, ref = "manifest", (model.expected, model.distinct_states, model.depth)
-    problems = _problems(model, result.outcome, result.distinct_states, depth, *ref, against)
-    return TwinCheck(model, result.outcome, result.distinct_states, depth, result.seconds, against, *ref,
+    problems = _problems(model, result.outcome, result.distinct_states, result.depth, *ref, against)
+    return TwinCheck(model, result.outcome, result.distinct_states, result.depth, result.seconds, against, *ref,
                      problems=tuple(problems))
 
 
-@proofmemo.memo("failover.twin_counterexample")
 def twin_counterexample(model: Model) -> tuple[str, ...] | None:
     """The action labels of the twin's breadth-first counterexample on a bug model of the failover
     module (as TLC's: shortest within the model's bounds), or None when the twin's search ends
     otherwise than in a violation of the model's expected invariant (a liveness bug's lasso is no
     path to a state).  spec/failover/proofs.py pins it in z3."""
-    from spec.failover.explore import explore_failover_cfg
     from spec.failover.properties import INVARIANTS
 
     assert model.is_failover and model.kind == "bug", model.model
     if model.expected not in INVARIANTS:
         return None
-    result = explore_failover_cfg(load_cfg(model.cfg_path))
-    if result.violation is None or result.violation.property != model.expected:
-        return None
-    return tuple(label for label, _ in result.violation.trace[1:])
+    result = twin_search(model)
+    return result.labels if result.outcome == model.expected else None
