@@ -9,6 +9,7 @@ import re
 
 import attrs
 import pytest
+import z3
 
 from cli.prove import failover_twin_paths
 from spec.failover.actions import initial_state, successors
@@ -82,7 +83,7 @@ def test_a_path_z3_cannot_follow_is_not_taken():
     assert path is not None
     fixed = attrs.evolve(cfg, bugs=frozenset())
     a = Abstract(fixed)
-    assert pinned_violation(a, properties(a)[expected], abstract_path(a, fixed, path), "nobug") is None
+    assert pinned_violation(a, properties(a)[expected], abstract_path(a, fixed, path), "nobug") == (z3.unsat, None)
     r = bug_cti(name, cfg, expected, (*path, "Stuttering"))
     assert r.result == "CTI" and r.cti["path_from"].startswith(PATH_FROM_BMC + " (the twin's path has a step"), r
 
