@@ -80,7 +80,7 @@ def run_task(task: SimTask) -> dict:
     """One TLC simulation; a TLC error is a row (outcome "internal_error"), never an exception."""
     from tla.coverage import branch_counts
     from tla.manifest import load_manifest, resolve
-    from tla.tlc import TlcOptions, run_model
+    from tla.tlc import TlcOptions, log_tail, run_model
 
     model = resolve(load_manifest(), task.model)
     seed = task_seed(task.campaign, task.index)
@@ -104,9 +104,8 @@ def run_task(task: SimTask) -> dict:
         row.update(steps=run.generated_states or _generated(log), spec_steps=_behaviours(log, task.traces, run),
                    branches=json.dumps({k: n for k, n in counts.items() if n}, sort_keys=True))
         if run.outcome == "error":
-            tail = " | ".join([line for line in log.splitlines() if line.strip()][-5:])
             row.update(outcome="internal_error", signature="internal_error",
-                       message=("; ".join(run.errors) + f" (the log's end: {tail})")[-2_000:])
+                       message=("; ".join(run.errors) + f" (the log's end: {log_tail(log)})")[-2_000:])
         elif run.outcome != "pass":
             labels = [s.action for s in run.trace]
             row.update(outcome=run.outcome, violation_step=len(labels), signature=f"{run.outcome} at {labels[-1] if labels else '?'}",

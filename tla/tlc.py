@@ -251,6 +251,11 @@ def _finish_class_data(cds: ClassData, returncode: int | None, log) -> None:
         cds.writing.unlink(missing_ok=True)
 
 
+def log_tail(log_text: str, lines: int = 5) -> str:
+    """A TLC log's last non-blank lines on one line: what a caller that keeps no log quotes."""
+    return " | ".join([line for line in log_text.splitlines() if line.strip()][-lines:])
+
+
 def run_model(
     model: Model,
     options: TlcOptions,

@@ -26,7 +26,7 @@ from spec.config import BUG_NAMES, Config
 from spec.traceformat import PER_REPLICA, SETS, Step
 from spec.tracecheck import TraceVerdict, end_problems
 from tla.manifest import TLA_DIR, Model
-from tla.tlc import TlcOptions, TlcRun, run_model
+from tla.tlc import TlcOptions, TlcRun, log_tail, run_model
 from tla.trace import state_from_tlc
 
 SPEC_MODULES = ("AckOrderTypes.tla", "AckOrderFunctions.tla", "AckOrder.tla", "AckOrderProperties.tla",
@@ -182,13 +182,11 @@ def _log_note(log_path: Path, kept: bool) -> str:
     if kept:
         return f"log: {log_path}"
     try:
-        tail = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()][-LOG_TAIL_LINES:]
+        return "log's end: " + log_tail(log_path.read_text(errors="replace"))
     except OSError as err:
         return f"log unreadable: {err.strerror}"
-    return "log's end: " + " | ".join(tail)
 
 
-LOG_TAIL_LINES = 5
 STATE_MARK = "ackorder-trace-state"
 REACHED_MARK = "ackorder-trace-reached"
 _REACHED = re.compile(r'^<<"' + REACHED_MARK + r'", (\d+), (\d+)>>$')
