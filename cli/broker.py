@@ -100,24 +100,18 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def guarded(command: str, body: Callable[[], int]) -> int:
-    """Run a command; a bad option or a refusing environment is one line and exit 2."""
+    """Run a command; a bad option is one line and exit 2, an OSError one line and exit 2 or 3 by
+    whose it is (``errors.os_error_exit``: a port in use or a failing disk is the machine's)."""
     try:
         return body()
     except ConfigError as err:
         print(f"ackorder {command}: error: {err}", file=sys.stderr)
         return errors.USAGE
     except OSError as err:
-        print(f"ackorder {command}: error: {describe_os_error(err)}", file=sys.stderr)
-        return errors.USAGE
+        print(errors.os_error_line(command, err), file=sys.stderr)
+        return errors.os_error_exit(err)
     except KeyboardInterrupt:
         return errors.INTERRUPTED
-
-
-def describe_os_error(err: OSError) -> str:
-    text = err.strerror or str(err) or type(err).__name__
-    if err.filename is not None:
-        text = f"{err.filename}: {text}"
-    return text
 
 
 def _master(args) -> int:
@@ -195,6 +189,9 @@ def _load(args) -> int:
         finally:
             if record is not None:
                 record.close()
+        if result.connect_error:        # nothing was sent: the broker is not there, which is no loss
+            print(f"ackorder load: environment: {result.connect_error}", file=sys.stderr)
+            return errors.ENVIRONMENT
         console = make_console()
         table = Table(title=f"load: {args.producers} producers, {args.count} messages of {args.size} bytes",
                       title_justify="left", show_header=False)

@@ -92,9 +92,8 @@ def run_command(args: argparse.Namespace) -> int:
         sys.stderr.write(f"{where}: environment: {err}\n")
         return errors.ENVIRONMENT
     except OSError as err:
-        place = f"{err.filename}: " if err.filename else ""
-        sys.stderr.write(f"{where}: error: {place}{err.strerror or err}\n")
-        return errors.USAGE
+        sys.stderr.write(errors.os_error_line(args.command, err) + "\n")
+        return errors.os_error_exit(err)
     assert code in (errors.OK, errors.VIOLATION, errors.USAGE, errors.ENVIRONMENT, errors.INTERRUPTED), \
         f"{where} returned exit code {code!r}"
     return code

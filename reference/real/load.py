@@ -49,6 +49,7 @@ class LoadResult:
     statuses: dict[str, int]
     latency_ms: dict[str, float]      # avg, p50, p99, max
     acked: tuple[Acked, ...]          # answered PUT_OK, in the order the answers came
+    connect_error: str | None = None  # no connection could be made: why (the first refusal); nothing was sent
 
     @property
     def acked_keys(self) -> tuple[int, ...]:
@@ -97,16 +98,19 @@ def run_load(target: tuple[str, int], producers: int, count: int, size: int, fir
     statuses: Counter = Counter()
     acked: list[Acked] = []
     conns: list[_Conn] = []
+    refused: str | None = None
     for _ in range(connections):
         try:
             sock = socket.create_connection(target, timeout=timeout_s)
-        except OSError:
+        except OSError as err:
+            refused = refused or (err.strerror or str(err) or type(err).__name__)
             continue
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setblocking(False)
         conn = _Conn(sock)
         conns.append(conn)
         sel.register(sock, selectors.EVENT_READ, conn)
+    connected = bool(conns)          # conns loses the connections that break later
     owner: list[_Producer | None] = []
     for p in range(producers):
         keys = range(first_key + p, first_key + count, producers)
@@ -215,7 +219,8 @@ def run_load(target: tuple[str, int], producers: int, count: int, size: int, fir
 
     summary = {"avg": round(statistics.fmean(lat), 3) if lat else 0.0, "p50": pct(0.50), "p99": pct(0.99),
                "max": round(lat[-1], 3) if lat else 0.0}
-    return LoadResult(producers, len(latencies), seconds, dict(sorted(statuses.items())), summary, tuple(acked))
+    return LoadResult(producers, len(latencies), seconds, dict(sorted(statuses.items())), summary, tuple(acked),
+                      connect_error=None if connected else f"cannot connect to {target[0]}:{target[1]}: {refused}")
 
 
 def read_record(path: Path) -> list[Acked]:
