@@ -1,6 +1,7 @@
 """Steps per CPU-second of each machine under the selected Hypothesis profile,
-measured side by side in one run (`python -m stateful_tests.speed`;
-``machine_rates`` is the typed function `ackorder bench sim` calls).
+measured side by side in one run (`python -m stateful_tests.speed`).  `ackorder bench sim`
+counts steps with ``counting`` too, each machine in a process of its own
+(reference/bench/machinerates.py).
 
 A step is one rule call (teardown's liveness phase included in the time, as a
 user waits for it too).  Every machine runs a fixed number of test cases,
