@@ -15,6 +15,8 @@ from cli.ui import console as make_console
 
 SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu", "all", "traces", "tlcsim", "tlcbugs", "controller")
 ALL = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu")
+EVENT_COST_SEEDS = 300          # sim: campaign seeds (at most) and steps of a long run (at most) whose events' time is split
+EVENT_COST_STEPS = 100_000
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
@@ -197,6 +199,12 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
             if compare:
                 result["modes"] = mode_comparison(compare, COMPARE_QUICK if args.quick else COMPARE_FULL,
                                                   progress=step)
+        from reference.bench.eventcost import event_costs
+        from spark_fuzz.seeds import DEFAULT_STEPS
+
+        # Where an event's time goes, beside what each goal allows: a campaign's seeds and the seeds' long runs.
+        result["event_costs"] = event_costs(min(args.campaign_seeds, EVENT_COST_SEEDS), DEFAULT_STEPS, seeds,
+                                            min(lengths[-1], EVENT_COST_STEPS), progress=step)
         return result
 
 
@@ -253,6 +261,17 @@ def table(result: dict) -> Table:
     return t
 
 
+def event_cost_table(rows: list[dict]) -> Table:
+    from reference.bench.eventcost import COLUMNS, cells
+
+    t = Table(title="bench sim: where an event's CPU time goes (µs per event)", title_justify="left")
+    for col in COLUMNS:
+        t.add_column(col)
+    for row in rows:
+        t.add_row(*cells(row))
+    return t
+
+
 def main(args: argparse.Namespace) -> int:
     console = make_console()
     names = list(ALL) if args.scenario == "all" else [args.scenario]
@@ -260,6 +279,8 @@ def main(args: argparse.Namespace) -> int:
     for name in names:
         results[name] = run(name, args, console)
         console.print(table(results[name]))
+        if results[name].get("event_costs"):
+            console.print(event_cost_table(results[name]["event_costs"]))
         if "ratios" in results[name]:
             console.print("ratios: " + json.dumps(results[name]["ratios"]))
     if args.json:

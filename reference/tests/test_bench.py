@@ -35,6 +35,10 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     assert results["sim"]["plain"]["seeds"] == 8 and results["sim"]["local[1]"]["task_cpu_s"] > 0
     assert results["sim"]["local[2]"]["tree_cpu_s"] >= results["sim"]["local[2]"]["task_cpu_s"] * 0.9
     assert [r["machine"] for r in results["sim"]["machines"]["rows"]] == ["write-path", "failover"]
+    costs = results["sim"]["event_costs"]
+    assert [(r["workload"], r["seeds"], r["steps"]) for r in costs] == [("campaign", 8, 400), ("long", 1, 1000)]
+    assert all(r["checked_us"] > r["unchecked_us"] > r["cores_us"] > 0 and r["step_us"] > r["twin_us"] > 0
+               for r in costs), costs
     text = (tmp_path / "docs" / "benchmarks.md").read_text()
     rss = results["rss"]
     assert rss["written_gib"] >= 0.005 and rss["master_peak_rss_mib"] > 0 and rss["replica_peak_rss_mib"] > 0
@@ -76,6 +80,26 @@ def test_bench_sim_writes_its_section_of_the_docs(tmp_path):
     assert "| | machine steps/s, failover |" in text
     assert "old figures" not in text and "## `rss`\n\nkept" in text
     assert "| after | 9 | checked | 300 |" in text and "### What bounds the simulator" in text
+    assert "### Where an event's time goes" in text and "| seed 9, 300 steps | 300 |" in text
+    assert "| >= 150,000 unchecked steps/s (seed 9) | 6.67 µs |" in text
+
+
+def test_what_each_goal_allows_per_event():
+    """The campaign's allowance is the baseline's CPU per seed over the goal's factor, per event of this
+    tree; the checker's is what this tree's unchecked event leaves of it."""
+    from reference.bench.eventcost import budget_lines, budgets
+
+    campaign = {"workload": "campaign", "first_seed": 1, "seeds": 10, "steps": 400, "events": 1000,
+                "events_per_seed": 100.0, "unchecked_us": 100.0, "checked_us": 400.0, "checker_us": 300.0,
+                "timed_unchecked_us": 110.0, "cores_us": 40.0, "timed_checked_us": 440.0, "step_us": 250.0,
+                "twin_us": 120.0, "invariants_us": 50.0, "abstraction_us": 60.0, "step_rest_us": 20.0}
+    result = {"before local[1]": {"seeds_per_s": 10.0}, "event_costs": [campaign]}
+    b = budgets(result, 40_000, 150_000, 3.0)
+    assert b == {"checked_us": 25.0, "unchecked_us": 6.67, "campaign_us": 333.33, "campaign_checker_us": 233.33}
+    lines = budget_lines(result, {"checked": 40_000, "unchecked": 150_000, "campaign": 3.0})
+    assert lines[-1].startswith("| campaign >= 3.0x the baseline's seeds/s | 333.33 µs, of which the checker "
+                                "233.33 µs") and "the twin's actions alone: 120.0 µs" in lines[-1]
+    assert "campaign_us" not in budgets({"event_costs": [campaign]}, 40_000, 150_000, 3.0)   # no baseline: no allowance
 
 
 def test_bench_sim_refuses_a_baseline_that_is_no_source_tree(tmp_path):
