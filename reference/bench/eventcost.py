@@ -28,7 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[2]
+from reference.bench.simrates import HERE
+
 POINT_TIMEOUT_S = 3600
 CAMPAIGN_FIRST_SEED = 1_000_000     # seeds of their own: draw(seed) for seed, seed + 1, ...
 
