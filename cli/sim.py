@@ -40,7 +40,7 @@ def add_seed_arguments(p: argparse.ArgumentParser, default_steps: int = 10_000) 
     p.add_argument("--steps", type=positive_int, default=default_steps,
                    help=f"events with faults, then a liveness phase (default {default_steps:,})")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                   help="pin a store knob, a fault rate or 'replicas' (repeatable)")
+                   help="pin a store knob, a fault rate or 'replicas' (1 to 32 slaves) (repeatable)")
     p.add_argument("--bug", metavar="NAME", help="switch on a seeded defect (BugAckOnWrote or ack_on_wrote_bug)")
     p.add_argument("--trace", type=output_file, metavar="FILE",
                    help="write the spec-level trace as NDJSON (the violating step included)")

@@ -91,6 +91,10 @@ class Abstraction:
         self.digest = 0
         self._signal: tuple = ()                  # what waiting requests' abstraction read, as of the last event
         self._sss = frozenset(cluster.replica_names)
+        # The spec's order of the slaves, which indexes its per-slave tuples (Config sorts the names:
+        # r10 comes before r2), not the cluster's.
+        self.names = cluster.checker.cfg.replicas
+        assert sorted(self.names) == sorted(cluster.replica_names), (self.names, cluster.replica_names)
         self._counts: tuple = (None, None)        # aux_ctrs' counts and the Counters made of them
 
     # ------------------------------------------------------------ the scalars and the logs
@@ -102,7 +106,7 @@ class Abstraction:
     def _scalars(self) -> tuple:
         """``_fields``' values, in ``_FIELDS`` order (a tuple: one comparison with the shadow's)."""
         c = self.c
-        names = c.replica_names
+        names = self.names
         if c.mstate == UP:
             m, log = c.master, c.master.log
             idx = log.ghost
@@ -148,7 +152,7 @@ class Abstraction:
         else:          # the index as the master left it (never changed while down)
             d = c.down
             out = {"master": (d["index"].keys, d["index"], d["committed"], d["torn"])}
-        for r in c.replica_names:
+        for r in self.names:
             g = c.replicas[r].core.ghost
             out[r] = (g.keys, g, len(g.keys), False)
         return out
@@ -214,7 +218,7 @@ class Abstraction:
         logs = {who: tuple(self._to_ids(keys[:n])) + ((TORN,) if torn else ())
                 for who, (keys, _, n, torn) in self._log_keys().items()}
         reqs = tuple(self._spec_request(r, requests.spec_off[r]) for r in requests.by_spec_id)
-        return State(log=logs["master"], reqs=reqs, rlog=tuple(logs[r] for r in c.replica_names),
+        return State(log=logs["master"], reqs=reqs, rlog=tuple(logs[r] for r in self.names),
                      inv_responses=frozenset(), **self._fields())
 
     # ------------------------------------------------------------ one event
@@ -248,7 +252,7 @@ class Abstraction:
             d = c.down
             self._compare_log("master", d["index"].keys, d["index"], d["committed"], d["torn"], shadow.log,
                               before.log, rewritten, diffs)
-        for k, r in enumerate(c.replica_names):
+        for k, r in enumerate(self.names):
             g = c.replicas[r].core.ghost
             self._compare_log(r, g.keys, g, len(g.keys), False, shadow.rlog[k], before.rlog[k], rewritten, diffs)
 
@@ -327,7 +331,7 @@ class Abstraction:
         """Assert that the incremental abstraction equals the one derived from ``observed``
         (``observe()``'s result): the logs' spec ids, the waiting requests, the digest."""
         problems = []
-        logs = {"master": observed.log, **dict(zip(self.c.replica_names, observed.rlog))}
+        logs = {"master": observed.log, **dict(zip(self.names, observed.rlog))}
         for who, (keys, index, n, torn) in self._log_keys().items():
             ids, _ = self._spec_ids(who, keys, index)
             if tuple(ids[:n]) + ((TORN,) if torn else ()) != logs[who]:

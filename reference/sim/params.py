@@ -12,6 +12,11 @@ from reference.config import StoreConfig
 from spec.config import ACK_POLICIES, ConfigError, resolve_bug
 
 
+# Slaves a simulated master may have: a broker group has one or two in practice, and every slave adds
+# its own heartbeats, connections and frames to each step (a million filled the event queue).
+MAX_REPLICAS = 32
+
+
 @attrs.frozen
 class Faults:
     """Fault rates per second of virtual time (0 = this kind never happens)."""
@@ -166,8 +171,8 @@ def draw(seed: int, overrides: dict[str, str] | None = None) -> SimParams:
             faults[key] = _convert(key, text, faults[key])
         else:
             raise ConfigError(f"--config {key}: not a store knob, a fault rate, 'replicas' or 'bug'")
-    if n < 1:
-        raise ConfigError("--config replicas must be at least 1")
+    if not 1 <= n <= MAX_REPLICAS:
+        raise ConfigError(f"--config replicas {n}: must be 1 to {MAX_REPLICAS}")
     store["in_sync_replicas"] = min(store["in_sync_replicas"], n + 1)
     return SimParams(seed, StoreConfig(**store, bugs=frozenset(bugs)),
                      tuple(f"r{i + 1}" for i in range(n)), Faults(**faults))
