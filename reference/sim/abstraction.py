@@ -91,10 +91,11 @@ class Abstraction:
         self.digest = 0
         self._signal: tuple = ()                  # what waiting requests' abstraction read, as of the last event
         self._sss = frozenset(cluster.replica_names)
-        # The spec's order of the slaves, which indexes its per-slave tuples (Config sorts the names:
-        # r10 comes before r2), not the cluster's.
-        self.names = cluster.checker.cfg.replicas
-        assert sorted(self.names) == sorted(cluster.replica_names), (self.names, cluster.replica_names)
+        # The spec's order of the slaves, which indexes its per-slave tuples (spec.config.Config sorts the
+        # names: r10 comes before r2), not the cluster's; an unchecked cluster has no checker to ask.
+        self.names = tuple(sorted(cluster.replica_names))
+        assert cluster.checker is None or cluster.checker.cfg.replicas == self.names, \
+            (cluster.checker.cfg.replicas, self.names)
         self._counts: tuple = (None, None)        # aux_ctrs' counts and the Counters made of them
 
     # ------------------------------------------------------------ the scalars and the logs

@@ -49,6 +49,8 @@ def test_ten_or_more_slaves_refine_the_spec(replicas):
     for seed in (1, 2):
         outcome = run(seed, steps=600, replicas=replicas)
         assert outcome.ok and outcome.actions.get("ReplicaConnect", 0) >= replicas, (outcome.violation, outcome.message)
+        unchecked = World(draw(seed, {"replicas": str(replicas)}), check=False).run(600)     # no checker to ask
+        assert unchecked.ok and unchecked.trace_hash == outcome.trace_hash
 
 
 def test_the_number_of_slaves_is_bounded():
