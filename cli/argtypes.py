@@ -56,3 +56,52 @@ def trace_hash(text: str) -> str:
             f"expected a trace hash ({' or '.join(map(str, TRACE_HASH_HEX_DIGITS))} hex digits, as `ackorder sim` "
             f"prints it), got {text!r}")
     return digits
+
+
+def int_at_least(minimum: int, what: str):
+    """An argparse type: an integer >= minimum, or a one-line usage error."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+    return parse
+
+
+positive_int = int_at_least(1, "a positive integer")
+natural_int = int_at_least(0, "a natural number")
+
+
+def float_at_least(minimum: float, what: str, strictly: bool = False):
+    """An argparse type: a finite number >= minimum (> minimum when ``strictly``), or a one-line usage error."""
+    import math
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not math.isfinite(value) or value < minimum or (strictly and value == minimum):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text}")
+        return value
+    return parse
+
+
+positive_float = float_at_least(0.0, "a positive number", strictly=True)
+natural_float = float_at_least(0.0, "a number >= 0")
+
+
+def bug_name(names: tuple[str, ...]):
+    """An argparse type: a bug switch of ``names`` by either spelling (BugAckOnWrote or
+    ack_on_wrote_bug), or a one-line usage error suggesting the closest."""
+    def parse(text: str) -> str:
+        from spec.config import ConfigError, resolve_bug
+
+        try:
+            return resolve_bug(text, names)
+        except ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    return parse

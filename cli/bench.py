@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.argtypes import output_file
+from cli.argtypes import natural_float, output_file, positive_float, positive_int
 from cli import errors
 from cli.ui import console as make_console
 
@@ -24,12 +24,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="benchmarks on real processes, files and fsync (ratios, side by side)")
     p.add_argument("scenario", choices=SCENARIOS)
     p.add_argument("--producers", default="1,4,16,64,256", help="producer counts (comma-separated)")
-    p.add_argument("--count", type=int, default=3_000, help="messages per measurement point")
-    p.add_argument("--size", type=int, default=256, help="message body bytes")
-    p.add_argument("--delay-ms", type=float, default=2.0, help="slave delay each way (ack)")
-    p.add_argument("--pool", type=int, default=4, help="send_message_thread_pool_nums (ack)")
+    p.add_argument("--count", type=positive_int, default=3_000, help="messages per measurement point")
+    p.add_argument("--size", type=positive_int, default=256, help="message body bytes")
+    p.add_argument("--delay-ms", type=natural_float, default=2.0, help="slave delay each way (ack)")
+    p.add_argument("--pool", type=positive_int, default=4, help="send_message_thread_pool_nums (ack)")
     p.add_argument("--tsp-producers", default="4,64", help="producer counts of the tsp scenario")
-    p.add_argument("--tsp-count", type=int, default=1_000,
+    p.add_argument("--tsp-count", type=positive_int, default=1_000,
                    help="messages per tsp point at most (the pool-on points are slow by design)")
     p.add_argument("--campaign-seeds", type=int, default=2_000,
                    help="seeds of the fuzz-campaign part of sim (400 steps each, the default campaign; 0: none, "
@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sim-seeds", default="0,9",
                    help="the seeds every sim point runs (comma-separated; 0 crashes its master about once "
                         "per 1,000 steps, 9 about once per 10,000)")
-    p.add_argument("--baseline-max-steps", type=int, default=100_000,
+    p.add_argument("--baseline-max-steps", type=positive_int, default=100_000,
                    help="sim: the longest run the --baseline tree makes (its checked cost may grow with the run)")
     p.add_argument("--full", action="store_true", help="sim: also a 1,000,000-step checked run")
     p.add_argument("--trace-events", default="2000,20000",
@@ -53,14 +53,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trace-real-messages", type=int, default=300,
                    help="messages through a real master and slave whose traces are checked (traces; 0: none)")
     p.add_argument("--sim-model", default="sync_both_all_large", help="the model TLC simulates (tlcsim)")
-    p.add_argument("--sim-traces", type=int, default=20_000, help="behaviours TLC simulates (tlcsim, tlcbugs)")
-    p.add_argument("--sim-tasks", type=int, default=8, help="TLC tasks on Spark (tlcsim, tlcbugs)")
-    p.add_argument("--sim-depth", type=int, default=40, help="behaviour length (tlcsim, tlcbugs)")
-    p.add_argument("--rss-gib", type=float, default=2.0, help="GiB written through master and slave (rss)")
-    p.add_argument("--rss-size", type=int, default=16 * 1024, help="message body bytes of the rss scenario")
+    p.add_argument("--sim-traces", type=positive_int, default=20_000, help="behaviours TLC simulates (tlcsim, tlcbugs)")
+    p.add_argument("--sim-tasks", type=positive_int, default=8, help="TLC tasks on Spark (tlcsim, tlcbugs)")
+    p.add_argument("--sim-depth", type=positive_int, default=40, help="behaviour length (tlcsim, tlcbugs)")
+    p.add_argument("--rss-gib", type=positive_float, default=2.0, help="GiB written through master and slave (rss)")
+    p.add_argument("--rss-size", type=positive_int, default=16 * 1024, help="message body bytes of the rss scenario")
     p.add_argument("--baseline", type=Path, default=None, metavar="DIR",
                    help="a source tree to compare with (cpu, sim: the same points run from it, side by side)")
-    p.add_argument("--cpu-count", type=int, default=20_000, help="messages per cpu point")
+    p.add_argument("--cpu-count", type=positive_int, default=20_000, help="messages per cpu point")
     p.add_argument("--quick", action="store_true",
                    help="controller: 1 and 20 groups, 100 ms heartbeats, 500 ms timeout (under a minute); "
                         "sim: a 200-seed campaign, a smaller long/short comparison, 15 programs per machine, "

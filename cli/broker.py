@@ -14,10 +14,11 @@ from collections.abc import Callable
 from rich.table import Table
 
 from reference.config import add_store_flags
-from cli.argtypes import output_file
+from cli.argtypes import bug_name, output_file
 from cli import errors
 from cli.ui import console as make_console
 from spec.config import ConfigError
+from spec.failover.config import FAILOVER_BUG_NAMES
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -71,7 +72,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     node.add_argument("--shrink-after-ms", type=int, default=15_000,
                       help="drop a SyncStateSet member with no HA connection for this long "
                            "(haMaxTimeSlaveNotCatchup, default 15000)")
-    node.add_argument("--failover-bug", action="append", default=[], metavar="NAME",
+    node.add_argument("--failover-bug", action="append", default=[], metavar="NAME", type=bug_name(FAILOVER_BUG_NAMES),
                       help="switch on a seeded broker-side failover defect (BugTruncateNotDurable, BugNoAllAck, ...)")
     node.add_argument("--inject-ha-lag-ms", type=int, default=0, metavar="N",
                       help="fault injection, a slow link: while master, DATA to --inject-ha-lag-to leaves N ms late")

@@ -10,46 +10,54 @@ import json
 import sys
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.argtypes import output_file
+from cli import errors
+from cli.argtypes import bug_name, natural_int, output_file, positive_float, positive_int
 from cli.broker import guarded
+from cli.ui import bar_column, console as make_console
 from spec.config import BUG_NAMES
-from cli.ui import console as make_console
+from spec.failover.config import FAILOVER_BUG_NAMES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("chaos", help="kill -9 a real master under load (and corrupt, inject I/O errors, "
                                      "cut the power); check every acknowledged message")
-    p.add_argument("--kills", type=int, default=10, help="SIGKILLs of the master (default 10)")
-    p.add_argument("--replicas", type=int, default=1, help="slaves (SYNC_MASTER when > 0; default 1)")
-    p.add_argument("--corrupt", action="store_true", help="corrupt the unacknowledged segment tail between restarts")
-    p.add_argument("--io-errors", action="store_true", help="inject write and fsync errors in some incarnations")
+    # A flag of one mode only has no default here, so that naming it in another mode is refused, not ignored.
+    p.add_argument("--kills", type=positive_int, default=None,
+                   help="SIGKILLs of the master, or with --power-loss recorded runs (default 10)")
+    p.add_argument("--replicas", type=natural_int, default=None, help="slaves (SYNC_MASTER when > 0; default 1)")
+    p.add_argument("--corrupt", action="store_true", default=None,
+                   help="corrupt the unacknowledged segment tail between restarts")
+    p.add_argument("--io-errors", action="store_true", default=None,
+                   help="inject write and fsync errors in some incarnations")
     p.add_argument("--power-loss", action="store_true",
                    help="record the store's file operations and check every crash state a power loss could "
                         "leave (ALICE/CrashMonkey style) instead of kill -9")
     p.add_argument("--failover", action="store_true",
                    help="a controller and three broker nodes (SYNC_MASTER, ALL_IN_SYNC); kill -9 the master, "
                         "check every acknowledged message on the new one, report the failover time")
-    p.add_argument("--failovers", type=int, default=10, help="--failover: masters killed (default 10)")
-    p.add_argument("--failover-bug", action="append", default=[], metavar="NAME",
+    p.add_argument("--failovers", type=positive_int, default=None, help="--failover: masters killed (default 10)")
+    p.add_argument("--failover-bug", action="append", default=None, metavar="NAME", type=bug_name(FAILOVER_BUG_NAMES),
                    help="--failover: run the nodes with a seeded broker-side defect (BugTruncateNotDurable, "
                         "BugNoAllAck, ...)")
-    p.add_argument("--settle-timeout-s", type=float, default=30.0,
+    p.add_argument("--settle-timeout-s", type=positive_float, default=None,
                    help="--failover: how long a restarted broker may take to rejoin the SyncStateSet (default 30)")
-    p.add_argument("--slow-member-lag-ms", type=int, default=0, metavar="N",
+    p.add_argument("--slow-member-lag-ms", type=natural_int, default=None, metavar="N",
                    help="--failover: b3's link is slow (DATA to it leaves N ms late); the other slave is killed, then "
                         "the master, so b3 must take over (--failovers 1)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--producers", type=int, default=8)
-    p.add_argument("--size", type=int, default=200, help="message body bytes")
-    p.add_argument("--segment-bytes", type=int, default=None,
+    p.add_argument("--producers", type=positive_int, default=8)
+    p.add_argument("--size", type=positive_int, default=200, help="message body bytes")
+    p.add_argument("--segment-bytes", type=positive_int, default=None,
                    help="small, so that runs cross segment rolls (default 256 KiB; with --power-loss 8 KiB)")
-    p.add_argument("--messages", type=int, default=150, help="--power-loss: messages per recorded run")
-    p.add_argument("--max-load-s", type=float, default=1.0, help="longest load before a kill (seconds)")
-    p.add_argument("--bug", action="append", default=[], choices=BUG_NAMES, metavar="NAME",
-                   help="run the master with a seeded defect (to see the checks bite)")
+    p.add_argument("--messages", type=positive_int, default=None, help="--power-loss: messages per recorded run "
+                                                                       "(default 150)")
+    p.add_argument("--max-load-s", type=positive_float, default=1.0,
+                   help="longest load before a kill (seconds; at least 0.2 is used)")
+    p.add_argument("--bug", action="append", default=None, type=bug_name(BUG_NAMES), metavar="NAME",
+                   help="run the master with a seeded defect (to see the checks bite), either spelling")
     p.add_argument("--dir", type=Path, default=None, help="keep the nodes' data and logs here")
     p.add_argument("--json", type=output_file, metavar="FILE", help="write the full report as JSON")
     p.set_defaults(func=main)
@@ -65,10 +73,38 @@ def main(args: argparse.Namespace) -> int:
         return 3
 
 
+# The flags each mode takes beyond the common ones (seed, producers, size, segment bytes, load, dir, json),
+# and their defaults.
+MODE_FLAGS = {
+    "kill -9": {"kills": 10, "replicas": 1, "corrupt": False, "io_errors": False, "bug": []},
+    "--power-loss": {"kills": 10, "messages": 150, "bug": []},
+    "--failover": {"failovers": 10, "failover_bug": [], "settle_timeout_s": 30.0, "slow_member_lag_ms": 0},
+}
+
+
+def with_mode_defaults(args: argparse.Namespace) -> str:
+    """The mode the flags name; its flags' defaults filled in; a usage error for a flag of another mode
+    (before, such a flag was ignored and the run went on as if it had not been given)."""
+    if args.power_loss and args.failover:
+        raise errors.UsageError("--power-loss and --failover: one mode at a time")
+    mode = "--power-loss" if args.power_loss else "--failover" if args.failover else "kill -9"
+    for other, flags in MODE_FLAGS.items():
+        for flag in flags:
+            if other != mode and flag not in MODE_FLAGS[mode] and getattr(args, flag) is not None:
+                name = "--" + flag.replace("_", "-")
+                raise errors.UsageError(f"{name}: a flag of {'the kill -9 run' if other == 'kill -9' else other}, "
+                                        f"not of {'the kill -9 run' if mode == 'kill -9' else mode}")
+    for flag, default in MODE_FLAGS[mode].items():
+        if getattr(args, flag) is None:
+            setattr(args, flag, default)
+    return mode
+
+
 def _main(args: argparse.Namespace) -> int:
-    if args.power_loss:
+    mode = with_mode_defaults(args)
+    if mode == "--power-loss":
         return _power_loss(args)
-    if args.failover:
+    if mode == "--failover":
         return _failover(args)
     from reference.real.chaos import ChaosOptions, run_chaos
 
@@ -100,7 +136,7 @@ def _summary(console, args: argparse.Namespace, title: str, out: dict, keys: tup
 
 def _with_progress(console, label: str, total: int, run):
     """``run(progress)`` under a rich progress bar; ``progress(done, what happens now)``."""
-    columns = [TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    columns = [TextColumn(label), bar_column(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.description}")]
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("", total=total)

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from cli import errors
+from cli.argtypes import bug_name
 from spec.config import ConfigError
 
 
@@ -47,8 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="how long a metadata write may retry across the endpoints before the controller gives "
                         f"up and stops with exit 3 (default {ETCD_TIMEOUT_MS_DEFAULT})")
     bugs = CONTROLLER_BUG_NAMES + ETCD_BUG_NAMES
-    p.add_argument("--bug", action="append", default=[], choices=bugs, metavar="NAME",
-                   help=f"switch a controller bug on (repeatable): {', '.join(bugs)}")
+    p.add_argument("--bug", action="append", default=[], type=bug_name(bugs), metavar="NAME",
+                   help=f"switch a controller bug on (repeatable, either spelling): {', '.join(bugs)}")
     p.set_defaults(func=main)
 
 
@@ -77,9 +78,10 @@ def main(args: argparse.Namespace) -> int:
                              store_bugs=store_bugs)
     try:
         return serve_controller(opts)
-    except OSError as err:
+    except OSError as err:            # the machine's (a port in use, no permission) or the input's: os_error_exit
         place = f"{err.filename}: " if err.filename else ""
-        raise errors.EnvironmentFailure(f"{place}{err.strerror or err}") from None
+        failure = errors.EnvironmentFailure if errors.os_error_exit(err) == errors.ENVIRONMENT else errors.UsageError
+        raise failure(f"{place}{err.strerror or err}") from None
 
 
 def _etcd_endpoints(args: argparse.Namespace) -> list[tuple[str, int]]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from cli.ui import GAP
+
 
 def branch_table(rows, runs_word: str | None, tlc: dict | None = None,
                  title: str = "Spec coverage: branches") -> Table:
@@ -28,7 +30,7 @@ def branch_table(rows, runs_word: str | None, tlc: dict | None = None,
         if tlc is not None:
             cells.append(tlc.get(r.key, "-"))
         if runs_word is not None:
-            cells.append(Text("" if r.reached else f"unreached: {r.note}", style="bold red"))
+            cells.append(Text("" if r.reached else f"unreached: {r.note}", style=GAP))
         table.add_row(*cells)
     return table
 
@@ -40,7 +42,7 @@ def antecedent_table(rows, runs_word: str) -> Table:
         table.add_column(col, justify=justify)
     for r in rows:
         table.add_row(r.group, r.name, f"{r.runs:,}", f"{r.times:,}",
-                      Text("" if r.reached else "unreached", style="bold red"))
+                      Text("" if r.reached else "unreached", style=GAP))
     return table
 
 

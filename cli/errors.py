@@ -6,18 +6,26 @@
 * 3 — the environment failed (Java missing, a Spark master or a broker unreachable, a port in use, a disk
   that fails or is full: ``os_error_exit``).
 
-A Ctrl-C ends a command with 130 (the shell's convention for SIGINT) after it kept what finished.
+A Ctrl-C or a SIGTERM ends a command with 130 (the shell's convention for SIGINT) after it kept what finished
+(cli/main.py); a server stops cleanly on either with 0.
 """
 
 from __future__ import annotations
 
 import errno
+import threading
 
 OK = 0
 VIOLATION = 1
 USAGE = 2
 ENVIRONMENT = 3
 INTERRUPTED = 130
+
+
+# Set by cli/main.py's SIGINT and SIGTERM handlers before they raise KeyboardInterrupt: Python drops an
+# exception raised in an object's finalizer (z3's objects have them), so a command may run to its end
+# after a Ctrl-C; it then still ends with INTERRUPTED, not with a verdict.
+STOP_REQUESTED = threading.Event()
 
 
 class UsageError(Exception):
@@ -28,17 +36,19 @@ class EnvironmentFailure(Exception):
     """Something outside the input failed (exit 3): a missing program, an unreachable service."""
 
 
-# An OSError is the machine's, not the command line's, when it says a disk cannot write or sync, there
-# is no space or memory or no descriptor left, the file system is read-only, the user may not, or
-# another process holds the port.  Any other (a file where a directory should be, no such path, an
-# address that is not this machine's) is about what the command line named.
-ENVIRONMENT_ERRNOS = frozenset({errno.EIO, errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENOMEM, errno.EMFILE,
-                                errno.ENFILE, errno.EACCES, errno.EPERM, errno.EADDRINUSE})
+# An OSError is about what the command line named when it says the path or address is not what the
+# command needs: no such path, a file where a directory should be (or the other way round), a name
+# that exists already, an address that is not this machine's.  Any other is the machine's: a disk
+# that cannot write or sync, no space, memory or descriptor left, a read-only file system, no
+# permission, a port another process holds, a peer that refuses or does not answer, and the
+# project's own errno-less ones (an etcd with no majority).
+INPUT_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.ENOTEMPTY,
+                          errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL, errno.EADDRNOTAVAIL})
 
 
 def os_error_exit(err: OSError) -> int:
-    """The exit code of a command stopped by ``err``: 3 for the machine's, 2 for the input's."""
-    return ENVIRONMENT if err.errno in ENVIRONMENT_ERRNOS else USAGE
+    """The exit code of a command stopped by ``err``: 2 for the input's, 3 for the machine's."""
+    return USAGE if err.errno in INPUT_ERRNOS else ENVIRONMENT
 
 
 def os_error_line(command: str, err: OSError) -> str:

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from cli import errors
 from cli.sim import natural_int, positive_int
-from cli.ui import console as make_console, print_line
+from cli.ui import FAILED, FOUND_AS_EXPECTED, bar_column, console as make_console, print_line
 from spec.config import ConfigError, resolve_bug
 
 REACH_TIMEOUT_S = 3.0
@@ -67,8 +67,14 @@ def parse_conf(items: list[str]) -> dict[str, str]:
             # Spark's launcher refuses it, and the JVM never starts: bad input, not a broken machine
             raise ConfigError(f"--conf {key.strip()}: Spark does not take -Xmx among a JVM's options; "
                               f"set {JVM_OPTIONS[key.strip()]} instead")
+        if key.strip().endswith((".memory", ".memoryOverhead")) and not SPARK_SIZE.fullmatch(value.strip()):
+            # the JVM would not start, with a page of Java stack trace, and it would look like exit 3
+            raise ConfigError(f"--conf {key.strip()}={value.strip()!r}: expected a size such as 512m or 2g")
         out[key.strip()] = value.strip()
     return out
+
+
+SPARK_SIZE = re.compile(r"\d+(?:[kmgtp]b?|b)?", re.IGNORECASE)     # Spark's byte strings: 1024, 512m, 2g, 4gb
 
 
 JVM_OPTIONS = {"spark.driver.extraJavaOptions": "spark.driver.memory",
@@ -107,6 +113,7 @@ def verdict(summary: dict, bug: str | None) -> tuple[int, str]:
 
 def main(args: argparse.Namespace) -> int:
     from spark_fuzz.campaign import CampaignSpec, DeterminismError, run_campaign, spark_session
+    from spark_fuzz.ledger import LedgerError
     from spark_fuzz.seeds import DEFAULT_STEPS, LONG_STEPS, load_matrix
 
     console = make_console()
@@ -141,6 +148,8 @@ def main(args: argparse.Namespace) -> int:
     except DeterminismError as err:
         console.print(f"[bold red]determinism audit failed:[/] {err}")
         return errors.VIOLATION
+    except LedgerError as err:               # --resume over an --out whose ledger is not a campaign's
+        raise errors.UsageError(str(err)) from None
     finally:
         spark.stop()
     print_summary(console, summary)
@@ -154,9 +163,9 @@ def main(args: argparse.Namespace) -> int:
 
 def with_progress_bar(console, run):
     """Run a campaign with a progress bar fed by its batches."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    columns = [TextColumn("campaign"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]} seeds/s"),
+    columns = [TextColumn("campaign"), bar_column(), MofNCompleteColumn(), TextColumn("{task.fields[rate]} seeds/s"),
                TextColumn("violations {task.fields[bad]}"), TimeElapsedColumn()]
     with Progress(*columns, console=console) as bar:
         task = bar.add_task("campaign", total=None, rate="-", bad=0)
@@ -194,9 +203,13 @@ def print_summary(console, summary: dict) -> None:
         console.print("faults injected: " + ", ".join(f"{k} {v:,}" for k, v in summary["faults"].items()))
     if "audit" in summary:
         console.print(f"determinism audit: {summary['audit']['seeds']} seeds re-run, same trace hashes")
+    from tla.manifest import expected_violations
+
+    expected = expected_violations(summary["bug"]) if summary["bug"] else frozenset()
     for rep in summary["reproducers"]:
         last = rep["message"].strip().splitlines()[-1] if rep["message"].strip() else ""
-        console.print(f"[bold red]{rep['signature']}[/] ×{rep['count']} (first at seed index {rep['index']}): {last}")
+        style = FOUND_AS_EXPECTED if rep["outcome"] in expected else FAILED
+        console.print(f"[{style}]{rep['signature']}[/] ×{rep['count']} (first at seed index {rep['index']}): {last}")
         if rep.get("reproducer"):
             print_line(rep["reproducer"])
         if rep.get("trace"):
@@ -224,22 +237,21 @@ def print_per_cpu_hour(console, history: list[dict]) -> None:
 def report_main(args: argparse.Namespace) -> int:
     from spark_fuzz.report import write_report
 
+    from spark_fuzz import ledger
+
     console = make_console()
     summary_path = args.out / "summary.json"
     try:
-        summary = json.loads(summary_path.read_text())
+        summary = ledger.load_summary(args.out)
+        rows = ledger.read_ledger(args.out, summary["campaign"]).to_pylist()
     except FileNotFoundError:
         raise errors.UsageError(f"{summary_path}: no campaign there (run `ackorder fuzz --out {args.out}`)") from None
-    except OSError as err:
-        raise errors.UsageError(f"{summary_path}: {err.strerror}") from None
-    except json.JSONDecodeError as err:
-        raise errors.UsageError(f"{summary_path}: line {err.lineno}: {err.msg}") from None
+    except ledger.LedgerError as err:
+        raise errors.UsageError(str(err)) from None
     from cli.coverage import print_coverage
-    from spark_fuzz import ledger
     from spark_fuzz.report import spec_coverage
 
     paths = write_report(args.out, summary)
-    rows = ledger.read_ledger(args.out, summary["campaign"]).to_pylist()
     print_coverage(console, *spec_coverage(rows, summary.get("bug")), "seeds")
     console.print("wrote " + ", ".join(str(p) for p in paths))
     return errors.OK

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import signal
 import sys
+import threading
 
 from cli import errors
 
@@ -62,6 +64,22 @@ def split_passthrough(argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    errors.STOP_REQUESTED.clear()
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if on_main_thread else None
+    if previous is signal.default_int_handler:      # not where SIGINT is ignored (a shell's background job)
+        signal.signal(signal.SIGINT, _interrupt)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:            # before the command ran: while its modules were being imported
+        sys.stderr.write("ackorder: interrupted\n")
+        return errors.INTERRUPTED
+    finally:
+        if previous is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)    # progress reaches a pipe (make run | tee) as it happens
     argv, passthrough = split_passthrough(list(sys.argv[1:] if argv is None else argv))
@@ -80,6 +98,13 @@ def run_command(args: argparse.Namespace) -> int:
     from tla.tlc import TlcUnavailable
 
     where = f"ackorder {args.command}"
+    # A SIGTERM (a `timeout`, a CI job cancelled) stops a command as a Ctrl-C does: what it started
+    # (TLC's JVMs, Spark) is stopped and what finished is kept, not left running behind a dead parent.
+    # A server installs its own handler for a clean stop; one already set here is left alone.
+    terminate = signal.getsignal(signal.SIGTERM)
+    as_interrupt = terminate is signal.SIG_DFL and threading.current_thread() is threading.main_thread()
+    if as_interrupt:
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         code = args.func(args)
     except KeyboardInterrupt:
@@ -94,9 +119,20 @@ def run_command(args: argparse.Namespace) -> int:
     except OSError as err:
         sys.stderr.write(errors.os_error_line(args.command, err) + "\n")
         return errors.os_error_exit(err)
+    finally:
+        if as_interrupt:
+            signal.signal(signal.SIGTERM, terminate)
+    if errors.STOP_REQUESTED.is_set():       # a Ctrl-C the command never saw (raised in a finalizer, dropped)
+        sys.stderr.write(f"{where}: interrupted\n")
+        return errors.INTERRUPTED
     assert code in (errors.OK, errors.VIOLATION, errors.USAGE, errors.ENVIRONMENT, errors.INTERRUPTED), \
         f"{where} returned exit code {code!r}"
     return code
+
+
+def _interrupt(signum, frame) -> None:
+    errors.STOP_REQUESTED.set()
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

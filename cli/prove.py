@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 
 import attrs
 from rich.console import Console
@@ -13,7 +14,7 @@ from rich.table import Table
 from cli.argtypes import output_file
 from cli import errors
 from cli.ui import console as make_console
-from spec.proofs import ProofReport, changed, prove_all
+from spec.proofs import STOP, ProofReport, changed, prove_all
 from tla.manifest import FAILOVER_MODULE, SPEC_MODULE, spec_configs
 
 
@@ -90,8 +91,17 @@ def print_report(console: Console, report: ProofReport, verbose: bool = False) -
 
 def main(args: argparse.Namespace) -> int:
     console = make_console()
-    with console.status("proving") as status:
-        report = prove_manifest(lambda name: status.update(f"proving: {name} done"))
+    if errors.STOP_REQUESTED.is_set():      # a Ctrl-C while the command was being imported, dropped there
+        raise KeyboardInterrupt
+    STOP.clear()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: STOP.set())   # raised at the next check
+    try:
+        with console.status("proving") as status:
+            report = prove_manifest(lambda name: status.update(f"proving: {name} done"))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if STOP.is_set():                       # after the last check: no verdict from an interrupted run
+        raise KeyboardInterrupt
     print_report(console, report, args.verbose)
     console.print(f"{'all proofs hold and every bug has a CTI' if report.ok else '[bold red]NOT all as expected[/]'} "
                   f"({report.seconds:.1f} s)")

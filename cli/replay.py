@@ -29,7 +29,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the seed is a failover campaign's (reference/failover/drive.py), not the write path's")
     p.add_argument("--emit-test", type=output_file, metavar="FILE",
                    help="write the failure's spec behaviour as a pytest file driving the reference cores")
-    p.set_defaults(func=main)
+    p.set_defaults(func=main, steps=None)      # None: not given (a program has no steps to count)
+
+
+SEED_STEPS = 10_000      # --steps when a seed is replayed and none is given (as `ackorder sim`)
+SEED_ONLY = ("steps", "config", "bug", "expect_hash", "json")   # what a program, which pins its own, cannot take
 
 
 def replay_file(path: Path, trace: Path | None = None) -> tuple[str | None, str]:
@@ -58,6 +62,13 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace, trace: Path | None) -> int:
+    if args.program is not None:
+        given = [f"--{flag.replace('_', '-')}" for flag in SEED_ONLY if getattr(args, flag) not in (None, [])]
+        if given or args.failover:
+            raise errors.UsageError(f"{', '.join(given or ['--failover'])}: a seed's, not a program's (a program "
+                                    "pins its machine, configuration and steps itself)")
+    elif args.steps is None:
+        args.steps = SEED_STEPS
     if args.failover:
         return replay_failover(args)
     if args.seed is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 from rich.table import Table
 
-from cli.argtypes import output_file
+from cli.argtypes import natural_int, output_file, positive_int  # noqa: F401  (others import them from here)
 from cli import errors
 from cli.ui import console as make_console, print_line
 from reference.sim.params import draw
@@ -19,21 +19,6 @@ from reference.sim.world import Outcome, World
 from spec.config import ConfigError, resolve_bug
 
 
-def int_at_least(minimum: int, what: str):
-    """An argparse type: an integer >= minimum, or a one-line usage error."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
-        return value
-    return parse
-
-
-positive_int = int_at_least(1, "a positive integer")
-natural_int = int_at_least(0, "a natural number")
 
 
 def add_seed_arguments(p: argparse.ArgumentParser, default_steps: int = 10_000) -> None:

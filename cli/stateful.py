@@ -13,7 +13,7 @@ from pathlib import Path
 from cli.argtypes import output_file, output_file_in_new_directory
 from cli import errors
 from cli.sim import positive_int
-from cli.ui import console as make_console, print_line
+from cli.ui import FAILED, FOUND_AS_EXPECTED, console as make_console, print_line
 from spec.config import resolve_bug
 
 MACHINES = ("SpecMachine", "RefinementMachine", "RealStoreMachine")
@@ -42,8 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def machine_name(text: str) -> str:
+    """A machine's class name, or its first word (``spec``, ``refinement``, ``real``), any case."""
     for name in MACHINES:
-        if text.lower() in (name.lower(), name.lower().removesuffix("machine")):
+        short = name.lower().removesuffix("machine")
+        if text.lower() in (name.lower(), short, short.removesuffix("store")):
             return name
     raise argparse.ArgumentTypeError(f"unknown machine {text!r}; known: {', '.join(MACHINES)}")
 
@@ -116,7 +118,9 @@ def main(args: argparse.Namespace) -> int:
             return errors.VIOLATION
         return errors.OK
     prop = getattr(failure, "prop", "refinement" if isinstance(failure, RefinementError) else "assertion")
-    console.print(f"[bold red]{machine.__name__} failed: {prop}[/] ({seconds:.1f} s)\n{failure}")
+    as_expected = bool(bug) and prop in expected_violations(bug)
+    console.print(f"[{FOUND_AS_EXPECTED if as_expected else FAILED}]{machine.__name__} failed: {prop}[/] "
+                  f"({seconds:.1f} s)\n{failure}")
     # Hypothesis attaches the failing program to the exception as notes (older versions report it).
     notes = [line for note in getattr(failure, "__notes__", []) for line in str(note).splitlines()]
     program = extract_program(notes + reported)
@@ -130,10 +134,9 @@ def main(args: argparse.Namespace) -> int:
     if hasattr(machine, "trace_to") and trace.exists() and trace.stat().st_mtime >= start_wall:
         console.print(f"the failing case's spec-level trace (`ackorder trace-check {trace}`):")
         print_line(str(trace))
+    if as_expected:
+        console.print(f"[green]{bug} caught as {prop}, as expected[/]")
+        return errors.OK
     if bug:
-        expected = expected_violations(bug)
-        if prop in expected:
-            console.print(f"[green]{bug} caught as {prop}, as expected[/]")
-            return errors.OK
-        console.print(f"[bold red]{bug} caught as {prop}, expected {' or '.join(sorted(expected))}[/]")
+        console.print(f"[bold red]{bug} caught as {prop}, expected {' or '.join(sorted(expected_violations(bug)))}[/]")
     return errors.VIOLATION

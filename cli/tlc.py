@@ -9,13 +9,13 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from cli.argtypes import output_file
 from cli import errors
-from cli.ui import console as make_console, print_line
+from cli.ui import FAILED, FOUND_AS_EXPECTED, bar_column, console as make_console, print_line
 from spec.config import ConfigError
 from tla import counterexample
 from tla.check import Events, Verdict, check_models, new_log_dir, update_manifest, verdict_json
@@ -105,6 +105,9 @@ def choose_models(args: argparse.Namespace) -> list[Model]:
     chosen: list[Model] = []
     for name in args.models:
         path = Path(name)
+        if name.endswith(".tla"):
+            raise ConfigError(f"{name}: a spec module, not a model: give its cfg (`ackorder tlc My.cfg`, the .tla "
+                              "beside it) or both (`--spec My.tla --config My.cfg`)")
         if name.endswith(".cfg") or path.is_file():
             owner = next((m for m in manifest if path.is_file() and m.cfg_path == path.resolve()), None)
             chosen.append(owner or adhoc_model(path, None, args.expect))
@@ -123,6 +126,10 @@ def main(args: argparse.Namespace) -> int:
     models = choose_models(args)
     if args.list:
         list_models(console, models)
+        if args.json:            # the same rows (it was never written with --list)
+            args.json.write_text(json.dumps([{"model": m.model, "kind": m.kind, "size": m.size, "expected": m.expected,
+                                              "distinct_states": m.distinct_states, "depth": m.depth, "title": m.title}
+                                             for m in models], indent=2) + "\n")
         return errors.OK
     if not models:
         raise errors.UsageError("no model matches the selection (`ackorder tlc --list` shows them)")
@@ -132,11 +139,16 @@ def main(args: argparse.Namespace) -> int:
     if args.emit_test and all(m.is_failover for m in models if m.kind == "bug"):
         raise errors.UsageError("--emit-test: the reference cores model the write path, not failover: name a "
                                 "write-path bug model, e.g. BugAckOnWrote")
+    emitted = [m for m in models if m.kind == "bug" and not m.is_failover]
+    if args.emit_test and args.emit_test.suffix == ".py" and len(emitted) > 1:
+        raise errors.UsageError(f"--emit-test {args.emit_test}: a .py file holds one model's test; give a directory "
+                                f"for {len(emitted)}")
     if args.update_manifest and (args.workers != 1 or not options.exhaustive):
         raise errors.UsageError("--update-manifest needs an exhaustive check with --workers 1")
     jobs = args.jobs or max(1, (os.cpu_count() or 1) // args.workers)
     if jobs < 1:
         raise errors.UsageError(f"--jobs must be at least 1, got {jobs}")
+    fuzz = fuzz_coverage(args.fuzz_out) if args.coverage else None      # a bad --fuzz-out: refused before TLC runs
     log_dir = new_log_dir()
     try:
         verdicts = run_with_progress(console, models, options, jobs, log_dir, not args.no_check_counts)
@@ -156,7 +168,7 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps(records, indent=2) + "\n")
     if args.coverage:
-        show_coverage(console, verdicts, args.fuzz_out)
+        show_coverage(console, verdicts, args.fuzz_out, fuzz)
     if args.emit_test:
         if not emit_tests(console, verdicts, args.emit_test):
             return errors.VIOLATION
@@ -185,10 +197,7 @@ def emit_tests(console: Console, verdicts: list[Verdict], path: Path) -> bool:
                                 "write-path bug model, e.g. BugAckOnWrote")
     if not with_cex:
         raise errors.UsageError("--emit-test: no bug model gave its counterexample (name bug models, e.g. BugAckOnWrote)")
-    single = path.suffix == ".py"
-    if single and len(with_cex) > 1:
-        raise errors.UsageError(f"--emit-test {path}: a .py file holds one model's test; give a directory for "
-                                f"{len(with_cex)}")
+    single = path.suffix == ".py"         # one model at most then (refused before TLC ran otherwise)
     ok = True
     for v in with_cex:
         target = path if single else path / counterexample_file(v.model.model)
@@ -205,23 +214,30 @@ def emit_tests(console: Console, verdicts: list[Verdict], path: Path) -> bool:
     return ok
 
 
-def show_coverage(console: Console, verdicts: list[Verdict], fuzz_out: Path) -> None:
-    """TLC's own coverage of every branch of the spec, beside a fuzz campaign's (if one is there)."""
+def fuzz_coverage(fuzz_out: Path) -> tuple[list, str] | None:
+    """The branch rows of the fuzz campaign in ``fuzz_out`` and what its runs are called, or None
+    when there is no campaign; a summary or ledger that is not a campaign's is a usage error."""
+    if not (fuzz_out / "summary.json").exists():
+        return None
+    from spark_fuzz import ledger
+    from spark_fuzz.report import spec_coverage
+
+    try:
+        campaign = ledger.load_summary(fuzz_out)
+        seeds = ledger.read_ledger(fuzz_out, campaign["campaign"]).to_pylist()
+    except ledger.LedgerError as err:
+        raise errors.UsageError(f"--fuzz-out: {err}") from None
+    return spec_coverage(seeds, campaign.get("bug"))[0], f"seeds of {campaign['campaign']}"
+
+
+def show_coverage(console: Console, verdicts: list[Verdict], fuzz_out: Path, fuzz: tuple[list, str] | None) -> None:
+    """TLC's own coverage of every branch of the spec, beside a fuzz campaign's (``fuzz_coverage``)."""
     from cli.coverage import branch_table
     from spec.coverage import branch_table as rows_for
     from tla.coverage import branch_counts
 
-    rows, runs_word = rows_for([]), None
-    summary = fuzz_out / "summary.json"
-    if summary.is_file():
-        from spark_fuzz import ledger
-        from spark_fuzz.report import spec_coverage
-
-        campaign = json.loads(summary.read_text())
-        seeds = ledger.read_ledger(fuzz_out, campaign["campaign"]).to_pylist()
-        rows = spec_coverage(seeds, campaign.get("bug"))[0]
-        runs_word = f"seeds of {campaign['campaign']}"
-    else:
+    rows, runs_word = fuzz if fuzz is not None else (rows_for([]), None)
+    if fuzz is None:
         console.print(f"[dim]no fuzz campaign in {fuzz_out} to compare with (`ackorder fuzz --out {fuzz_out}`)[/]")
     for v in verdicts:
         if v.run.log_path is None or not v.model.in_manifest_spec:
@@ -239,6 +255,11 @@ def final_verdict(console: Console, verdicts: list[Verdict]) -> int:
     if not bad:
         console.print(f"[green]all {len(verdicts)} model(s) gave their expected outcome and counts[/]")
         return errors.OK
+    if all(v.run.bad_input for v in bad):
+        # TLC refused what the user gave it (an option, their own spec): bad input, known only once TLC ran
+        first = bad[0]
+        more = f" (and {len(bad) - 1} more model(s))" if len(bad) > 1 else ""
+        raise errors.UsageError(f"{first.model.model}: {first.run.bad_input}{more}")
     by_kind: dict[str, list[str]] = {}
     for v in bad:
         by_kind.setdefault(v.kind, []).append(v.model.model)
@@ -253,7 +274,7 @@ def run_with_progress(console: Console, models: list[Model], options: TlcOptions
     """Check the models with a progress bar weighted by the manifest's state counts."""
     weight = {m.model: max(m.distinct_states or 0, 1) for m in models}
     total = sum(weight.values())
-    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), MofNCompleteColumn(),
+    columns = (TextColumn("{task.description}"), bar_column(), TaskProgressColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[running]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("TLC", total=len(models), running="")
@@ -373,17 +394,20 @@ def simulate_on_spark(args: argparse.Namespace) -> int:
         table.add_row(key, "-" if value is None else f"{value:,}" if isinstance(value, (int, float)) else str(value))
     table.add_row("outcomes", ", ".join(f"{k} {v:,}" for k, v in summary["outcomes"].items()))
     console.print(table)
+    from tla.manifest import expected_violations
+
+    # a bug may first show as another property its model allows (tla/manifest.py)
+    expected = frozenset() if model.expected == "pass" else expected_violations(model.model)
     for rep in summary["reproducers"][:3]:
-        console.print(f"[bold red]{rep['outcome']}[/] (task {rep['index']}): {rep['message'][:200]}")
+        style = FOUND_AS_EXPECTED if rep["outcome"] in expected else FAILED
+        console.print(f"[{style}]{rep['outcome']}[/] (task {rep['index']}): {rep['message'][:200]}")
         print_line(rep["reproducer"])
     console.print(f"ledger: {args.out} (`ackorder fuzz-report --out {args.out}`)")
     found = {o for o in summary["outcomes"] if o != "ok"}
     if model.expected == "pass":
         code = errors.OK if not found else errors.VIOLATION
-    else:               # a bug may first show as another property its model allows (tla/manifest.py)
-        from tla.manifest import expected_violations
-
-        code = errors.OK if found and found <= expected_violations(model.model) else errors.VIOLATION
+    else:
+        code = errors.OK if found and found <= expected else errors.VIOLATION
     why = (f"{model.model}: expected {model.expected}, simulation found "
            f"{', '.join(sorted(found)) if found else 'no violation'}")
     console.print(("[green]" if code == errors.OK else "[bold red]") + why + "[/]")

@@ -9,6 +9,7 @@ schedules the indices the ledger lacks), so counting rows counts seeds.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +26,37 @@ SCHEMA_FIELDS = (
     ("cpu_s", "double"),        # the seed's own CPU time in its task's process (user + system)
     ("violation_step", "long"),  # the step at which the violation was found; 0: none
 )
+
+
+class LedgerError(ValueError):
+    """An OUT directory whose summary or ledger is not what a campaign writes: which file, and why."""
+
+
+# What a campaign's summary.json holds that the report and the coverage tables read, by type.
+SUMMARY_KEYS = {"campaign": str, "seeds": int, "steps": int, "outcomes": dict, "reproducers": list, "by_config": dict}
+
+
+def load_summary(out: Path) -> dict:
+    """OUT/summary.json as a campaign wrote it; LedgerError naming the file and the problem if it is
+    not (FileNotFoundError when there is none)."""
+    path = Path(out) / "summary.json"
+    try:
+        summary = json.loads(path.read_bytes())
+    except UnicodeDecodeError:
+        raise LedgerError(f"{path}: not a text file") from None
+    except json.JSONDecodeError as err:
+        raise LedgerError(f"{path}: line {err.lineno}: {err.msg}") from None
+    except IsADirectoryError:
+        raise LedgerError(f"{path}: a directory, not a campaign's summary") from None
+    if not isinstance(summary, dict):
+        raise LedgerError(f"{path}: a JSON {type(summary).__name__}, not a campaign's summary (an object)")
+    for key, kind in SUMMARY_KEYS.items():
+        if not isinstance(summary.get(key), kind) or (kind is int and isinstance(summary[key], bool)):
+            raise LedgerError(f"{path}: {key!r} is missing or not a{'n' if kind is int else ''} {kind.__name__}: "
+                              "not a summary a campaign wrote")
+    if not all(isinstance(r, dict) and isinstance(r.get("outcome"), str) for r in summary["reproducers"]):
+        raise LedgerError(f"{path}: 'reproducers' holds an entry that is not a reproducer")
+    return summary
 
 
 def spark_schema():
@@ -76,7 +108,12 @@ def read_batch(path: Path) -> pa.Table:
 
 def read_ledger(out: Path, campaign: str, columns: list[str] | None = None) -> pa.Table:
     """Every complete batch of a campaign (empty table if none)."""
-    tables = [pq.read_table(b, columns=columns, partitioning=None) for b in complete_batches(out, campaign)]
+    tables = []
+    for batch in complete_batches(out, campaign):
+        try:
+            tables.append(pq.read_table(batch, columns=columns, partitioning=None))
+        except (pa.ArrowException, OSError) as err:    # a truncated or foreign file among the parts
+            raise LedgerError(f"{batch}: not a batch of this ledger ({str(err).splitlines()[0]})") from None
     if not tables:
         names = columns or [name for name, _ in SCHEMA_FIELDS]
         return pa.table({name: pa.array([], type=pa.string()) for name in names})

@@ -145,6 +145,8 @@ def load_matrix(path: Path | None) -> list[tuple[tuple[str, str], ...]]:
         entries = json.loads(Path(path).read_text())
     except OSError as err:
         raise ConfigError(f"{path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file") from None
     except json.JSONDecodeError as err:
         raise ConfigError(f"{path}: line {err.lineno} column {err.colno}: {err.msg}") from None
     if not isinstance(entries, list) or not entries:

@@ -42,6 +42,7 @@ status followed thenCombine's precedence; ``ekind`` is the status kind).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -469,6 +470,27 @@ def _bounded(a: Abstract, s: S, bound: int) -> z3.BoolRef:
     return z3.And([z3.And(x >= 0, x <= bound) for x in ints])
 
 
+# Set by a Ctrl-C handler that only records it (cli/prove.py): a KeyboardInterrupt raised wherever the
+# signal lands can land in a z3 object's finalizer, where Python prints it and drops it.  The next
+# check raises it instead, from a place where it propagates.
+STOP = threading.Event()
+
+
+def check(solver: z3.Solver, *assumptions) -> z3.CheckSatResult:
+    """``solver.check(*assumptions)``, but a Ctrl-C is a KeyboardInterrupt: z3 takes SIGINT itself,
+    stops and answers ``unknown`` ("interrupted from keyboard"), after which the proofs went on as if
+    nothing had happened (and one run ended as a failed assertion, another as all proved); and one
+    recorded in ``STOP`` outside a check is raised here."""
+    if STOP.is_set():
+        raise KeyboardInterrupt
+    answer = solver.check(*assumptions)
+    # "interrupted from keyboard" under Python's own SIGINT handler, "canceled" under another (no
+    # timeout or resource limit is ever set here, so nothing else cancels a check)
+    if STOP.is_set() or (answer == z3.unknown and any(w in solver.reason_unknown() for w in ("interrupt", "cancel"))):
+        raise KeyboardInterrupt
+    return answer
+
+
 def find_cti(a: Abstract, inv: Callable[[S], z3.BoolRef], prop: Callable[[S], z3.BoolRef]):
     """A small CTI for ``prop``: the smallest offsets bound that admits one.  The unbounded
     query goes first: when it has no model (the conjunct is proved, the usual case) no bounded
@@ -480,7 +502,7 @@ def find_cti(a: Abstract, inv: Callable[[S], z3.BoolRef], prop: Callable[[S], z3
         solver.add(inv(s), next_rel(a, s, t), z3.Not(prop(t)))
         if bound is not None:
             solver.add(_bounded(a, s, bound), _bounded(a, t, bound))
-        return solver.model() if solver.check() == z3.sat else None
+        return solver.model() if check(solver) == z3.sat else None
 
     unbounded = solve(None)
     if unbounded is None:
@@ -501,7 +523,7 @@ def reachable_in(a: Abstract, s: S, t: S, m: z3.ModelRef) -> int | None:
         pre = z3.substitute(_pin(s, m), *[(x, y) for x, y in zip(s.all_vars(), states[k].all_vars())])
         post = z3.substitute(_pin(t, m), *[(x, y) for x, y in zip(t.all_vars(), states[k + 1].all_vars())])
         solver.add(pre, post)
-        if solver.check() == z3.sat:
+        if check(solver) == z3.sat:
             return k
     return None
 
@@ -515,7 +537,7 @@ def shortest_violation(a: Abstract, prop: Callable[[S], z3.BoolRef], tag: str):
         solver.add(init(a, states[0]), z3.Not(prop(states[k])))
         for j in range(k):
             solver.add(next_rel(a, states[j], states[j + 1]))
-        if solver.check() == z3.sat:
+        if check(solver) == z3.sat:
             return states, solver.model()
     return None
 
@@ -534,7 +556,7 @@ def satisfiable_with(solver: z3.Solver, formula: z3.BoolRef, tag: str) -> z3.Che
     (measured 2026-11-26).  A formula found impossible is retracted for good."""
     literal = z3.Bool(f"assume_{tag}")
     solver.add(z3.Implies(literal, formula))
-    answer = solver.check(literal)
+    answer = check(solver, literal)
     if answer == z3.unsat:
         solver.add(z3.Not(literal))
     return answer
@@ -547,8 +569,8 @@ def conjunct_checks(init_state: z3.BoolRef, invariant_and_step: list[z3.BoolRef]
     base.add(init_state)
     step.add(*invariant_and_step)
     # Contradictory assertions would prove every conjunct: each solver must have a model first.
-    assert base.check() == z3.sat, "Init has no state"
-    assert step.check() == z3.sat, "no state satisfying the invariant takes a step"
+    assert check(base) == z3.sat, "Init has no state"
+    assert check(step) == z3.sat, "no state satisfying the invariant takes a step"
     return base, step
 
 

@@ -66,6 +66,30 @@ def _value(node: ast.AST, env: dict, lineno: int):
                            f"{', '.join(CONSTRUCTORS)} are allowed, got {ast.unparse(node)!r}") from None
 
 
+def _outside(strategy, value) -> str | None:
+    """What ``strategy`` draws, when ``value`` is none of it; None when it is, or when this cannot
+    read the strategy (the step then runs and decides).  The machines draw integers, booleans,
+    floats and sampled values: a hand-edited program may hold anything, and a value no test case
+    could hold would fail the step as a defect of the reference rather than of the program."""
+    s = getattr(strategy, "wrapped_strategy", strategy)
+    kind = type(s).__name__
+    if kind == "IntegersStrategy":
+        low, high = getattr(s, "start", None), getattr(s, "end", None)
+        if type(value) is not int or (low is not None and value < low) or (high is not None and value > high):
+            return f"an integer from {low} to {high}"
+    elif kind == "BooleansStrategy" and type(value) is not bool:
+        return "True or False"
+    elif kind == "FloatStrategy":
+        low, high = getattr(s, "min_value", None), getattr(s, "max_value", None)
+        if type(value) not in (int, float) or (low is not None and value < low) or (high is not None and value > high):
+            return f"a number from {low} to {high}"
+    elif kind == "SampledFromStrategy":
+        elements = getattr(s, "elements", None)
+        if elements is not None and not any(type(value) is type(e) and value == e for e in elements):
+            return f"one of {', '.join(map(repr, elements))}"
+    return None
+
+
 def _is_step(method, name: str) -> bool:
     """A rule, an initialize rule or teardown: nothing else may be called."""
     return callable(method) and (name == "teardown" or any(
@@ -82,6 +106,7 @@ def replay_program(text: str, trace_to=None):
     classes = machine_classes()
     env: dict = {}
     state = None
+    initialized: set[str] = set()        # the machine's initialize rules run so far
     for stmt in tree.body:
         target = None
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
@@ -104,14 +129,28 @@ def replay_program(text: str, trace_to=None):
         if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
                 and call.func.value.id == "state") or state is None:
             raise ProgramError(f"line {stmt.lineno}: expected state.<rule>(...), got {ast.unparse(call)!r}")
-        method = getattr(state, call.func.attr, None)
-        if not _is_step(method, call.func.attr):
-            raise ProgramError(f"line {stmt.lineno}: the machine has no rule {call.func.attr!r}")
+        name = call.func.attr
+        method = getattr(state, name, None)
+        if not _is_step(method, name):
+            raise ProgramError(f"line {stmt.lineno}: the machine has no rule {name!r}")
+        initializers = {n for n in dir(type(state)) if hasattr(getattr(type(state), n), INITIALIZE_RULE_MARKER)}
+        if not hasattr(method, INITIALIZE_RULE_MARKER) and not initializers <= initialized:
+            raise ProgramError(f"line {stmt.lineno}: state.{name} before "
+                               f"{', '.join(f'state.{n}(...)' for n in sorted(initializers - initialized))}: "
+                               "a machine's initialize rules come first")
         kwargs = {k.arg: _value(k.value, env, stmt.lineno) for k in call.keywords}
         try:
             inspect.signature(method).bind(**kwargs)
         except TypeError as err:
-            raise ProgramError(f"line {stmt.lineno}: state.{call.func.attr}: {err}") from None
+            raise ProgramError(f"line {stmt.lineno}: state.{name}: {err}") from None
+        rule = getattr(method, RULE_MARKER, None) or getattr(method, INITIALIZE_RULE_MARKER, None)
+        for arg, value in kwargs.items():
+            strategy = rule.arguments.get(arg) if rule is not None else None
+            if strategy is not None and (wanted := _outside(strategy, value)) is not None:
+                raise ProgramError(f"line {stmt.lineno}: state.{name}: {arg}={value!r} is no value the rule draws "
+                                   f"(it draws {wanted})")
+        if hasattr(method, INITIALIZE_RULE_MARKER):
+            initialized.add(name)
         try:
             result = method(**kwargs)
         except BaseException:

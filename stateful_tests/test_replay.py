@@ -67,12 +67,24 @@ def test_pytest_markers_are_stripped():
     ("state.put()", "missing a required argument: 'size'"),
     ("state.put(size=", "line 3"),
     ("import os", "expected a call on state"),
+    # values no test case could hold (they raised TypeError or MemoryError inside the step, exit 1)
+    ("state.put(size=1000000000000)", "size=1000000000000 is no value the rule draws (it draws an integer from 1 to 100)"),
+    ("state.tick(advance_ms=None)", "advance_ms=None is no value the rule draws"),
+    ("state.connect(replica='abc')", "replica='abc' is no value the rule draws"),
+    ("state.connect(replica=True)", "replica=True is no value the rule draws"),
+    ("state.fail_a_write(kind='EPERM', skip=0, fraction=0.5)", "it draws one of 'EIO', 'ENOSPC', 'short'"),
+    ("state.fail_a_write(kind='EIO', skip=0, fraction=2.0)", "it draws a number from 0.0 to 0.99"),
 ])
 def test_malformed_programs_name_the_line(line, problem):
     text = program("RefinementMachine", line).replace("state.teardown()\n", "")
     with pytest.raises(ProgramError) as err:
         replay_program(text)
     assert "line 3" in str(err.value) and problem in str(err.value)
+
+
+def test_a_rule_before_the_initialize_rule_is_refused():
+    with pytest.raises(ProgramError, match="line 2: state.put before state.setup"):
+        replay_program("state = RefinementMachine()\nstate.put(size=3)\nstate.teardown()\n")
 
 
 def test_unknown_machine_is_refused():

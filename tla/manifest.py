@@ -229,6 +229,11 @@ def adhoc_model(cfg: Path, spec: Path | None = None, expected: str = "pass") -> 
         raise ConfigError(f"{spec}: no such spec module (give it with --spec FILE.tla)")
     if spec.suffix != ".tla":
         raise ConfigError(f"{spec}: a spec module is a .tla file")
+    for path in (cfg, spec):
+        try:
+            path.read_text()
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not a text file") from None
     return Model(model=cfg_stem(cfg), cfg=str(cfg), kind="adhoc", size="small",
                  expected=expected, title=f"{spec.name} with {cfg.name}", spec=str(spec))
 

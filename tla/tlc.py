@@ -38,6 +38,7 @@ C1_BELOW_STATES = 50_000
 # alternated twice (13.2 and 13.5 CPU-s against 14.4 and 14.7, 2026-11-26). The CDS archive serves both.
 SHORT_RUN_GC = "-XX:+UseSerialGC"
 LONG_RUN_GC = "-XX:+UseParallelGC"
+MIN_HEAP_MIB = 64             # --heap below this leaves TLC no room to parse a spec
 MAX_PROCESSES = 64          # TLC processes alive at once (a bound on the registry)
 # Class data sharing: the JVM maps the classes a TLC run loaded (tla2tools.jar's and the JDK's) from
 # an archive written by the first run (-XX:ArchiveClassesAtExit), instead of loading and verifying
@@ -101,12 +102,21 @@ class TlcOptions:
     def __attrs_post_init__(self) -> None:
         from spec.config import ConfigError
 
+        flags = {"coverage_minutes": "--coverage", "checkpoint_minutes": "--checkpoint"}     # the flags' names
         for name in ("workers", "simulate", "depth", "coverage_minutes", "checkpoint_minutes"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
-                raise ConfigError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
-        if self.heap is not None and not (self.heap[:-1].isdigit() and self.heap[-1].lower() in "mg"):
-            raise ConfigError(f"--heap {self.heap!r}: expected a size such as 512m or 4g")
+                raise ConfigError(f"{flags.get(name, '--' + name)} must be a positive integer, got {value!r}")
+        if self.heap is not None:
+            if not (self.heap[:-1].isdigit() and self.heap[-1].lower() in "mg"):
+                raise ConfigError(f"--heap {self.heap!r}: expected a size such as 512m or 4g")
+            mib = int(self.heap[:-1]) * (1024 if self.heap[-1].lower() == "g" else 1)
+            machine_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+            if not MIN_HEAP_MIB <= mib <= machine_mib:
+                raise ConfigError(f"--heap {self.heap}: expected {MIN_HEAP_MIB}m to this machine's memory "
+                                  f"({machine_mib:,} MiB)")
+        if self.recover is not None and not Path(self.recover).is_dir():
+            raise ConfigError(f"--recover {self.recover}: no such directory (a checkpoint TLC wrote)")
 
     def tlc_args(self, metadir: str) -> list[str]:
         args = ["-workers", str(self.workers)]
@@ -150,6 +160,7 @@ class TlcRun:
     check_seconds: float | None = None   # from "Computing initial states" to the end
     options: TlcOptions = TlcOptions()
     printed: tuple[str, ...] = ()        # what the spec printed (PrintT / Print), one value per entry
+    bad_input: str | None = None         # no verdict because TLC refused the user's input (ToolOutput.input_problem)
 
     @property
     def as_expected(self) -> bool:
@@ -300,8 +311,9 @@ def run_model(
     errors = tuple(out.errors()) if outcome == "error" else ()
     if outcome == "error" and not errors:
         errors = (f"TLC exited with code {returncode} without a verdict; see {log_path}",)
+    bad_input = out.input_problem(own_spec=model.kind == "adhoc") if outcome == "error" else None
     return TlcRun(model, outcome, distinct, generated, depth, end - start, trace, errors, log_path,
-                  None if check_start is None else end - check_start, options, tuple(out.printed()))
+                  None if check_start is None else end - check_start, options, tuple(out.printed()), bad_input)
 
 
 def _execute(cmd_java: str, jar: Path, model: Model, options: TlcOptions, cds: ClassData, out: ToolOutput, log,

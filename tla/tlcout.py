@@ -27,6 +27,7 @@ STATS = 2199
 SEARCH_DEPTH = 2194
 PROGRESS = 2200
 PARSE_FAILED = 3002
+WRONG_COMMAND_LINE = 1102  # TLC refused its options (an unknown one passed after `--`, say)
 ERROR_SEVERITY = 1
 INIT_START = 2189            # "Computing initial states...": the check itself begins (BFS)
 SIMULATION_INIT = 2269       # "Computed N initial states..." (random simulation)
@@ -199,6 +200,16 @@ class ToolOutput:
         if PARSE_FAILED in self.codes():
             out.insert(0, self.sany_error())
         return [e for e in out if e]
+
+    def input_problem(self, own_spec: bool) -> str | None:
+        """What in the user's input TLC refused, when that is why it gave no verdict: its command
+        line (options passed through), or, for the user's own spec (``own_spec``), a module that
+        does not parse.  None otherwise (a parse error in the project's own spec is its defect)."""
+        if (msg := self.first(WRONG_COMMAND_LINE)) is not None:
+            return msg.text.splitlines()[0]
+        if own_spec and PARSE_FAILED in self.codes():
+            return self.sany_error() or "the spec does not parse"
+        return None
 
     def printed(self) -> list[str]:
         """Values the spec printed (PrintT), one entry each; TLC breaks a long value over

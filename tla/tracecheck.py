@@ -23,7 +23,7 @@ from pathlib import Path
 import attrs
 
 from spec.config import BUG_NAMES, Config
-from spec.traceformat import PER_REPLICA, SETS, Step
+from spec.traceformat import PER_REPLICA, SETS, Step, TraceError
 from spec.tracecheck import TraceVerdict, end_problems
 from tla.manifest import TLA_DIR, Model
 from tla.tlc import TlcOptions, TlcRun, log_tail, run_model
@@ -41,6 +41,9 @@ class TraceCheckError(RuntimeError):
 
 TraceInput = tuple[Config, list[Step], bool]     # configuration, steps, and whether it claims to be complete
 
+TLC_INT_MIN, TLC_INT_MAX = -2**31, 2**31 - 1      # TLC's integers are Java ints
+
+
 def tla_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -50,6 +53,9 @@ def tla(v) -> str:
     if isinstance(v, bool):
         return "TRUE" if v else "FALSE"
     if isinstance(v, int):
+        if not TLC_INT_MIN <= v <= TLC_INT_MAX:    # TLC would stop with no verdict, as if the machine failed
+            raise TraceError(f"{v}: beyond the integers TLC holds ({TLC_INT_MIN} to {TLC_INT_MAX}); "
+                             "the twin has no such bound (`--twin`)")
         return str(v)
     if isinstance(v, str):
         return tla_string(v)
@@ -116,8 +122,8 @@ def config_record(cfg: Config) -> str:
     return ("[" + ", ".join(f"{k} |-> {v}" for k, v in {
         "Replicas": tla_set(tla_string(r) for r in cfg.replicas), "FlushMode": tla_string(cfg.flush_mode),
         "ReplMode": tla_string(cfg.repl_mode), "TransientStorePool": tla(cfg.transient_store_pool),
-        "AckPolicy": tla_string(cfg.ack_policy), "InSyncReplicas": str(cfg.in_sync_replicas),
-        "FileSize": str(cfg.file_size), "CommitOnReplicaWait": tla(cfg.commit_on_replica_wait)}.items()) + "]")
+        "AckPolicy": tla_string(cfg.ack_policy), "InSyncReplicas": tla(cfg.in_sync_replicas),
+        "FileSize": tla(cfg.file_size), "CommitOnReplicaWait": tla(cfg.commit_on_replica_wait)}.items()) + "]")
 
 
 def data_module(traces: list[TraceInput], report_at: tuple[int, ...] | None = None) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from cli import errors
 from cli.fuzz import verdict
 from cli.tests.test_exit_codes import ackorder
+from cli.tests.test_no_red_under_exit_0 import COLOUR, SGR, reds
 
 
 def summary(outcomes: dict, seeds: int = 10) -> dict:
@@ -27,8 +28,10 @@ def test_campaign_verdicts():
 def test_a_bug_campaign_exits_0_when_found_its_reproducer_pastes_and_a_long_one_reports_beside_it(tmp_path):
     out = str(tmp_path / "c")
     p = ackorder("fuzz", "--seeds", "30", "--steps", "150", "--bug", "ack_on_wrote_bug", "--batch-seeds", "30",
-                 "--no-audit", "--out", out, timeout=600)
+                 "--no-audit", "--out", out, timeout=600, env=COLOUR)
     assert p.returncode == errors.OK, p.stdout + p.stderr
+    assert not reds(p.stdout), p.stdout        # the bug it found is no failure: yellow, not red (cli/ui.py)
+    p.stdout = SGR.sub("", p.stdout)
     assert "Spark UI: http" in p.stdout and "found as NoAckBeforeFlush, as expected" in p.stdout
     assert "short mode, 150 steps per seed" in p.stdout and "bugs found per CPU-hour" in p.stdout
     line = next(x for x in p.stdout.splitlines() if x.startswith("ackorder replay --seed"))

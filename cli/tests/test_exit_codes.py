@@ -107,6 +107,11 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     (["tlc", "--workers", "0", "sync_flush"], ["--workers must be a positive integer"]),
     (["tlc", "--spec", "tla/MCAckOrder.tla"], ["--spec needs --config"]),
     (["tlc", "nowhere/My.cfg"], ["no such cfg file"]),
+    (["tlc", "tla/AckOrder.tla"], ["tla/AckOrder.tla: a spec module, not a model"]),        # TLC ran it: exit 1
+    (["tlc", "BugAckOnWrote", "BugTimeoutAsOK", "--emit-test", "t.py"], ["a .py file holds one model's test"]),
+    (["tlc", "BugAckOnWrote", "--heap", "0m"], ["--heap 0m: expected 64m to this machine's memory"]),
+    (["tlc", "BugAckOnWrote", "--recover", "no/such/dir"], ["--recover no/such/dir: no such directory"]),
+    (["tlc", "BugAckOnWrote", "--checkpoint", "-1"], ["--checkpoint must be a positive integer"]),
     (["tlc", "--heap", "lots", "sync_flush"], ["--heap 'lots'"]),
     (["tlc", "--update-manifest", "--workers", "2", "sync_flush"], ["--update-manifest needs"]),
     (["twin", "no_such_model"], ["unknown model"]),
@@ -120,6 +125,10 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     (["replay", "--seed", "3", "--expect-hash", "a" * 63], ["--expect-hash", "16 or 64 hex digits"]),
     (["replay", "--program", "tla"], ["tla"]),
     (["replay", "--seed", "1", "--program", "x"], ["not allowed with"]),
+    # a program pins its own: these were ignored, and the program ran (exit 0)
+    (["replay", "--program", "x.py", "--bug", "BugAckOnWrote"], ["--bug: a seed's, not a program's"]),
+    (["replay", "--program", "x.py", "--config", "replicas=2", "--steps", "9"], ["--steps, --config: a seed's"]),
+    (["replay", "--program", "x.py", "--expect-hash", "0" * 16], ["--expect-hash: a seed's"]),
     (["fuzz", "--seeds", "0"], ["--seeds: expected a positive integer"]),
     (["fuzz", "--seeds", "5", "--bug", "nope"], ["unknown bug switch"]),
     (["fuzz", "--seeds", "2", "--conf", "spark.driver.extraJavaOptions=-XX:+UseSerialGC -Xmx1g"],
@@ -129,6 +138,7 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     (["fuzz", "--seeds", "2", "--long", "--batch-seeds", "x"], ["--batch-seeds: expected a positive integer"]),
     (["fuzz", "--seeds", "2", "--long", "--model", "failover"], ["--long: a failover seed's schedule is bounded"]),
     (["fuzz", "--seeds", "5", "--conf", "nokey"], ["expected spark.KEY=VALUE"]),
+    (["fuzz", "--seeds", "5", "--conf", "spark.executor.memory=banana"], ["expected a size such as 512m or 2g"]),
     (["fuzz", "--seeds", "5", "--out", "README.md"], ["exists and is not a directory"]),
     (["fuzz", "--seeds", "5", "--master", "local[x]"], ["expected local"]),
     (["fuzz", "--seeds", "5", "--config-matrix", "no/such.json"], ["no/such.json"]),
@@ -139,6 +149,12 @@ def test_every_command_has_a_help_line_and_there_is_a_version():
     (["run", "--fuzz-seeds", "0"], ["--fuzz-seeds must be positive"]),
     (["load", "--target", "nowhere"], ["--target 'nowhere'", "HOST:PORT"]),
     (["bench", "ack", "--producers", "x"], ["--producers 'x'"]),
+    (["bench", "ack", "--count", "-1"], ["--count: expected a positive integer, got -1"]),     # a traceback before
+    (["bench", "ack", "--size", "0"], ["--size: expected a positive integer, got 0"]),
+    (["bench", "rss", "--rss-gib", "nan"], ["--rss-gib: expected a positive number, got nan"]),
+    (["bench", "ack", "--delay-ms", "-2"], ["--delay-ms: expected a number >= 0"]),
+    (["sim", "--seed", "1", "--config", "replicas=33"], ["replicas 33: must be 1 to 32"]),
+    (["fuzz", "--seeds", "5", "--config-matrix", "/bin/ls"], ["/bin/ls: not a text file"]),
     (["no-such-command"], ["invalid choice"]),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needles):
@@ -281,3 +297,37 @@ def test_emit_test_from_tlc_and_from_a_failure(tmp_path):
     assert not list(scratch.iterdir()), "the failure's trace is left behind in TMPDIR"
     clean = ackorder("replay", "--seed", "3", "--steps", "100", "--emit-test", str(tmp_path / "none.py"))
     assert_usage_error(clean, "no counterexample", ran_first=True)     # only the run tells it was clean
+
+
+@pytest.mark.parametrize("after_s", [0.4, 1.2, 2.5])   # in the imports (past Python's own start), then in z3
+def test_a_ctrl_c_stops_prove_with_130(after_s):
+    """z3 takes SIGINT itself during a check and answers ``unknown`` ("interrupted from keyboard", or
+    "canceled" under another handler): `ackorder prove` went on, to "all proofs hold" (exit 0) or to a
+    conjunct reported unknown (exit 1); a KeyboardInterrupt raised in a z3 object's finalizer was
+    dropped; and one during the imports was a traceback.  Now each is exit 130 and one line."""
+    import signal
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "cli", "prove"], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    time.sleep(after_s)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == errors.INTERRUPTED and err.endswith(": interrupted\n") and err.count("\n") == 1, \
+        (p.returncode, out[-300:], err)
+
+
+def test_an_os_error_is_the_inputs_or_the_machines():
+    """cli/errors.os_error_exit, which the brokers, the controller and every command's last resort use."""
+    import errno
+
+    from reference.real.etcd_store import StoreUnavailable
+
+    for code in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.EADDRNOTAVAIL):
+        assert errors.os_error_exit(OSError(code, "x")) == errors.USAGE, errno.errorcode[code]
+    for code in (errno.EADDRINUSE, errno.EIO, errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM,
+                 errno.ECONNREFUSED, errno.EMFILE):
+        assert errors.os_error_exit(OSError(code, "x")) == errors.ENVIRONMENT, errno.errorcode[code]
+    assert errors.os_error_exit(StoreUnavailable("no majority")) == errors.ENVIRONMENT     # no errno: the machine's
+    assert errors.os_error_line("load", OSError(errno.EADDRINUSE, "Address already in use", "x")) == \
+        "ackorder load: environment: x: Address already in use"

@@ -5,11 +5,12 @@ TLC's options pass through, and one name per bug."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from cli.main import main
-from cli.tests.test_exit_codes import ackorder
+from cli.tests.test_exit_codes import ackorder, assert_usage_error
 from tla.manifest import MANIFEST_PATH
 
 pytestmark = pytest.mark.tlc
@@ -79,7 +80,9 @@ def test_a_users_own_spec_and_cfg(tmp_path):
     broken = tmp_path / "Broken.tla"
     broken.write_text(COUNTER.replace("Counter", "Broken").replace("x' = x + 1", "x' = (x + 1"))
     error = ackorder("tlc", "--spec", str(broken), "--config", str(tmp_path / "Counter.cfg"))
-    assert error.returncode == 1 and "TLC error" in error.stdout and "Broken.tla:" in error.stdout
+    # the user's own spec does not parse: their input, known once TLC ran (exit 2, one line; was exit 1)
+    assert_usage_error(error, "Counter: ", "Broken.tla:6:", ran_first=True)
+    assert "TLC error" in error.stdout
 
 
 def test_tlc_options_pass_through(tmp_path):
@@ -92,6 +95,8 @@ def test_tlc_options_pass_through(tmp_path):
     assert raw.returncode == 0, raw.stdout + raw.stderr
     log = next(line for line in raw.stdout.splitlines() if line.startswith("TLC logs: ")).split(": ", 1)[1]
     assert "with fp 7 " in open(f"{log}/reach_torn_tail.log").read()
+    refused = ackorder("tlc", "reach_torn_tail", "--", "-nosuchtlcflag")      # what TLC refuses is bad usage
+    assert_usage_error(refused, "reach_torn_tail: Error: unrecognized option: -nosuchtlcflag", ran_first=True)
 
 
 def test_logs_are_kept_per_run():
@@ -101,11 +106,14 @@ def test_logs_are_kept_per_run():
     assert dirs[0] != dirs[1]
 
 
-def test_list_shows_models_with_expectations(capsys, monkeypatch):
+def test_list_shows_models_with_expectations(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("COLUMNS", "200")     # as wide as the other tests' (xdist's workers inherit a narrow one)
-    assert main(["tlc", "--list", "--kind", "bug"]) == 0
+    assert main(["tlc", "--list", "--kind", "bug", "--json", str(tmp_path / "list.json")]) == 0
     out = capsys.readouterr().out
     assert "BugAckOnWrote" in out and "NoAckBeforeFlush" in out and "sync_flush " not in out
+    rows = json.loads((tmp_path / "list.json").read_text())
+    assert {"model": "BugAckOnWrote", "expected": "NoAckBeforeFlush"}.items() <= next(
+        r for r in rows if r["model"] == "BugAckOnWrote").items() and all(r["kind"] == "bug" for r in rows)
 
 
 def test_a_malformed_manifest_is_a_clear_error(tmp_path, capsys):
@@ -156,3 +164,57 @@ def test_a_tlc_killed_by_a_ctrl_c_gives_no_verdict(tmp_path):
                        timeout=300)
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("stopped: forged_ack_sync_master_tsp"), p.stdout
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (from /proc's children lists)."""
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except FileNotFoundError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    kids = {int(k) for k in f.read().split()}
+            except FileNotFoundError:
+                continue
+            todo += list(kids - out)
+            out |= kids
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_sigterm_stops_tlc_like_a_ctrl_c_and_leaves_no_jvm_behind():
+    """`timeout 90 ackorder tlc sync_flush_large` left TLC's JVMs running after the command died (a
+    SIGTERM ended Python at once, with no clean-up); now it stops as a Ctrl-C does: exit 130."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cli.tests.test_exit_codes import ROOT
+
+    p = subprocess.Popen([sys.executable, "-m", "cli", "tlc", "sync_flush_large"], cwd=ROOT, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline, jvms = time.monotonic() + 60, set()
+    while not jvms and time.monotonic() < deadline and p.poll() is None:
+        jvms = {pid for pid in _descendants(p.pid) if "tlc2.TLC" in open(f"/proc/{pid}/cmdline").read()}
+        time.sleep(0.2)
+    assert jvms, "TLC never started"
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "ackorder tlc: interrupted" in err, (p.returncode, out[-500:], err[-500:])
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in jvms) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in jvms), "a TLC JVM outlived the command"

@@ -510,10 +510,26 @@ class Node:
             self._stop_runtime()
 
 
+def _ports_free(opts: NodeOptions) -> None:
+    """OSError (EADDRINUSE) now when a port another process holds is named: the node binds its ports
+    only once the controller gives it a role, so it registered, was made master, then died (as a
+    broker master that cannot listen, the caller's exit 3)."""
+    import socket
+
+    for port in {opts.port, opts.ha_port} - {0}:
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)     # as the servers bind
+            try:
+                probe.bind((opts.host, port))
+            except OSError as err:
+                raise OSError(err.errno, f"cannot listen on {opts.host}:{port}: {err.strerror}") from None
+
+
 def serve_node(opts: NodeOptions) -> int:
     """`ackorder broker node`: run until SIGTERM or SIGINT."""
     import signal
 
+    _ports_free(opts)
     node = Node(opts, log=lambda m: print(m, flush=True))
     print(f"node {node.me} serving host={opts.host} port={opts.port} ha_port={opts.ha_port}", flush=True)
 

@@ -20,17 +20,25 @@ MIN_SEGMENT_BYTES = 4096
 
 def _port(instance, attribute, value) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 65535:
-        raise ConfigError(f"--{attribute.name.replace('_', '-')} {value!r}: a port is 0..65535 (0: any free port)")
+        raise ConfigError(f"{_flag(attribute)} {value!r}: a port is 0..65535 (0: any free port)")
+
+
+# The command-line flag of each option whose name differs from its attribute's.
+_FLAGS = {"segment_size": "--mapped-file-size-commit-log", "directory": "--dir"}
+
+
+def _flag(attribute) -> str:
+    return _FLAGS.get(attribute.name, "--" + attribute.name.replace("_", "-"))
 
 
 def _positive(instance, attribute, value) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ConfigError(f"--{attribute.name.replace('_', '-')} {value!r}: must be a positive integer")
+        raise ConfigError(f"{_flag(attribute)} {value!r}: must be a positive integer")
 
 
 def _count_or_none(instance, attribute, value) -> None:
     if value is not None and (not isinstance(value, int) or value < 0):
-        raise ConfigError(f"--{attribute.name.replace('_', '-')} {value!r}: must be 0 or more")
+        raise ConfigError(f"{_flag(attribute)} {value!r}: must be 0 or more")
 
 
 def _host(instance, attribute, value) -> None:

@@ -132,6 +132,11 @@ def test_exit_codes(tmp_path):
     (tmp_path / "file").write_text("x")
     not_dir = _cli("--port", "0", "--dir", str(tmp_path / "file"))
     assert not_dir.returncode == 2 and "not a directory" in not_dir.stderr
-    unwritable = _cli("--port", "0", "--dir", "/proc/ackorder-controller")     # even root cannot create it
-    assert unwritable.returncode == 3 and "/proc/ackorder-controller" in unwritable.stderr
+    unwritable = _cli("--port", "0", "--dir", "/sys/ackorder-controller")     # even root may not create it
+    assert unwritable.returncode == 3 and "/sys/ackorder-controller: Operation not permitted" in unwritable.stderr
     assert len(unwritable.stderr.strip().splitlines()) == 1
+    # the input's, as `broker master` says (cli/errors.py os_error_exit): no such path, not this machine's address
+    nowhere = _cli("--port", "0", "--dir", "/proc/no/such/dir")
+    assert nowhere.returncode == 2 and "No such file or directory" in nowhere.stderr, nowhere.stderr
+    foreign = _cli("--port", "0", "--dir", str(tmp_path / "f"), "--host", "192.0.2.1")
+    assert foreign.returncode == 2 and len(foreign.stderr.strip().splitlines()) == 1, foreign.stderr

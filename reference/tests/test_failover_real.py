@@ -152,8 +152,17 @@ def test_chaos_failover_catches_acks_without_the_slaves(tmp_path: Path):
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (("chaos", "--failover", "--failovers", "0"), "--failovers 0"),
+    (("chaos", "--failover", "--failovers", "0"), "--failovers: expected a positive integer, got 0"),
     (("chaos", "--failover", "--failover-bug", "BugNope"), "BugNope"),
+    # a flag of another mode was ignored, and the run went on (exit 0)
+    (("chaos", "--failovers", "2"), "--failovers: a flag of --failover, not of the kill -9 run"),
+    (("chaos", "--failover-bug", "BugNoAllAck"), "--failover-bug: a flag of --failover"),
+    (("chaos", "--failover", "--replicas", "2"), "--replicas: a flag of the kill -9 run, not of --failover"),
+    (("chaos", "--power-loss", "--corrupt"), "--corrupt: a flag of the kill -9 run, not of --power-loss"),
+    (("chaos", "--messages", "20"), "--messages: a flag of --power-loss"),
+    (("chaos", "--failover", "--power-loss"), "one mode at a time"),
+    (("chaos", "--segment-bytes", "0"), "--segment-bytes: expected a positive integer, got 0"),
+    (("chaos", "--max-load-s", "-3"), "--max-load-s: expected a positive number, got -3"),
     (("chaos", "--failover", "--failovers", "2", "--slow-member-lag-ms", "300"), "one failover only"),
     (("broker", "node", "--controller", "127.0.0.1:1", "--id", "1", "--dir", "{tmp}", "--port", "5", "--ha-port",
       "6", "--inject-ha-lag-ms", "300"), "--inject-ha-lag-to"),
@@ -169,3 +178,19 @@ def test_wrong_input_exits_2_with_one_line(tmp_path: Path, argv, needle):
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], done.stderr
+
+
+def test_a_node_whose_port_is_taken_stops_before_it_registers(tmp_path: Path):
+    """It bound its ports only once the controller gave it a role: it registered, was made master, then
+    died some seconds later.  Now a port in use stops it at once, exit 3 (the machine's), one line."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        done = _cli("broker", "node", "--controller", "127.0.0.1:1", "--id", "1", "--dir", str(tmp_path / "d"),
+                    "--port", str(port), "--ha-port", str(port - 1), timeout_s=60)
+    assert done.returncode == 3 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.strip() == f"ackorder broker node: environment: cannot listen on 127.0.0.1:{port}: " \
+                                  "Address already in use"

@@ -97,3 +97,28 @@ def test_a_real_browser_shows_the_page(campaign, tmp_path):
     dark = (gray < 0.5).mean()           # text, table borders and plots
     assert 0.005 < dark < 0.6, f"the page looks blank or broken ({dark:.3%} dark pixels)"
     assert gray.std() > 0.05
+
+
+def test_an_out_that_is_no_campaigns_is_one_line_and_exit_2(campaign, tmp_path):
+    """fuzz-report and `tlc --coverage --fuzz-out` refuse a summary or ledger that is not what a
+    campaign wrote, naming the file (they raised tracebacks: TypeError, KeyError, ArrowInvalid)."""
+    from cli.tests.test_exit_codes import ackorder_in_process, assert_usage_error
+
+    out, _ = campaign
+    for name, text, needle in (("list", b"[]", "a JSON list, not a campaign's summary"),
+                               ("empty", b"{}", "'campaign' is missing"),
+                               ("binary", Path("/bin/ls").read_bytes()[:4096], "not a text file"),
+                               ("noreps", b'{"campaign": "c1", "seeds": 1, "steps": 1, "outcomes": {}, '
+                                          b'"by_config": {}, "reproducers": [1]}', "not a reproducer")):
+        bad = tmp_path / name
+        bad.mkdir()
+        (bad / "summary.json").write_bytes(text)
+        assert_usage_error(ackorder_in_process("fuzz-report", "--out", str(bad)), str(bad / "summary.json"), needle)
+        assert_usage_error(ackorder_in_process("tlc", "sync_flush", "--coverage", "1", "--fuzz-out", str(bad)),
+                           "--fuzz-out", needle)
+    torn = tmp_path / "torn"
+    shutil.copytree(out, torn)
+    part = sorted(torn.glob("ledger/campaign=*/batch=*/part-*.parquet"))[0]
+    part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
+    assert_usage_error(ackorder_in_process("fuzz-report", "--out", str(torn)), "not a batch of this ledger",
+                       part.parent.name)

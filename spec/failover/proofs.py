@@ -770,7 +770,7 @@ def shortest_violation(a: Abstract, prop: Callable[[FS], z3.BoolRef], tag: str):
     for depth in range(MAX_BMC_DEPTH + 1):
         solver.push()
         solver.add(z3.Not(prop(states[depth])))
-        if solver.check() == z3.sat:
+        if write_path.check(solver) == z3.sat:
             return states, solver.model()
         solver.pop()
         states.append(FS(a, f"{tag}_{depth + 1}", k))
@@ -810,7 +810,7 @@ def pinned_violation(a: Abstract, prop: Callable[[FS], z3.BoolRef], labels: list
     for j, label in enumerate(labels):
         solver.add(actions(a, states[j], states[j + 1])[label])
     solver.add(z3.Not(prop(states[-1])))
-    answer = solver.check()
+    answer = write_path.check(solver)
     return answer, ((states, solver.model()) if answer == z3.sat else None)
 
 

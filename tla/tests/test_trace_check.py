@@ -176,3 +176,21 @@ def test_a_batch_tlc_cannot_judge_is_checked_trace_by_trace():
     good, bad = check_many_tlc([(cfg, steps, complete), (cfg, broken, False)])
     assert isinstance(bad, TraceCheckError) and "nosuch" in str(bad) and "log's end: " in str(bad), bad
     assert not isinstance(good, Exception) and good[0].valid and good[1]["batch"] == 1
+
+
+def test_an_integer_tlc_cannot_hold_is_bad_input_not_a_failed_environment():
+    """A trace whose FileSize was 2**32 made TLC stop with no verdict ("can't handle a number this big"),
+    reported as exit 3; the module is refused before TLC runs, naming the number (exit 2)."""
+    import attrs
+
+    from spec.config import Config
+    from spec.traceformat import TraceError
+    from tla.tracecheck import TLC_INT_MAX, config_record, tla
+
+    assert tla(TLC_INT_MAX) == str(TLC_INT_MAX) and tla(-TLC_INT_MAX - 1) == str(-TLC_INT_MAX - 1)
+    with pytest.raises(TraceError, match="4294967296: beyond the integers TLC holds"):
+        tla([1, 2**32])
+    cfg = Config(replicas=("r1",), flush_mode="SYNC_FLUSH", repl_mode="ASYNC_MASTER", file_size=2**32)
+    with pytest.raises(TraceError, match="4294967296"):
+        config_record(cfg)
+    assert "FileSize |-> 8" in config_record(attrs.evolve(cfg, file_size=8))
