@@ -5,8 +5,8 @@ pytest-xdist workers share them."""
 
 import pytest
 
-from reference.contracts import SEEDED_PER_CONDITION_TIMEOUT_S, TARGETS, contract_targets, crosshair, errors, \
-    seeded_module
+from reference.contracts import DEEP_PER_CONDITION_TIMEOUT_S, SEEDED_PER_CONDITION_TIMEOUT_S, TARGETS, \
+    contract_targets, crosshair, errors, seeded_module
 
 WRONG = ("replica_coverage_wrong", "covered_count_wrong", "deadline_status_wrong", "decode_frames_wrong",
          "scan_segment_wrong")
@@ -22,6 +22,14 @@ def test_the_targets_are_the_functions_of_the_modules_named():
 @pytest.mark.parametrize("target", contract_targets())
 def test_contracts_hold(target):
     code, lines = crosshair((target,))
+    assert code == 0 and not errors(lines), "\n".join(lines)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("target", contract_targets())
+def test_contracts_hold_under_a_deep_search(target):
+    """The same, with fifteen times the budget per condition (`make run --full`)."""
+    code, lines = crosshair((target,), timeout_s=DEEP_PER_CONDITION_TIMEOUT_S)
     assert code == 0 and not errors(lines), "\n".join(lines)
 
 
