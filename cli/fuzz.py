@@ -81,10 +81,29 @@ JVM_OPTIONS = {"spark.driver.extraJavaOptions": "spark.driver.memory",
                "spark.executor.extraJavaOptions": "spark.executor.memory"}
 
 
+TASK_OS_ERROR = re.compile(r"^(\w*(?:OSError|IOError|Error)): (\[Errno (\d+)\].*)$", re.MULTILINE)
+
+
+def task_os_error(err: Exception) -> str | None:
+    """The OSError that failed a Spark task (a full disk under --out, say), from the worker's traceback
+    that Spark's exception carries; None for any other failure.  The seeds' simulator never raises one:
+    a crash of it is a row (spark_fuzz/seeds.py), so an OSError is the machine's, writing the ledger."""
+    if type(err).__name__ not in ("PythonException", "Py4JJavaError"):
+        return None
+    found = TASK_OS_ERROR.findall(str(err))
+    return f"{found[-1][0]}: {found[-1][1]}" if found else None
+
+
 def preflight(master: str, out: Path) -> None:
     """What can be known before Spark starts (which takes seconds and fails with pages of traces)."""
+    from spark_fuzz.standalone import ClusterStartError, find_java
+
     if out.exists() and not out.is_dir():
         raise errors.UsageError(f"--out {out}: exists and is not a directory")
+    try:
+        find_java()           # else spark-class's "JAVA_HOME is not set" lines, then Spark's own error
+    except ClusterStartError as err:
+        raise errors.EnvironmentFailure(str(err)) from None
     if LOCAL_MASTER.fullmatch(master):
         return
     m = re.fullmatch(r"spark://([^:/]+):(\d+)", master)
@@ -150,6 +169,10 @@ def main(args: argparse.Namespace) -> int:
         return errors.VIOLATION
     except LedgerError as err:               # --resume over an --out whose ledger is not a campaign's
         raise errors.UsageError(str(err)) from None
+    except Exception as err:                 # noqa: BLE001  (a task's failure reaches the driver as Spark's)
+        if (failed := task_os_error(err)) is None:
+            raise                            # a defect of the tasks' own code: its traceback, exit 1
+        raise errors.EnvironmentFailure(f"a Spark task failed: {failed}") from None
     finally:
         spark.stop()
     print_summary(console, summary)

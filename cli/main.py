@@ -55,6 +55,16 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` chose: ``ackorder broker master``'s, not ``ackorder``'s."""
+    while True:
+        chooser = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = getattr(args, chooser.dest, None) if chooser is not None else None
+        if chosen not in (chooser.choices if chooser is not None else {}):
+            return parser
+        parser = chooser.choices[chosen]
+
+
 def split_passthrough(argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
     """`ackorder tlc MODEL -- -fp 3`: what follows the first `--` goes to the tool verbatim."""
     if "--" in argv:
@@ -84,7 +94,9 @@ def _main(argv: list[str] | None) -> int:
         sys.stdout.reconfigure(line_buffering=True)    # progress reaches a pipe (make run | tee) as it happens
     argv, passthrough = split_passthrough(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:      # said by the command's own parser, which names the command and its --help
+        _innermost(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     if passthrough and not hasattr(args, "passthrough"):
         parser.error(f"`ackorder {args.command}` takes no arguments after `--`")
     if passthrough:
@@ -117,8 +129,18 @@ def run_command(args: argparse.Namespace) -> int:
         sys.stderr.write(f"{where}: environment: {err}\n")
         return errors.ENVIRONMENT
     except OSError as err:
+        if errors.STOP_REQUESTED.is_set():
+            sys.stderr.write(f"{where}: interrupted\n")
+            return errors.INTERRUPTED
         sys.stderr.write(errors.os_error_line(args.command, err) + "\n")
         return errors.os_error_exit(err)
+    except Exception:
+        # What a Ctrl-C broke on its way out (a Spark session whose stop() finds the JVM's connection
+        # gone raises that in place of the KeyboardInterrupt) is the interrupt, not a defect.
+        if errors.STOP_REQUESTED.is_set():
+            sys.stderr.write(f"{where}: interrupted\n")
+            return errors.INTERRUPTED
+        raise
     finally:
         if as_interrupt:
             signal.signal(signal.SIGTERM, terminate)

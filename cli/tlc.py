@@ -357,7 +357,7 @@ def counterexample_table(v: Verdict, steps: list[counterexample.Step], problem: 
 
 def simulate_on_spark(args: argparse.Namespace) -> int:
     """`--simulate --traces N`: one model's random simulation over Spark executors."""
-    from cli.fuzz import preflight
+    from cli.fuzz import preflight, task_os_error
     from spark_fuzz.campaign import spark_session
     from spark_fuzz.tlcsim import SimCampaign, run_sim_campaign
 
@@ -384,6 +384,10 @@ def simulate_on_spark(args: argparse.Namespace) -> int:
     try:
         with console.status(f"{model.model}: {args.traces:,} behaviours in {spec.tasks} TLC tasks on {args.master}"):
             summary = run_sim_campaign(spark, spec)
+    except Exception as err:                 # noqa: BLE001  (a task's failure reaches the driver as Spark's)
+        if (failed := task_os_error(err)) is None:
+            raise
+        raise errors.EnvironmentFailure(f"a Spark task failed: {failed}") from None
     finally:
         spark.stop()
     table = Table(title=f"TLC simulation of {model.model} on Spark ({args.master})", title_justify="left",

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import random
 import re
+import signal
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -74,6 +77,13 @@ class CampaignSpec:
         return "c" + hashlib.sha256(key.encode()).hexdigest()[:10]
 
 
+def _py4j_interrupt_record(record: logging.LogRecord) -> bool:
+    """False for py4j's own record of a KeyboardInterrupt it re-raises (``logging.exception`` on the
+    root logger): the interrupt itself is what the command reports."""
+    return not (record.exc_info and record.exc_info[0] is KeyboardInterrupt
+                and record.getMessage().startswith("KeyboardInterrupt while sending command"))
+
+
 def spark_session(master: str, conf: dict[str, str] | None = None, cds_dir: Path | None = None):
     """A session on ``master``; ``conf`` wins over the defaults here.  The driver's JVM maps its
     classes from the class-data archive when there is one (spark_fuzz/jvmcds.py, in ``cds_dir``
@@ -96,6 +106,17 @@ def spark_session(master: str, conf: dict[str, str] | None = None, cds_dir: Path
     archive = None if driver in conf else jvmcds.usable_archive(cds_dir)
     for key, value in {**jvm_conf(), driver: jvmcds.driver_options(archive), **conf}.items():
         builder = builder.config(key, value)
+    # PySpark's SparkContext takes SIGINT for a handler that calls into the JVM from inside the signal,
+    # while the main thread waits on the same py4j connection: a Ctrl-C printed pages of py4j's
+    # "reentrant call" tracebacks.  The caller's handler stays: a KeyboardInterrupt, then spark.stop().
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    sigint = signal.getsignal(signal.SIGINT) if on_main_thread else None
+    root = logging.getLogger()
+    if _py4j_interrupt_record not in root.filters:
+        root.addFilter(_py4j_interrupt_record)      # py4j logs a Ctrl-C it passes on, traceback and all
+    # py4j's own loggers report a connection the interrupt or a stopping JVM broke, with tracebacks: the
+    # driver gets each failure as an exception anyway, and the command reports that.
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
     try:
         session = builder.getOrCreate()
     except Exception as err:
@@ -105,6 +126,9 @@ def spark_session(master: str, conf: dict[str, str] | None = None, cds_dir: Path
         # only when that works was the archive the cause, and it goes.
         session = builder.config(driver, jvmcds.driver_options(None)).getOrCreate()
         jvmcds.discard(archive, f"the driver's JVM did not start with it: {str(err).strip()[:200]}")
+    finally:
+        if on_main_thread and sigint is not None:
+            signal.signal(signal.SIGINT, sigint)
     session.sparkContext.setLogLevel("ERROR")
     return session
 

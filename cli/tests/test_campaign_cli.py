@@ -95,3 +95,42 @@ def test_load_exits_1_when_answers_are_errors(tmp_path):
     gone = ackorder("load", "--target", f"127.0.0.1:{master.port}", "--count", "5")     # nothing was sent: no loss
     assert gone.returncode == errors.ENVIRONMENT and gone.stderr.count("\n") == 1, (gone.returncode, gone.stderr)
     assert f"cannot connect to 127.0.0.1:{master.port}: Connection refused" in gone.stderr, gone.stderr
+
+
+def test_a_ctrl_c_stops_a_campaign_with_130_and_no_traceback(tmp_path):
+    """PySpark's own SIGINT handler called into the JVM from inside the signal while the driver waited on
+    the same py4j connection: pages of "reentrant call" tracebacks, and py4j logged the interrupt with
+    its traceback; now the caller's handler stays (spark_fuzz.campaign.spark_session) and py4j's record
+    is filtered."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cli.tests.test_exit_codes import ROOT
+
+    p = subprocess.Popen([sys.executable, "-m", "cli", "fuzz", "--seeds", "200000", "--master", "local[1]",
+                          "--out", str(tmp_path / "c")], cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().startswith("Spark UI:")      # the session is up, the campaign starting
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == errors.INTERRUPTED and err.rstrip().endswith("ackorder fuzz: interrupted"), (out, err)
+    assert "Traceback" not in err and "py4j" not in err, err
+
+
+def test_a_task_that_could_not_write_its_part_is_the_machines_failure():
+    """A full disk under --out failed every task: a PythonException carrying the worker's traceback
+    reached the driver, a traceback and exit 1; it is exit 3 naming the OSError (cli/fuzz.task_os_error)."""
+    from cli.fuzz import task_os_error
+
+    class PythonException(Exception):        # pyspark.errors' name: what the driver receives
+        pass
+
+    worker = ("An exception was thrown from the Python worker:\nTraceback (most recent call last):\n"
+              '  File "spark_fuzz/ledger.py", line 85, in write_part\n'
+              "OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device\n")
+    assert task_os_error(PythonException(worker)) == \
+        "OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device"
+    assert task_os_error(PythonException("ZeroDivisionError: division by zero")) is None     # a defect: exit 1
+    assert task_os_error(OSError(28, "not Spark's")) is None

@@ -41,15 +41,15 @@ def test_green_seeds_refine_the_spec(seed):
     assert outcome.ok, outcome.message
 
 
-@pytest.mark.parametrize("replicas", (10, 11, 32))
+@pytest.mark.parametrize("replicas", (10, 32))
 def test_ten_or_more_slaves_refine_the_spec(replicas):
     """The spec's Config sorts the slaves' names (r1, r10, r11, r2, ...) and indexes its per-slave
     tuples in that order; the abstraction must too, not in the cluster's r1, r2, ... order (with ten
     slaves or more every run failed at its first ReplicaConnect, a refinement error of the checker)."""
-    for seed in (1, 2):
-        outcome = run(seed, steps=600, replicas=replicas)
+    for seed in (1,):
+        outcome = run(seed, steps=400, replicas=replicas)
         assert outcome.ok and outcome.actions.get("ReplicaConnect", 0) >= replicas, (outcome.violation, outcome.message)
-        unchecked = World(draw(seed, {"replicas": str(replicas)}), check=False).run(600)     # no checker to ask
+        unchecked = World(draw(seed, {"replicas": str(replicas)}), check=False).run(400)     # no checker to ask
         assert unchecked.ok and unchecked.trace_hash == outcome.trace_hash
 
 
