@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 from collections.abc import Callable
 
@@ -176,6 +177,10 @@ def _load(args) -> int:
         from reference.real.options import parse_address
 
         target = parse_address(args.target, "--target")
+        try:        # a name that does not exist is the input's (exit 2); a resolver that fails, the machine's
+            socket.getaddrinfo(*target, type=socket.SOCK_STREAM)
+        except socket.gaierror as err:
+            raise OSError(err.errno, f"cannot connect to {args.target}: {err.strerror}") from None
         if args.connections is not None and args.connections < 1:
             raise ConfigError(f"--connections {args.connections}: must be positive")
         for flag in ("producers", "count", "size", "first_key"):

@@ -54,11 +54,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="small, so that runs cross segment rolls (default 256 KiB; with --power-loss 8 KiB)")
     p.add_argument("--messages", type=positive_int, default=None, help="--power-loss: messages per recorded run "
                                                                        "(default 150)")
-    p.add_argument("--max-load-s", type=positive_float, default=1.0,
-                   help="longest load before a kill (seconds; at least 0.2 is used)")
+    p.add_argument("--max-load-s", type=positive_float, default=None,
+                   help="kill -9 and --failover: longest load before a kill (seconds, default 1; at least 0.2 is used)")
     p.add_argument("--bug", action="append", default=None, type=bug_name(BUG_NAMES), metavar="NAME",
                    help="run the master with a seeded defect (to see the checks bite), either spelling")
-    p.add_argument("--dir", type=Path, default=None, help="keep the nodes' data and logs here")
+    p.add_argument("--dir", type=Path, default=None, help="kill -9 and --failover: keep the nodes' data and logs here")
     p.add_argument("--json", type=output_file, metavar="FILE", help="write the full report as JSON")
     p.set_defaults(func=main)
 
@@ -76,10 +76,16 @@ def main(args: argparse.Namespace) -> int:
 # The flags each mode takes beyond the common ones (seed, producers, size, segment bytes, load, dir, json),
 # and their defaults.
 MODE_FLAGS = {
-    "kill -9": {"kills": 10, "replicas": 1, "corrupt": False, "io_errors": False, "bug": []},
-    "--power-loss": {"kills": 10, "messages": 150, "bug": []},
-    "--failover": {"failovers": 10, "failover_bug": [], "settle_timeout_s": 30.0, "slow_member_lag_ms": 0},
+    "kill -9": {"kills": 10, "replicas": 1, "corrupt": False, "io_errors": False, "bug": [], "max_load_s": 1.0,
+                "dir": None},
+    "--power-loss": {"kills": 10, "messages": 150, "bug": []},     # its runs are recorded, replayed in memory
+    "--failover": {"failovers": 10, "failover_bug": [], "settle_timeout_s": 30.0, "slow_member_lag_ms": 0,
+                   "max_load_s": 1.0, "dir": None},
 }
+
+
+def _mode_name(mode: str) -> str:
+    return "the kill -9 run" if mode == "kill -9" else mode
 
 
 def with_mode_defaults(args: argparse.Namespace) -> str:
@@ -88,12 +94,10 @@ def with_mode_defaults(args: argparse.Namespace) -> str:
     if args.power_loss and args.failover:
         raise errors.UsageError("--power-loss and --failover: one mode at a time")
     mode = "--power-loss" if args.power_loss else "--failover" if args.failover else "kill -9"
-    for other, flags in MODE_FLAGS.items():
-        for flag in flags:
-            if other != mode and flag not in MODE_FLAGS[mode] and getattr(args, flag) is not None:
-                name = "--" + flag.replace("_", "-")
-                raise errors.UsageError(f"{name}: a flag of {'the kill -9 run' if other == 'kill -9' else other}, "
-                                        f"not of {'the kill -9 run' if mode == 'kill -9' else mode}")
+    for flag in dict.fromkeys(f for flags in MODE_FLAGS.values() for f in flags):
+        if flag not in MODE_FLAGS[mode] and getattr(args, flag) is not None:
+            owners = " and ".join(_mode_name(m) for m, flags in MODE_FLAGS.items() if flag in flags)
+            raise errors.UsageError(f"--{flag.replace('_', '-')}: a flag of {owners}, not of {_mode_name(mode)}")
     for flag, default in MODE_FLAGS[mode].items():
         if getattr(args, flag) is None:
             setattr(args, flag, default)

@@ -13,6 +13,7 @@ A Ctrl-C or a SIGTERM ends a command with 130 (the shell's convention for SIGINT
 from __future__ import annotations
 
 import errno
+import socket
 import threading
 
 OK = 0
@@ -46,9 +47,17 @@ INPUT_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EEXIS
                           errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL, errno.EADDRNOTAVAIL})
 
 
+# A host name's look-up (socket.gaierror, whose errno is an EAI_ code, negative where errnos are not, so
+# the two never meet): a name that does not exist is the input's; a resolver that fails or cannot be
+# reached now (EAI_AGAIN, EAI_FAIL) is the machine's.
+INPUT_LOOKUP_ERRORS = frozenset(getattr(socket, name) for name in ("EAI_NONAME", "EAI_NODATA", "EAI_SERVICE",
+                                                                   "EAI_FAMILY", "EAI_ADDRFAMILY")
+                                if hasattr(socket, name))
+
+
 def os_error_exit(err: OSError) -> int:
     """The exit code of a command stopped by ``err``: 2 for the input's, 3 for the machine's."""
-    return USAGE if err.errno in INPUT_ERRNOS else ENVIRONMENT
+    return USAGE if err.errno in INPUT_ERRNOS or err.errno in INPUT_LOOKUP_ERRORS else ENVIRONMENT
 
 
 def os_error_line(command: str, err: OSError) -> str:

@@ -8,6 +8,7 @@ be reached is an environment failure (3), found before Spark starts."""
 from __future__ import annotations
 
 import argparse
+import builtins
 import json
 import re
 import socket
@@ -67,31 +68,56 @@ def parse_conf(items: list[str]) -> dict[str, str]:
             # Spark's launcher refuses it, and the JVM never starts: bad input, not a broken machine
             raise ConfigError(f"--conf {key.strip()}: Spark does not take -Xmx among a JVM's options; "
                               f"set {JVM_OPTIONS[key.strip()]} instead")
-        if key.strip().endswith((".memory", ".memoryOverhead")) and not SPARK_SIZE.fullmatch(value.strip()):
-            # the JVM would not start, with a page of Java stack trace, and it would look like exit 3
+        if key.strip().endswith(".memory") and not jvm_heap_ok(value.strip()):
+            # the JVM would not start (-Xmx takes these verbatim) or Spark would refuse the heap, with a
+            # page of Java stack trace, and it would look like exit 3
+            raise ConfigError(f"--conf {key.strip()}={value.strip()!r}: expected a JVM heap size such as 512m "
+                              f"or 2g (a number and k, m, g or t), at least 450m (Spark's minimum)")
+        if key.strip().endswith(".memoryOverhead") and not SPARK_SIZE.fullmatch(value.strip()):
             raise ConfigError(f"--conf {key.strip()}={value.strip()!r}: expected a size such as 512m or 2g")
         out[key.strip()] = value.strip()
     return out
 
 
 SPARK_SIZE = re.compile(r"\d+(?:[kmgtp]b?|b)?", re.IGNORECASE)     # Spark's byte strings: 1024, 512m, 2g, 4gb
+JVM_SIZE = re.compile(r"(\d+)([kmgt])", re.IGNORECASE)             # what -Xmx takes: the driver's is passed on as is
+SPARK_MIN_HEAP_BYTES = 450 * 2**20      # Spark refuses a driver or executor below 1.5 x its 300 MiB reserve
+
+
+def jvm_heap_ok(value: str) -> bool:
+    found = JVM_SIZE.fullmatch(value)
+    return bool(found) and int(found[1]) * 1024 ** "kmgt".index(found[2].lower()) * 1024 >= SPARK_MIN_HEAP_BYTES
 
 
 JVM_OPTIONS = {"spark.driver.extraJavaOptions": "spark.driver.memory",
                "spark.executor.extraJavaOptions": "spark.executor.memory"}
 
 
-TASK_OS_ERROR = re.compile(r"^(\w*(?:OSError|IOError|Error)): (\[Errno (\d+)\].*)$", re.MULTILINE)
+OS_ERROR_NAMES = frozenset(name for name, value in vars(builtins).items()       # OSError, FileNotFoundError, ...
+                           if isinstance(value, type) and issubclass(value, OSError))
+EXCEPTION_LINE = re.compile(r"([A-Za-z_][\w.]*): (.*)")
 
 
 def task_os_error(err: Exception) -> str | None:
     """The OSError that failed a Spark task (a full disk under --out, say), from the worker's traceback
     that Spark's exception carries; None for any other failure.  The seeds' simulator never raises one:
-    a crash of it is a row (spark_fuzz/seeds.py), so an OSError is the machine's, writing the ledger."""
+    a crash of it is a row (spark_fuzz/seeds.py), so an OSError is the machine's, writing the ledger.
+    What failed the task is the exception of the last traceback in the text (an earlier one is what it
+    was handling): the first line after that traceback's header that is not a frame."""
     if type(err).__name__ not in ("PythonException", "Py4JJavaError"):
         return None
-    found = TASK_OS_ERROR.findall(str(err))
-    return f"{found[-1][0]}: {found[-1][1]}" if found else None
+    text = str(err)
+    header = text.rfind("Traceback (most recent call last):")
+    if header < 0:
+        return None
+    for line in text[header:].splitlines()[1:]:
+        if not line or line[0].isspace():          # a frame, its source line, its ^^^ markers
+            continue
+        raised = EXCEPTION_LINE.fullmatch(line)
+        if raised is None or raised[1].rsplit(".", 1)[-1] not in OS_ERROR_NAMES:
+            return None
+        return f"{raised[1].rsplit('.', 1)[-1]}: {raised[2]}"
+    return None
 
 
 def preflight(master: str, out: Path) -> None:

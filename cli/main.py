@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is signal.default_int_handler:
             signal.signal(signal.SIGINT, previous)
+        errors.STOP_REQUESTED.clear()       # said by the exit code; not left for what else runs in this process
 
 
 def _main(argv: list[str] | None) -> int:
@@ -120,36 +121,39 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         code = args.func(args)
     except KeyboardInterrupt:
-        sys.stderr.write(f"{where}: interrupted\n")
-        return errors.INTERRUPTED
+        return _interrupted(where)
     except (errors.UsageError, ConfigError, ManifestError) as err:
         sys.stderr.write(f"{where}: error: {err}\n")
         return errors.USAGE
     except (errors.EnvironmentFailure, TlcUnavailable) as err:
+        if errors.STOP_REQUESTED.is_set():   # what an interrupt broke, wrapped as "Spark did not start"
+            return _interrupted(where)
         sys.stderr.write(f"{where}: environment: {err}\n")
         return errors.ENVIRONMENT
     except OSError as err:
         if errors.STOP_REQUESTED.is_set():
-            sys.stderr.write(f"{where}: interrupted\n")
-            return errors.INTERRUPTED
+            return _interrupted(where)
         sys.stderr.write(errors.os_error_line(args.command, err) + "\n")
         return errors.os_error_exit(err)
     except Exception:
         # What a Ctrl-C broke on its way out (a Spark session whose stop() finds the JVM's connection
         # gone raises that in place of the KeyboardInterrupt) is the interrupt, not a defect.
         if errors.STOP_REQUESTED.is_set():
-            sys.stderr.write(f"{where}: interrupted\n")
-            return errors.INTERRUPTED
+            return _interrupted(where)
         raise
     finally:
         if as_interrupt:
             signal.signal(signal.SIGTERM, terminate)
     if errors.STOP_REQUESTED.is_set():       # a Ctrl-C the command never saw (raised in a finalizer, dropped)
-        sys.stderr.write(f"{where}: interrupted\n")
-        return errors.INTERRUPTED
+        return _interrupted(where)
     assert code in (errors.OK, errors.VIOLATION, errors.USAGE, errors.ENVIRONMENT, errors.INTERRUPTED), \
         f"{where} returned exit code {code!r}"
     return code
+
+
+def _interrupted(where: str) -> int:
+    sys.stderr.write(f"{where}: interrupted\n")
+    return errors.INTERRUPTED
 
 
 def _interrupt(signum, frame) -> None:

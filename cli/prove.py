@@ -89,18 +89,30 @@ def print_report(console: Console, report: ProofReport, verbose: bool = False) -
             console.print("    post: " + ", ".join(f"{k}={a}->{b}" for k, (a, b) in changed(c["pre"], c["post"]).items()))
 
 
+def _record_stop(signum, frame) -> None:
+    errors.STOP_REQUESTED.set()
+    STOP.set()
+
+
 def main(args: argparse.Namespace) -> int:
     console = make_console()
     if errors.STOP_REQUESTED.is_set():      # a Ctrl-C while the command was being imported, dropped there
         raise KeyboardInterrupt
     STOP.clear()
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: STOP.set())   # raised at the next check
+    # A Ctrl-C or a SIGTERM is only recorded, and raised at the next check: raised where the signal lands,
+    # it may land in a z3 object's finalizer, where Python prints it and drops it (the proofs then ran on
+    # to their verdict).
+    stops = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, _record_stop) for sig in stops}
     try:
         with console.status("proving") as status:
             report = prove_manifest(lambda name: status.update(f"proving: {name} done"))
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if STOP.is_set():                       # after the last check: no verdict from an interrupted run
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        stopped = STOP.is_set()
+        STOP.clear()                        # else every check after, in this process, would raise it
+    if stopped:                             # after the last check: no verdict from an interrupted run
         raise KeyboardInterrupt
     print_report(console, report, args.verbose)
     console.print(f"{'all proofs hold and every bug has a CTI' if report.ok else '[bold red]NOT all as expected[/]'} "

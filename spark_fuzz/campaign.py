@@ -26,17 +26,20 @@ import logging
 import os
 import random
 import re
-import signal
 import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
 from spark_fuzz import ledger
 from spark_fuzz.seeds import FAILOVER, Job, Reproducer, load_matrix, run_partition, shrink, shrink_failover
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 AUDIT_FRACTION = 0.01
 MAX_SHRINKS = 20                 # distinct failure signatures shrunk per campaign
@@ -84,6 +87,42 @@ def _py4j_interrupt_record(record: logging.LogRecord) -> bool:
                 and record.getMessage().startswith("KeyboardInterrupt while sending command"))
 
 
+def _started_off_the_main_thread(start: Callable[[], SparkSession]) -> SparkSession:
+    """``start()``'s session, started on a thread of its own.  On the main thread, PySpark's SparkContext
+    takes SIGINT for a handler that calls into the JVM from inside the signal while the main thread waits
+    on the same py4j connection (a Ctrl-C printed pages of py4j's "reentrant call" tracebacks); off it,
+    it takes nothing, and the caller's handler stays: a KeyboardInterrupt, then ``spark.stop()``.  And a
+    Ctrl-C while the driver's JVM starts left that JVM running, holding the command's stdout and stderr
+    open (PySpark's launch does not stop it when interrupted): here the start runs to its end, and a
+    session it made is stopped, before the interrupt goes on."""
+    if threading.current_thread() is not threading.main_thread():
+        return start()
+    outcome: dict = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["session"] = start()
+        except BaseException as err:        # noqa: BLE001 - handed to the caller's thread below
+            outcome["error"] = err
+        finally:
+            done.set()
+
+    # Waited for on an Event, not by join(): a join a KeyboardInterrupt breaks marks the thread as ended
+    # while it runs (CPython 3.11), and the interpreter then exits under it, the JVM half started.
+    threading.Thread(target=run, name="spark-session-start").start()    # not a daemon: see above
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        done.wait()
+        if "session" in outcome:
+            outcome["session"].stop()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["session"]
+
+
 def spark_session(master: str, conf: dict[str, str] | None = None, cds_dir: Path | None = None):
     """A session on ``master``; ``conf`` wins over the defaults here.  The driver's JVM maps its
     classes from the class-data archive when there is one (spark_fuzz/jvmcds.py, in ``cds_dir``
@@ -106,29 +145,26 @@ def spark_session(master: str, conf: dict[str, str] | None = None, cds_dir: Path
     archive = None if driver in conf else jvmcds.usable_archive(cds_dir)
     for key, value in {**jvm_conf(), driver: jvmcds.driver_options(archive), **conf}.items():
         builder = builder.config(key, value)
-    # PySpark's SparkContext takes SIGINT for a handler that calls into the JVM from inside the signal,
-    # while the main thread waits on the same py4j connection: a Ctrl-C printed pages of py4j's
-    # "reentrant call" tracebacks.  The caller's handler stays: a KeyboardInterrupt, then spark.stop().
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    sigint = signal.getsignal(signal.SIGINT) if on_main_thread else None
     root = logging.getLogger()
     if _py4j_interrupt_record not in root.filters:
         root.addFilter(_py4j_interrupt_record)      # py4j logs a Ctrl-C it passes on, traceback and all
     # py4j's own loggers report a connection the interrupt or a stopping JVM broke, with tracebacks: the
     # driver gets each failure as an exception anyway, and the command reports that.
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
-    try:
-        session = builder.getOrCreate()
-    except Exception as err:
-        if archive is None:
-            raise
-        # A JVM that will not start with the archive (a damaged file crashes it) starts without it;
-        # only when that works was the archive the cause, and it goes.
-        session = builder.config(driver, jvmcds.driver_options(None)).getOrCreate()
-        jvmcds.discard(archive, f"the driver's JVM did not start with it: {str(err).strip()[:200]}")
-    finally:
-        if on_main_thread and sigint is not None:
-            signal.signal(signal.SIGINT, sigint)
+
+    def start():
+        try:
+            return builder.getOrCreate()
+        except Exception as err:
+            if archive is None:
+                raise
+            # A JVM that will not start with the archive (a damaged file crashes it) starts without it;
+            # only when that works was the archive the cause, and it goes.
+            session = builder.config(driver, jvmcds.driver_options(None)).getOrCreate()
+            jvmcds.discard(archive, f"the driver's JVM did not start with it: {str(err).strip()[:200]}")
+            return session
+
+    session = _started_off_the_main_thread(start)
     session.sparkContext.setLogLevel("ERROR")
     return session
 

@@ -112,7 +112,8 @@ def read_ledger(out: Path, campaign: str, columns: list[str] | None = None) -> p
     for batch in complete_batches(out, campaign):
         try:
             tables.append(pq.read_table(batch, columns=columns, partitioning=None))
-        except (pa.ArrowException, OSError) as err:    # a truncated or foreign file among the parts
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+            # a truncated or foreign file among the parts; an OSError reading one (EIO) is the machine's
             raise LedgerError(f"{batch}: not a batch of this ledger ({str(err).splitlines()[0]})") from None
     if not tables:
         names = columns or [name for name, _ in SCHEMA_FIELDS]

@@ -119,6 +119,33 @@ def test_a_ctrl_c_stops_a_campaign_with_130_and_no_traceback(tmp_path):
     assert "Traceback" not in err and "py4j" not in err, err
 
 
+def test_a_ctrl_c_while_the_jvm_starts_stops_it_too(tmp_path):
+    """A Ctrl-C while the driver's JVM was starting (PySpark waiting for it to connect) left that JVM
+    running after the command had exited 130, holding its stdout and stderr open: whatever read them (a
+    pipe to tee, this test) waited on.  Now the start runs to its end on a thread of its own and the
+    session is stopped (spark_fuzz.campaign._started_off_the_main_thread)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from cli.tests.test_exit_codes import ROOT
+
+    p = subprocess.Popen([sys.executable, "-m", "cli", "fuzz", "--seeds", "200000", "--master", "local[1]",
+                          "--out", str(tmp_path / "c")], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        first = p.stderr.readline()            # the JVM's first words: it is starting, not yet connected
+        assert first, "the command ended before its JVM said anything"
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise AssertionError("the command's output stayed open after a Ctrl-C: a JVM left running") from None
+    assert p.returncode == errors.INTERRUPTED and err.rstrip().endswith("ackorder fuzz: interrupted"), (out, err)
+    assert "Traceback" not in err and "py4j" not in err, err
+
+
 def test_a_task_that_could_not_write_its_part_is_the_machines_failure():
     """A full disk under --out failed every task: a PythonException carrying the worker's traceback
     reached the driver, a traceback and exit 1; it is exit 3 naming the OSError (cli/fuzz.task_os_error)."""
@@ -134,3 +161,24 @@ def test_a_task_that_could_not_write_its_part_is_the_machines_failure():
         "OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device"
     assert task_os_error(PythonException("ZeroDivisionError: division by zero")) is None     # a defect: exit 1
     assert task_os_error(OSError(28, "not Spark's")) is None
+    frame = '  File "spark_fuzz/ledger.py", line 85, in write_part\n    pq.write_table(table, path)\n    ^^^^^^^^\n'
+    # pyarrow's own OSError has no errno: it was missed (a traceback and exit 1)
+    assert task_os_error(PythonException(f"Traceback (most recent call last):\n{frame}OSError: Error writing "
+                                         "bytes to file. Detail: [errno 28] No space left on device\n")) == \
+        "OSError: Error writing bytes to file. Detail: [errno 28] No space left on device"
+    assert task_os_error(PythonException(f"Traceback (most recent call last):\n{frame}PermissionError: [Errno 13] "
+                                         "Permission denied: 'x'\n")) == "PermissionError: [Errno 13] Permission denied: 'x'"
+    # a defect while handling an OSError is the defect (it was the OSError: exit 3), and an errno in
+    # another exception's words is not an OSError
+    chained = (f"Traceback (most recent call last):\n{frame}OSError: [Errno 28] No space left on device\n\n"
+               "During handling of the above exception, another exception occurred:\n\n"
+               f"Traceback (most recent call last):\n{frame}TypeError: unsupported operand\n")
+    assert task_os_error(PythonException(chained)) is None
+    assert task_os_error(PythonException(f"Traceback (most recent call last):\n{frame}ValueError: [Errno 5] x\n")) is None
+    # the driver's Py4JJavaError: the worker's traceback inside Java's, Java's frames after it
+    java = ("An error occurred while calling o56.collectAndServe.\n: org.apache.spark.SparkException: Job aborted due "
+            "to stage failure: Task 0 in stage 0.0 failed 4 times: org.apache.spark.api.python.PythonException: "
+            f"Traceback (most recent call last):\n{frame}OSError: [Errno 28] No space left on device\n\n"
+            "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(...)\n"
+            "Driver stacktrace:\n\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(...)\n")
+    assert task_os_error(type("Py4JJavaError", (Exception,), {})(java)) == "OSError: [Errno 28] No space left on device"

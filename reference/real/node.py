@@ -516,7 +516,7 @@ def _ports_free(opts: NodeOptions) -> None:
     broker master that cannot listen, the caller's exit 3)."""
     import socket
 
-    for port in {opts.port, opts.ha_port} - {0}:
+    for port in (p for p in dict.fromkeys((opts.port, opts.ha_port)) if p != 0):     # in this order: the message
         with socket.socket() as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)     # as the servers bind
             try:

@@ -160,6 +160,9 @@ def test_chaos_failover_catches_acks_without_the_slaves(tmp_path: Path):
     (("chaos", "--failover", "--replicas", "2"), "--replicas: a flag of the kill -9 run, not of --failover"),
     (("chaos", "--power-loss", "--corrupt"), "--corrupt: a flag of the kill -9 run, not of --power-loss"),
     (("chaos", "--messages", "20"), "--messages: a flag of --power-loss"),
+    # kept nothing and loaded as it would have without them (exit 0)
+    (("chaos", "--power-loss", "--dir", "/tmp/x"), "--dir: a flag of the kill -9 run and --failover, not of --power-loss"),
+    (("chaos", "--power-loss", "--max-load-s", "2"), "--max-load-s: a flag of the kill -9 run and --failover"),
     (("chaos", "--failover", "--power-loss"), "one mode at a time"),
     (("chaos", "--segment-bytes", "0"), "--segment-bytes: expected a positive integer, got 0"),
     (("chaos", "--max-load-s", "-3"), "--max-load-s: expected a positive number, got -3"),
@@ -185,12 +188,13 @@ def test_a_node_whose_port_is_taken_stops_before_it_registers(tmp_path: Path):
     died some seconds later.  Now a port in use stops it at once, exit 3 (the machine's), one line."""
     import socket
 
-    with socket.socket() as held:
-        held.bind(("127.0.0.1", 0))
-        held.listen()
+    with socket.socket() as held, socket.socket() as held_ha:    # both: port - 1 as the HA port was taken once
+        for sock in (held, held_ha):
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
         port = held.getsockname()[1]
         done = _cli("broker", "node", "--controller", "127.0.0.1:1", "--id", "1", "--dir", str(tmp_path / "d"),
-                    "--port", str(port), "--ha-port", str(port - 1), timeout_s=60)
+                    "--port", str(port), "--ha-port", str(held_ha.getsockname()[1]), timeout_s=60)
     assert done.returncode == 3 and done.stdout == "", (done.stdout, done.stderr)
     assert done.stderr.strip() == f"ackorder broker node: environment: cannot listen on 127.0.0.1:{port}: " \
                                   "Address already in use"

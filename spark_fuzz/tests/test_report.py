@@ -122,3 +122,21 @@ def test_an_out_that_is_no_campaigns_is_one_line_and_exit_2(campaign, tmp_path):
     part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
     assert_usage_error(ackorder_in_process("fuzz-report", "--out", str(torn)), "not a batch of this ledger",
                        part.parent.name)
+
+
+def test_a_ledger_the_disk_cannot_read_is_the_machines_failure(campaign, monkeypatch):
+    """An OSError reading a ledger part (EIO) was "not a batch of this ledger", exit 2: the input's."""
+    import errno
+
+    import pyarrow.parquet as pq
+
+    from cli.tests.test_exit_codes import ackorder_in_process
+
+    def failing_disk(*args, **kwargs):
+        raise OSError(errno.EIO, "Input/output error")
+
+    out, _ = campaign
+    monkeypatch.setattr(pq, "read_table", failing_disk)
+    done = ackorder_in_process("fuzz-report", "--out", str(out))
+    assert done.returncode == 3 and done.stderr == "ackorder fuzz-report: environment: Input/output error\n", \
+        (done.returncode, done.stderr)
