@@ -177,10 +177,6 @@ def _load(args) -> int:
         from reference.real.options import parse_address
 
         target = parse_address(args.target, "--target")
-        try:        # a name that does not exist is the input's (exit 2); a resolver that fails, the machine's
-            socket.getaddrinfo(*target, type=socket.SOCK_STREAM)
-        except socket.gaierror as err:
-            raise OSError(err.errno, f"cannot connect to {args.target}: {err.strerror}") from None
         if args.connections is not None and args.connections < 1:
             raise ConfigError(f"--connections {args.connections}: must be positive")
         for flag in ("producers", "count", "size", "first_key"):
@@ -188,6 +184,10 @@ def _load(args) -> int:
                 raise ConfigError(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be positive")
         if not args.timeout_s > 0:
             raise ConfigError(f"--timeout-s {args.timeout_s}: must be positive")
+        try:        # a name that does not exist is the input's (exit 2); a resolver that fails, the machine's
+            socket.getaddrinfo(*target, type=socket.SOCK_STREAM)
+        except socket.gaierror as err:
+            raise OSError(err.errno, f"cannot connect to {args.target}: {err.strerror}") from None
         record = open(args.record, "w") if args.record else None
         try:
             result = run_load(target, args.producers, args.count, args.size, args.first_key,

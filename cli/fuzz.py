@@ -12,6 +12,7 @@ import builtins
 import json
 import re
 import socket
+import sys
 from pathlib import Path
 
 from rich.table import Table
@@ -68,34 +69,45 @@ def parse_conf(items: list[str]) -> dict[str, str]:
             # Spark's launcher refuses it, and the JVM never starts: bad input, not a broken machine
             raise ConfigError(f"--conf {key.strip()}: Spark does not take -Xmx among a JVM's options; "
                               f"set {JVM_OPTIONS[key.strip()]} instead")
-        if key.strip().endswith(".memory") and not jvm_heap_ok(value.strip()):
-            # the JVM would not start (-Xmx takes these verbatim) or Spark would refuse the heap, with a
-            # page of Java stack trace, and it would look like exit 3
-            raise ConfigError(f"--conf {key.strip()}={value.strip()!r}: expected a JVM heap size such as 512m "
-                              f"or 2g (a number and k, m, g or t), at least 450m (Spark's minimum)")
-        if key.strip().endswith(".memoryOverhead") and not SPARK_SIZE.fullmatch(value.strip()):
+        if key.strip() in HEAPS and not heap_ok(key.strip(), value.strip()):
+            # the JVM would not start (the driver's -Xmx takes it as written) or Spark would refuse the
+            # heap, with a page of Java stack trace, and it would look like exit 3
+            raise ConfigError(f"--conf {key.strip()}={value.strip()!r}: expected {HEAPS[key.strip()]}, "
+                              f"at least 450m (Spark's minimum)")
+        if key.strip().endswith((".memory", ".memoryOverhead")) and not SPARK_SIZE.fullmatch(value.strip()):
             raise ConfigError(f"--conf {key.strip()}={value.strip()!r}: expected a size such as 512m or 2g")
         out[key.strip()] = value.strip()
     return out
 
 
 SPARK_SIZE = re.compile(r"\d+(?:[kmgtp]b?|b)?", re.IGNORECASE)     # Spark's byte strings: 1024, 512m, 2g, 4gb
-JVM_SIZE = re.compile(r"(\d+)([kmgt])", re.IGNORECASE)             # what -Xmx takes: the driver's is passed on as is
-SPARK_MIN_HEAP_BYTES = 450 * 2**20      # Spark refuses a driver or executor below 1.5 x its 300 MiB reserve
+HEAPS = {"spark.driver.memory": "a JVM heap size such as 512m or 2g (a number and k, m, g or t: -Xmx takes it)",
+         "spark.executor.memory": "a size such as 512m or 2g, with its unit"}
+SPARK_MIN_HEAP_MIB = 450        # Spark refuses a driver or executor below 1.5 x its 300 MiB reserve
 
 
-def jvm_heap_ok(value: str) -> bool:
-    found = JVM_SIZE.fullmatch(value)
-    return bool(found) and int(found[1]) * 1024 ** "kmgt".index(found[2].lower()) * 1024 >= SPARK_MIN_HEAP_BYTES
+def heap_ok(key: str, value: str) -> bool:
+    """Whether Spark starts with ``value`` as the heap ``key`` sets: the driver's goes to its JVM's -Xmx
+    as written (no bare number, no 'gb'); the executor's Spark reads as a byte string ('4gb' too), but a
+    bare number as MiB in one place and bytes in another (its minimum's check: 4096 is 4 KiB there)."""
+    found = re.fullmatch(r"(\d+)([kmgt])" if key == "spark.driver.memory" else r"(\d+)([kmgtp])b?", value,
+                         re.IGNORECASE)
+    return found is not None and int(found[1]) * 1024 ** "kmgtp".index(found[2].lower()) >= SPARK_MIN_HEAP_MIB * 1024
 
 
 JVM_OPTIONS = {"spark.driver.extraJavaOptions": "spark.driver.memory",
                "spark.executor.extraJavaOptions": "spark.executor.memory"}
 
 
-OS_ERROR_NAMES = frozenset(name for name, value in vars(builtins).items()       # OSError, FileNotFoundError, ...
-                           if isinstance(value, type) and issubclass(value, OSError))
-EXCEPTION_LINE = re.compile(r"([A-Za-z_][\w.]*): (.*)")
+EXCEPTION_LINE = re.compile(r"([A-Za-z_][\w.]*)(?:: (.*))?")
+
+
+def _an_os_error(name: str) -> bool:
+    """``OSError``, ``FileNotFoundError``, ``socket.gaierror``, ...: a builtin, or a class of a module
+    this process has loaded (nothing is imported for it)."""
+    module, _, cls = name.rpartition(".")
+    value = getattr(sys.modules.get(module) if module else builtins, cls, None)
+    return isinstance(value, type) and issubclass(value, OSError)
 
 
 def task_os_error(err: Exception) -> str | None:
@@ -114,9 +126,9 @@ def task_os_error(err: Exception) -> str | None:
         if not line or line[0].isspace():          # a frame, its source line, its ^^^ markers
             continue
         raised = EXCEPTION_LINE.fullmatch(line)
-        if raised is None or raised[1].rsplit(".", 1)[-1] not in OS_ERROR_NAMES:
+        if raised is None or not _an_os_error(raised[1]):
             return None
-        return f"{raised[1].rsplit('.', 1)[-1]}: {raised[2]}"
+        return line
     return None
 
 

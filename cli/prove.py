@@ -102,7 +102,8 @@ def main(args: argparse.Namespace) -> int:
     # A Ctrl-C or a SIGTERM is only recorded, and raised at the next check: raised where the signal lands,
     # it may land in a z3 object's finalizer, where Python prints it and drops it (the proofs then ran on
     # to their verdict).
-    stops = (signal.SIGINT, signal.SIGTERM)
+    # (not where a signal is ignored: a shell's background job ignores SIGINT, as cli/main.py leaves it)
+    stops = [sig for sig in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(sig) is not signal.SIG_IGN]
     previous = {sig: signal.signal(sig, _record_stop) for sig in stops}
     try:
         with console.status("proving") as status:

@@ -26,6 +26,7 @@ import logging
 import os
 import random
 import re
+import signal
 import threading
 import time
 from collections import Counter, defaultdict
@@ -87,22 +88,24 @@ def _py4j_interrupt_record(record: logging.LogRecord) -> bool:
                 and record.getMessage().startswith("KeyboardInterrupt while sending command"))
 
 
-def _started_off_the_main_thread(start: Callable[[], SparkSession]) -> SparkSession:
+def _started_off_the_main_thread(start: Callable[[threading.Event], SparkSession]) -> SparkSession:
     """``start()``'s session, started on a thread of its own.  On the main thread, PySpark's SparkContext
     takes SIGINT for a handler that calls into the JVM from inside the signal while the main thread waits
     on the same py4j connection (a Ctrl-C printed pages of py4j's "reentrant call" tracebacks); off it,
     it takes nothing, and the caller's handler stays: a KeyboardInterrupt, then ``spark.stop()``.  And a
     Ctrl-C while the driver's JVM starts left that JVM running, holding the command's stdout and stderr
     open (PySpark's launch does not stop it when interrupted): here the start runs to its end, and a
-    session it made is stopped, before the interrupt goes on."""
+    session it made is stopped, before the interrupt goes on.  ``start`` is told, by the Event it is
+    given, when a stop was asked for: a JVM that failed then failed for that reason."""
+    stopping = threading.Event()
     if threading.current_thread() is not threading.main_thread():
-        return start()
+        return start(stopping)
     outcome: dict = {}
     done = threading.Event()
 
     def run() -> None:
         try:
-            outcome["session"] = start()
+            outcome["session"] = start(stopping)
         except BaseException as err:        # noqa: BLE001 - handed to the caller's thread below
             outcome["error"] = err
         finally:
@@ -110,17 +113,50 @@ def _started_off_the_main_thread(start: Callable[[], SparkSession]) -> SparkSess
 
     # Waited for on an Event, not by join(): a join a KeyboardInterrupt breaks marks the thread as ended
     # while it runs (CPython 3.11), and the interpreter then exits under it, the JVM half started.
+    children_before = _children()
     threading.Thread(target=run, name="spark-session-start").start()    # not a daemon: see above
     try:
         done.wait()
     except KeyboardInterrupt:
-        done.wait()
+        stopping.set()
+        try:
+            done.wait()
+        except KeyboardInterrupt:       # a second one does not wait: the JVM it started is killed, and
+            for pid in _children() - children_before:      # the launch, seeing it gone, ends at once
+                _kill(pid)
+            done.wait()
         if "session" in outcome:
             outcome["session"].stop()
         raise
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["session"]
+    session = outcome["session"]
+    # PySpark's pinned threads keep the JVM's active session per thread: the main thread's, as
+    # SparkSession's own constructor sets it on the thread that made it
+    session._get_j_spark_session_class(session._jvm).setActiveSession(session._jsparkSession)
+    return session
+
+
+def _children() -> set[int]:
+    """This process's child processes (Linux's /proc: a process's fourth stat field is its parent)."""
+    mine, found = os.getpid(), set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    stat = f.read()
+            except OSError:         # ended since the directory was read
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == mine:
+                found.add(int(entry.name))
+    return found
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def spark_session(master: str, conf: dict[str, str] | None = None, cds_dir: Path | None = None):
@@ -152,11 +188,11 @@ def spark_session(master: str, conf: dict[str, str] | None = None, cds_dir: Path
     # driver gets each failure as an exception anyway, and the command reports that.
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
 
-    def start():
+    def start(stopping: threading.Event):
         try:
             return builder.getOrCreate()
         except Exception as err:
-            if archive is None:
+            if archive is None or stopping.is_set():      # not the archive's fault: the JVM was stopped
                 raise
             # A JVM that will not start with the archive (a damaged file crashes it) starts without it;
             # only when that works was the archive the cause, and it goes.

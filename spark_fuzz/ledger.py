@@ -112,9 +112,13 @@ def read_ledger(out: Path, campaign: str, columns: list[str] | None = None) -> p
     for batch in complete_batches(out, campaign):
         try:
             tables.append(pq.read_table(batch, columns=columns, partitioning=None))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
-            # a truncated or foreign file among the parts; an OSError reading one (EIO) is the machine's
-            raise LedgerError(f"{batch}: not a batch of this ledger ({str(err).splitlines()[0]})") from None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError) as err:
+            # a truncated, damaged or foreign file among the parts (pyarrow says a damaged footer with an
+            # OSError that has no errno); an OSError with one (EIO) is the machine's
+            if isinstance(err, OSError) and err.errno is not None:
+                raise
+            why = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__)
+            raise LedgerError(f"{batch}: not a batch of this ledger ({why})") from None
     if not tables:
         names = columns or [name for name, _ in SCHEMA_FIELDS]
         return pa.table({name: pa.array([], type=pa.string()) for name in names})

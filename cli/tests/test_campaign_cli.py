@@ -4,6 +4,8 @@ exits 1 on any violation; reproducers print whole, on their own line, and paste.
 
 from __future__ import annotations
 
+import pytest
+
 from cli import errors
 from cli.fuzz import verdict
 from cli.tests.test_exit_codes import ackorder
@@ -119,15 +121,19 @@ def test_a_ctrl_c_stops_a_campaign_with_130_and_no_traceback(tmp_path):
     assert "Traceback" not in err and "py4j" not in err, err
 
 
-def test_a_ctrl_c_while_the_jvm_starts_stops_it_too(tmp_path):
+@pytest.mark.parametrize("ctrl_cs", [1, 2])
+def test_a_ctrl_c_while_the_jvm_starts_stops_it_too(tmp_path, ctrl_cs):
     """A Ctrl-C while the driver's JVM was starting (PySpark waiting for it to connect) left that JVM
     running after the command had exited 130, holding its stdout and stderr open: whatever read them (a
     pipe to tee, this test) waited on.  Now the start runs to its end on a thread of its own and the
-    session is stopped (spark_fuzz.campaign._started_off_the_main_thread)."""
+    session is stopped (spark_fuzz.campaign._started_off_the_main_thread); a second Ctrl-C does not wait
+    for the start: the JVM is killed, and the class-data archive it started with is kept (a JVM that
+    failed to start was taken for a damaged archive, and the archive discarded)."""
     import os
     import signal
     import subprocess
     import sys
+    import time
 
     from cli.tests.test_exit_codes import ROOT
 
@@ -137,13 +143,15 @@ def test_a_ctrl_c_while_the_jvm_starts_stops_it_too(tmp_path):
     try:
         first = p.stderr.readline()            # the JVM's first words: it is starting, not yet connected
         assert first, "the command ended before its JVM said anything"
-        p.send_signal(signal.SIGINT)
+        for _ in range(ctrl_cs):
+            p.send_signal(signal.SIGINT)
+            time.sleep(0.1)
         out, err = p.communicate(timeout=90)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         raise AssertionError("the command's output stayed open after a Ctrl-C: a JVM left running") from None
     assert p.returncode == errors.INTERRUPTED and err.rstrip().endswith("ackorder fuzz: interrupted"), (out, err)
-    assert "Traceback" not in err and "py4j" not in err, err
+    assert "Traceback" not in err and "py4j" not in err and "did not start with it" not in err, err
 
 
 def test_a_task_that_could_not_write_its_part_is_the_machines_failure():
@@ -174,6 +182,13 @@ def test_a_task_that_could_not_write_its_part_is_the_machines_failure():
                "During handling of the above exception, another exception occurred:\n\n"
                f"Traceback (most recent call last):\n{frame}TypeError: unsupported operand\n")
     assert task_os_error(PythonException(chained)) is None
+    # with no message, and a module's own OSError (a class of a module the driver has loaded)
+    assert task_os_error(PythonException(f"Traceback (most recent call last):\n{frame}ConnectionResetError\n")) == \
+        "ConnectionResetError"
+    assert task_os_error(PythonException(f"Traceback (most recent call last):\n{frame}socket.gaierror: [Errno -3] "
+                                         "Temporary failure in name resolution\n")) == \
+        "socket.gaierror: [Errno -3] Temporary failure in name resolution"
+    assert task_os_error(PythonException(f"Traceback (most recent call last):\n{frame}json.JSONDecodeError: x\n")) is None
     assert task_os_error(PythonException(f"Traceback (most recent call last):\n{frame}ValueError: [Errno 5] x\n")) is None
     # the driver's Py4JJavaError: the worker's traceback inside Java's, Java's frames after it
     java = ("An error occurred while calling o56.collectAndServe.\n: org.apache.spark.SparkException: Job aborted due "

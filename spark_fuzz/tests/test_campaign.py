@@ -36,6 +36,22 @@ def test_campaign_writes_one_row_per_seed(spark, tmp_path):
     assert len(ledger.complete_batches(tmp_path, summary["campaign"])) == 3
 
 
+def test_the_session_started_off_the_main_thread_is_the_main_threads_active_one(spark):
+    """spark_session starts its session on a thread of its own; PySpark's pinned threads keep the JVM's
+    active session per thread, so SparkSession.getActiveSession() on the main thread was None."""
+    import threading
+
+    from pyspark.sql import SparkSession
+
+    from spark_fuzz.campaign import _started_off_the_main_thread
+
+    assert threading.current_thread() is threading.main_thread()
+    spark._get_j_spark_session_class(spark._jvm).clearActiveSession()
+    assert SparkSession.getActiveSession() is None         # the main thread's, as a start thread left it
+    assert _started_off_the_main_thread(lambda stopping: spark) is spark
+    assert SparkSession.getActiveSession() is not None
+
+
 def test_the_drivers_jvm_runs_with_c1_alone(spark):
     """spark_session's JVM options (standalone.JVM_OPTIONS) reach the driver's JVM, as its own
     runtime reports its arguments; a --conf of the same key would replace them (cli/fuzz.py)."""

@@ -122,6 +122,15 @@ def test_an_out_that_is_no_campaigns_is_one_line_and_exit_2(campaign, tmp_path):
     part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
     assert_usage_error(ackorder_in_process("fuzz-report", "--out", str(torn)), "not a batch of this ledger",
                        part.parent.name)
+    # a damaged footer: pyarrow says so with an OSError that has no errno (not an ArrowInvalid)
+    damaged = tmp_path / "damaged"
+    shutil.copytree(out, damaged)
+    part = sorted(damaged.glob("ledger/campaign=*/batch=*/part-*.parquet"))[0]
+    data = bytearray(part.read_bytes())
+    data[-48:-8] = bytes(b ^ 0xFF for b in data[-48:-8])
+    part.write_bytes(bytes(data))
+    assert_usage_error(ackorder_in_process("fuzz-report", "--out", str(damaged)), "not a batch of this ledger",
+                       part.parent.name)
 
 
 def test_a_ledger_the_disk_cannot_read_is_the_machines_failure(campaign, monkeypatch):
