@@ -138,8 +138,11 @@ def _started_off_the_main_thread(start: Callable[[threading.Event], SparkSession
 
 
 def _children() -> set[int]:
-    """This process's child processes (Linux's /proc: a process's fourth stat field is its parent)."""
+    """This process's child processes (Linux's /proc: a process's fourth stat field is its parent; none
+    where there is no /proc)."""
     mine, found = os.getpid(), set()
+    if not os.path.isdir("/proc"):
+        return found
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
