@@ -78,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
 MODE_FLAGS = {
     "kill -9": {"kills": 10, "replicas": 1, "corrupt": False, "io_errors": False, "bug": [], "max_load_s": 1.0,
                 "dir": None},
-    "--power-loss": {"kills": 10, "messages": 150, "bug": []},     # its runs are recorded, replayed in memory
+    "--power-loss": {"kills": 10, "messages": 150, "bug": []},     # records each run in a temporary directory
     "--failover": {"failovers": 10, "failover_bug": [], "settle_timeout_s": 30.0, "slow_member_lag_ms": 0,
                    "max_load_s": 1.0, "dir": None},
 }
