@@ -54,6 +54,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="small, so that runs cross segment rolls (default 256 KiB; with --power-loss 8 KiB)")
     p.add_argument("--messages", type=positive_int, default=None, help="--power-loss: messages per recorded run "
                                                                        "(default 150)")
+    p.add_argument("--fsync-delay-ms", type=natural_int, default=None, metavar="N",
+                   help="--power-loss: each fdatasync takes N ms more (default 2: a disk's, not tmpfs's, so that an "
+                        "acknowledgement sent before its fsync is seen before it)")
     p.add_argument("--max-load-s", type=positive_float, default=None,
                    help="kill -9 and --failover: longest load before a kill (seconds, default 1; at least 0.2 is used)")
     p.add_argument("--bug", action="append", default=None, type=bug_name(BUG_NAMES), metavar="NAME",
@@ -78,7 +81,8 @@ def main(args: argparse.Namespace) -> int:
 MODE_FLAGS = {
     "kill -9": {"kills": 10, "replicas": 1, "corrupt": False, "io_errors": False, "bug": [], "max_load_s": 1.0,
                 "dir": None},
-    "--power-loss": {"kills": 10, "messages": 150, "bug": []},     # records each run in a temporary directory
+    # records each run in a temporary directory; fsync_delay_ms: PowerLossOptions' default
+    "--power-loss": {"kills": 10, "messages": 150, "bug": [], "fsync_delay_ms": None},
     "--failover": {"failovers": 10, "failover_bug": [], "settle_timeout_s": 30.0, "slow_member_lag_ms": 0,
                    "max_load_s": 1.0, "dir": None},
 }
@@ -160,7 +164,8 @@ def _power_loss(args: argparse.Namespace) -> int:
 
     opts = PowerLossOptions(runs=args.kills, seed=args.seed, producers=args.producers, size=args.size,
                             messages=args.messages, bugs=tuple(args.bug),
-                            **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}))
+                            **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}),
+                            **({"fsync_delay_ms": args.fsync_delay_ms} if args.fsync_delay_ms is not None else {}))
     console = make_console()
     report = _with_progress(console, "power loss", opts.runs, lambda progress: explore_power_loss(opts, progress))
     out = report.to_json()

@@ -34,6 +34,7 @@ import random
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -66,11 +67,13 @@ class Op:
 class RecordingOps(FileOps):
     """FileOps that records every operation (thread-safe: the loop and the flush thread)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fsync_delay_ms: int = 0) -> None:
+        assert fsync_delay_ms >= 0
         self.ops: list[Op] = []
         self._lock = threading.Lock()
         self._seq = 0
         self.enabled = True
+        self.fsync_delay_s = fsync_delay_ms / 1000
 
     def _next(self) -> int:
         self._seq += 1
@@ -105,6 +108,11 @@ class RecordingOps(FileOps):
 
     def fdatasync(self, path: Path, fd: int) -> None:
         began = self.begin()
+        if self.fsync_delay_s:
+            # A disk's fdatasync takes milliseconds; the store's directory (tmpfs) answers in
+            # microseconds.  Without the delay an acknowledgement sent before its fsync may still
+            # reach the producer after the fsync has ended, and that order is all the recording sees.
+            time.sleep(self.fsync_delay_s)
         super().fdatasync(path, fd)
         self.record("fdatasync", name=path.name, began=began)
 
@@ -126,8 +134,8 @@ class SkipNewFileFsync(RecordingOps):
     """A broken store for the checks to catch: after a segment roll, the first fdatasync of the
     new file does nothing (a flush across the roll syncs only the old file)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, fsync_delay_ms: int = 0) -> None:
+        super().__init__(fsync_delay_ms)
         self._synced: set[str] = set()
 
     def fdatasync(self, path: Path, fd: int) -> None:
@@ -300,10 +308,13 @@ class PowerLossOptions:
     states_per_point: int = 24
     bugs: tuple[str, ...] = ()
     broken_fsync: bool = False      # SkipNewFileFsync under the store (to see the checks bite)
+    fsync_delay_ms: int = 2         # each fdatasync this much longer (an SSD, not tmpfs)
 
     def __attrs_post_init__(self) -> None:
         if self.runs < 1 or self.messages < 1 or self.producers < 1 or self.size < 1:
             raise ConfigError("--kills (recorded runs), --producers, --size must be positive")
+        if not 0 <= self.fsync_delay_ms <= 1000:
+            raise ConfigError(f"--fsync-delay-ms {self.fsync_delay_ms}: 0 to 1000")
         check_segment_room(self.segment_bytes, self.size)
 
 
@@ -341,7 +352,7 @@ def record_run(directory: Path, opts: PowerLossOptions, seed: int) -> tuple[list
     many fsyncs covered two segments (a flush across a segment roll)."""
     from reference.real.master_server import MasterRuntime
 
-    ops = SkipNewFileFsync() if opts.broken_fsync else RecordingOps()
+    ops = (SkipNewFileFsync if opts.broken_fsync else RecordingOps)(opts.fsync_delay_ms)
     cfg = StoreConfig(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=opts.segment_bytes,
                       max_message_size=opts.size + 64, sync_flush_timeout_ms=5000, bugs=frozenset(opts.bugs))
     runtime = MasterRuntime(MasterOptions(directory=directory, config=cfg, port=0, ha_port=0),

@@ -160,6 +160,9 @@ def test_chaos_failover_catches_acks_without_the_slaves(tmp_path: Path):
     (("chaos", "--failover", "--replicas", "2"), "--replicas: a flag of the kill -9 run, not of --failover"),
     (("chaos", "--power-loss", "--corrupt"), "--corrupt: a flag of the kill -9 run, not of --power-loss"),
     (("chaos", "--messages", "20"), "--messages: a flag of --power-loss"),
+    (("chaos", "--fsync-delay-ms", "5"), "--fsync-delay-ms: a flag of --power-loss"),
+    (("chaos", "--power-loss", "--fsync-delay-ms", "-1"), "--fsync-delay-ms: expected a natural number, got -1"),
+    (("chaos", "--power-loss", "--fsync-delay-ms", "5000"), "--fsync-delay-ms 5000: 0 to 1000"),
     # kept nothing and loaded as it would have without them (exit 0)
     (("chaos", "--power-loss", "--dir", "/tmp/x"), "--dir: a flag of the kill -9 run and --failover, not of --power-loss"),
     (("chaos", "--power-loss", "--max-load-s", "2"), "--max-load-s: a flag of the kill -9 run and --failover"),
