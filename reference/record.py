@@ -20,6 +20,7 @@ MESSAGE_MAGIC = 0xDAA320A7   # RocketMQ's MESSAGE_MAGIC_CODE
 BLANK_MAGIC = 0xCBD43194     # RocketMQ's BLANK_MAGIC_CODE
 HEADER = struct.Struct(">IIIQ")
 HEADER_SIZE = HEADER.size                # 20
+CRC_COVERED_FROM = 12                    # the CRC covers the key and the body: bytes 12 on of a record
 END_FILE_MIN_BLANK_LENGTH = 8            # room always left for a blank record's size and magic
 CHAIN_START = bytes(16)
 
@@ -108,7 +109,7 @@ def scan_segment(buf: bytes, base: int, keep_torn: bool = False) -> SegmentScan:
             problem = f"record at offset {base + pos} has impossible size {total}"
             break
         _, _, crc, key = HEADER.unpack_from(view, pos)
-        if zlib.crc32(view[pos + 12: pos + total]) != crc:
+        if zlib.crc32(view[pos + CRC_COVERED_FROM: pos + total]) != crc:
             problem = f"CRC mismatch in the record at offset {base + pos} (torn or corrupt)"
             if keep_torn:
                 records.append(Record(base + pos, total, crc, key))

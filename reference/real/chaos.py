@@ -13,10 +13,14 @@ message was fsync'd (and held by a slave) before its answer.  The checks:
 * corrupt: the record at an acknowledged message's offset is another one or
   its body differs, or a record the recovery kept is not a message any
   producer sent (resurrected garbage);
-* duplicated: a message is in the log twice.
+* duplicated: a message is in the log twice;
+* recovery disagrees: after a restart, before any load, the master says it
+  recovered other records (a count, an end offset) than a correct recovery
+  reads from its files: it kept a torn record, or cut whole ones.
 
-Corruption only touches bytes after the end of the last acknowledged record
-(a torn tail of unacknowledged writes: fsync'd bytes cannot tear).  A slave
+Corruption tears one record after the end of the last acknowledged record
+(a torn tail of unacknowledged writes: fsync'd bytes cannot tear), keeping its
+size and magic and changing bytes its CRC covers.  A slave
 whose log then diverges from the master's (it held records the master's
 recovery cut) is refused by the master; the run re-seeds it (an operator
 would) and counts it.
@@ -39,7 +43,7 @@ import attrs
 from reference.bench.procs import Broker, start_replica
 from reference.real.disk import SegmentStore
 from reference.real.load import Acked, body_for, run_load
-from reference.record import HEADER_SIZE, recover_log
+from reference.record import CRC_COVERED_FROM, END_FILE_MIN_BLANK_LENGTH, HEADER_SIZE, encode, recover_log
 from reference.real.options import check_segment_room
 from spec.config import ConfigError
 
@@ -108,6 +112,7 @@ class ChaosReport:
     corrupt: list[int] = attrs.Factory(list)
     duplicated: list[int] = attrs.Factory(list)
     resurrected: int = 0                             # records kept that no producer sent
+    recovery_disagrees: list[str] = attrs.Factory(list)   # restarts whose recovery read other records than a check
     recovered_regions: int = 0
     replica_checks: int = 0
     replicas_reseeded: int = 0
@@ -116,12 +121,13 @@ class ChaosReport:
 
     @property
     def valid(self) -> bool:
-        return not (self.lost or self.corrupt or self.duplicated or self.resurrected)
+        return not (self.lost or self.corrupt or self.duplicated or self.resurrected or self.recovery_disagrees)
 
     def to_json(self) -> dict:
         return {"valid": self.valid, "kills": len(self.rounds), "acked": self.acked, "lost": len(self.lost),
                 "corrupt": len(self.corrupt), "duplicated": len(self.duplicated),
-                "resurrected_corrupt": self.resurrected, "recovered_regions": self.recovered_regions,
+                "resurrected_corrupt": self.resurrected, "recovery_disagrees": len(self.recovery_disagrees),
+                "recovery_disagreements": self.recovery_disagrees[:50], "recovered_regions": self.recovered_regions,
                 "replica_checks": self.replica_checks, "replicas_reseeded": self.replicas_reseeded,
                 "faults": dict(self.faults), "seconds": round(self.seconds, 1),
                 "lost_keys": self.lost[:50], "corrupt_keys": self.corrupt[:50], "duplicated_keys": self.duplicated[:50],
@@ -175,28 +181,43 @@ def check_log(directory: Path, segment_size: int, acked: dict[int, Acked], size:
                     resurrected)
 
 
+NEVER_ACKED_KEY = 1 << 62      # a record corrupt_tail appends: no producer's key (rounds count up from 1)
+
+
 def corrupt_tail(directory: Path, segment_size: int, after: int, rng: random.Random) -> int:
-    """Damage bytes at or after offset ``after`` (the end of the last acknowledged record):
-    a torn unacknowledged write.  Returns how many bytes were changed."""
+    """Tear one unacknowledged record at or after offset ``after`` (the end of the last
+    acknowledged record): its size and magic kept, bytes its CRC covers changed, as a write torn at
+    a sector boundary leaves it.  With no unacknowledged record in the files (the kill came between
+    an acknowledgement and the next write), a whole one the page cache could have held is appended
+    first.  Returns how many bytes were changed (0: no room for one before the segment's end).
+
+    Only such a record tells a recovery that keeps a torn record (BugRecoveryKeepsTorn) from one
+    that does not: junk in a header (bad magic, impossible size) is dropped by both, and an earlier
+    version that threw random bytes at random offsets missed the bug in some runs."""
     store = SegmentStore(directory, segment_size)
     try:
-        starts = store.segments()
-        if not starts:
-            return 0
-        report = recover_log(store.read_all(), segment_size)
+        data = store.read_all()
+        report = recover_log(data, segment_size)
         end = report.end_offset
-        if end <= after:
-            start = max(s for s in starts if s <= after) if any(s <= after for s in starts) else starts[0]
-            lo = after
+        if end < after:
+            return 0           # acknowledged records are already missing: the check says so
+        tail = [r for r in report.records if r.offset >= after]
+        if tail:
+            victim = rng.choice(tail)
+            offset, start = victim.offset, victim.offset - victim.offset % segment_size
+            record = bytes(data[start][offset - start: victim.end - start])
         else:
-            lo = rng.randrange(after, end)
-            start = lo - lo % segment_size
-        pos = lo - start
-        if pos >= segment_size:
-            return 0
-        n = min(rng.randint(1, 64), segment_size - pos)
-        junk = bytes(rng.randrange(256) for _ in range(n))
-        store.write(start, pos, junk)
+            offset, start = end, end - end % segment_size
+            record = encode(NEVER_ACKED_KEY, body_for(NEVER_ACKED_KEY, rng.randint(1, 64)))
+            if offset - start + len(record) + END_FILE_MIN_BLANK_LENGTH > segment_size:
+                return 0
+            if start not in data:
+                store.create(start)
+            store.write(start, offset - start, record)
+        lo = rng.randrange(CRC_COVERED_FROM, len(record))          # the key or the body
+        n = min(rng.randint(1, 64), len(record) - lo)
+        junk = bytes(b ^ rng.randrange(1, 256) for b in record[lo: lo + n])    # every byte changed
+        store.write(start, offset - start + lo, junk)
         store.fsync(start, start + 1)
         return n
     finally:
@@ -246,12 +267,18 @@ def run_chaos(opts: ChaosOptions, progress: Callable[[int, str], None] = lambda 
 
     def restart_and_check(incarnation: int, fault: list[str]) -> tuple[Broker, int, int, LogCheck, list, list]:
         broker = _start_master(work, opts, names, fault, incarnation, ports)
-        recovered, dropped = _recovery_line(broker)
+        recovered, recovered_end, dropped = _recovery_line(broker)
         for name in names:
             if name not in replicas:
                 replicas[name] = _start_replica(work, opts, name, broker)
         check = check_log(work / "master" / "commitlog", opts.segment_bytes, acked, opts.size)
         _add(report, check)
+        if (recovered, recovered_end) != (check.records, check.end_offset):
+            # no load yet: the master serves a log that a correct recovery of its own files does not
+            # read (it kept a torn record, or cut records that are whole)
+            report.recovery_disagrees.append(
+                f"restart {incarnation + 1}: the master recovered {recovered} records ending at {recovered_end}; "
+                f"its files hold {check.records} whole records ending at {check.end_offset}")
         report.recovered_regions += dropped
         in_sync, reseeded = _check_replicas(work, opts, names, replicas, broker, check, acked, report)
         return broker, recovered, dropped, check, in_sync, reseeded
@@ -362,9 +389,10 @@ def _start_master(work: Path, opts: ChaosOptions, names: list[str], fault: list[
     raise AssertionError("unreachable")
 
 
-def _recovery_line(master: Broker) -> tuple[int, int]:
-    m = master.wait_for(r"recovered (\d+) records, log ends at \d+([^\n]*)")
-    return int(m.group(1)), m.group(2).count("; dropped:")
+def _recovery_line(master: Broker) -> tuple[int, int, int]:
+    """The master's recovery as it says it: records kept, the offset its log ends at, regions dropped."""
+    m = master.wait_for(r"recovered (\d+) records, log ends at (\d+)([^\n]*)")
+    return int(m.group(1)), int(m.group(2)), m.group(3).count("; dropped:")
 
 
 def _check_replicas(work: Path, opts: ChaosOptions, names: list[str], replicas: dict[str, Broker], master: Broker,

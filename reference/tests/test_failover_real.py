@@ -144,11 +144,14 @@ def test_chaos_failover_slow_member_holds_every_ack_under_all_in_sync(tmp_path: 
 
 def test_chaos_failover_catches_acks_without_the_slaves(tmp_path: Path):
     """BugNoAllAck (PUT_OK before the SyncStateSet holds the data, B10): the slow member
-    elected lacks what its link had not carried yet: acknowledged messages are lost."""
+    elected lacks what its link had not carried yet: acknowledged messages are lost.  Lost or
+    corrupt: the producers go on writing to the new master until the check reads its log, and by
+    then it may have written other records where the missing ones were (corrupt: 38 of 38, once,
+    on a loaded machine, where this asserted lost > 0)."""
     done, report = _slow_member_run(tmp_path, "--failover-bug", "BugNoAllAck")
     assert done.returncode == 1, done.stdout + done.stderr
     assert report["rounds"][0]["new_master"] == 3, report["rounds"]
-    assert report["lost"] > 0, report
+    assert report["lost"] + report["corrupt"] > 0, report
 
 
 @pytest.mark.parametrize("argv, needle", [
