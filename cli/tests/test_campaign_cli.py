@@ -109,10 +109,12 @@ def test_a_ctrl_c_stops_a_campaign_with_130_and_no_traceback(tmp_path):
     import sys
     import time
 
+    from cli.tests.interrupt import sigint_as_at_a_terminal
     from cli.tests.test_exit_codes import ROOT
 
     p = subprocess.Popen([sys.executable, "-m", "cli", "fuzz", "--seeds", "200000", "--master", "local[1]",
-                          "--out", str(tmp_path / "c")], cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                          "--out", str(tmp_path / "c")], cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=sigint_as_at_a_terminal)
     assert p.stdout.readline().startswith("Spark UI:")      # the session is up, the campaign starting
     time.sleep(1.5)
     p.send_signal(signal.SIGINT)
@@ -135,11 +137,12 @@ def test_a_ctrl_c_while_the_jvm_starts_stops_it_too(tmp_path, ctrl_cs):
     import sys
     import time
 
+    from cli.tests.interrupt import sigint_as_at_a_terminal
     from cli.tests.test_exit_codes import ROOT
 
     p = subprocess.Popen([sys.executable, "-m", "cli", "fuzz", "--seeds", "200000", "--master", "local[1]",
                           "--out", str(tmp_path / "c")], cwd=ROOT, text=True, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
+                         stderr=subprocess.PIPE, start_new_session=True, preexec_fn=sigint_as_at_a_terminal)
     try:
         first = p.stderr.readline()            # the JVM's first words: it is starting, not yet connected
         assert first, "the command ended before its JVM said anything"

@@ -335,8 +335,10 @@ def test_a_ctrl_c_stops_prove_with_130(signame, after_z3_s):
     import signal
     import time
 
+    from cli.tests.interrupt import sigint_as_at_a_terminal
+
     p = subprocess.Popen([sys.executable, "-m", "cli", "prove"], cwd=ROOT, text=True, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+                         stderr=subprocess.PIPE, preexec_fn=sigint_as_at_a_terminal)
     try:
         _wait_until_mapped(p, "libz3")
     except AssertionError:

@@ -15,6 +15,7 @@ import attrs
 import pytest
 
 from cli import errors
+from cli.tests.interrupt import sigint_as_at_a_terminal
 from cli.tests.test_exit_codes import ROOT, ackorder
 
 pytestmark = pytest.mark.tlc
@@ -61,9 +62,7 @@ def test_ctrl_c_keeps_what_finished_and_resume_continues():
                             stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1",
                                  "ACKORDER_TEST_RUN": mark},
-                            # a shell without job control starts background jobs with SIGINT ignored,
-                            # and Python then installs no KeyboardInterrupt handler: restore it
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=sigint_as_at_a_terminal)
     lines = []
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
