@@ -126,9 +126,9 @@ def _main(args: argparse.Namespace) -> int:
     out = report.to_json()
     title = (f"ackorder chaos: {opts.kills} kills, {opts.replicas} slave(s)"
              + (", corrupt tails" if opts.corrupt else "") + (", I/O errors" if opts.io_errors else ""))
-    return _summary(console, args, title, out, ("acked", "lost", "corrupt", "duplicated", "resurrected_corrupt", "recovery_disagrees",
-                                                "recovered_regions", "replica_checks", "replicas_reseeded",
-                                                "seconds", "faults"), report.valid)
+    return _summary(console, args, title, out, ("acked", "lost", "corrupt", "duplicated", "resurrected_corrupt",
+                                                "recovery_disagrees", "recovered_regions", "replica_checks",
+                                                "replicas_reseeded", "seconds", "faults"), report.valid)
 
 
 def _summary(console, args: argparse.Namespace, title: str, out: dict, keys: tuple[str, ...], valid: bool) -> int:

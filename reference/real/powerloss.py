@@ -268,8 +268,9 @@ class Recovered:
     error: str | None
 
 
-def recover_state(state: CrashState, segment_size: int, scratch: Path) -> Recovered:
-    """Materialize the state in ``scratch`` and run the real recovery on it."""
+def recover_state(state: CrashState, segment_size: int, scratch: Path, keep_torn: bool = False) -> Recovered:
+    """Materialize the state in ``scratch`` and run the real recovery on it (``keep_torn``: the master's
+    BugRecoveryKeepsTorn, whose records are read as that recovery reads them)."""
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     for name, data in state.files:
@@ -277,13 +278,13 @@ def recover_state(state: CrashState, segment_size: int, scratch: Path) -> Recove
     try:
         store = SegmentStore(scratch, segment_size)
         try:
-            store.recover()
+            store.recover(keep_torn=keep_torn)
             data = store.read_all()
         finally:
             store.close()
     except OSError as err:
         return Recovered({}, (), (), f"recovery failed: {err}")
-    report = recover_log(data, segment_size)
+    report = recover_log(data, segment_size, keep_torn=keep_torn)
     records, seen, resurrected = {}, {}, []
     for r in report.records:
         seg = data[r.offset - r.offset % segment_size]
@@ -412,7 +413,8 @@ def _explore(ops: list[Op], opts: PowerLossOptions, rng: random.Random, scratch:
             digest = state.digest()
             got = cache.get(digest)
             if got is None:
-                got = cache[digest] = recover_state(state, opts.segment_bytes, scratch)
+                got = cache[digest] = recover_state(state, opts.segment_bytes, scratch,
+                                                    keep_torn="BugRecoveryKeepsTorn" in opts.bugs)
                 report.distinct_states += 1
             where = f"run {run + 1}, crash after operation {point} ({_describe(ops, point)}), {state.how} state"
             if got.error is not None:

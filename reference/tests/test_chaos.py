@@ -60,6 +60,14 @@ def test_power_loss_catches_an_ack_before_the_fsync():
     assert not report.valid and any("lost" in v for v in report.violations)
 
 
+def test_power_loss_catches_a_recovery_that_keeps_a_torn_record():
+    """--bug BugRecoveryKeepsTorn ran the recorded master with the bug, but each crash state was
+    recovered by the correct recovery: exit 0, "Everything looks good"."""
+    report = explore_power_loss(PowerLossOptions(runs=1, seed=3, bugs=("BugRecoveryKeepsTorn",)))
+    assert not report.valid and any("a body no producer sent" in v for v in report.violations), \
+        report.violations[:3]
+
+
 def test_power_loss_catches_a_flush_that_misses_the_new_file_after_a_roll():
     report = explore_power_loss(PowerLossOptions(runs=3, seed=3, broken_fsync=True))
     assert not report.valid and any("lost" in v for v in report.violations)
