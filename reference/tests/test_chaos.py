@@ -73,8 +73,8 @@ def test_power_loss_catches_a_flush_that_misses_the_new_file_after_a_roll():
     assert not report.valid and any("lost" in v for v in report.violations)
 
 
-def _store_with(directory: Path, keys: list[int], segment_bytes: int = 4096) -> int:
-    """Segment files holding whole records of ``keys`` (20-byte bodies); returns the log's end."""
+def _store_with(directory: Path, keys: list[int], segment_bytes: int = 4096) -> None:
+    """Segment files holding whole records of ``keys`` (20-byte bodies)."""
     from reference.real.disk import SegmentStore
     from reference.real.load import body_for
     from reference.record import encode
@@ -89,7 +89,6 @@ def _store_with(directory: Path, keys: list[int], segment_bytes: int = 4096) -> 
         store.fsync(0, 1)
     finally:
         store.close()
-    return offset
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -103,10 +102,10 @@ def test_corrupt_tail_always_tears_a_record_only_a_buggy_recovery_keeps(tmp_path
 
     from reference.real.chaos import corrupt_tail
     from reference.real.disk import SegmentStore
-    from reference.record import recover_log
+    from reference.record import recover_log, record_size
 
-    acked_end = _store_with(tmp_path, list(range(1, 6)))
     _store_with(tmp_path, list(range(1, 6 + unacked)))
+    acked_end = 5 * record_size(20)                     # keys 1-5 acknowledged
     changed = corrupt_tail(tmp_path, 4096, acked_end, random.Random(seed))
     assert changed > 0
     store = SegmentStore(tmp_path, 4096)
