@@ -26,6 +26,23 @@ def _writable_file_in(text: str, directory: Path) -> Path:
     return path
 
 
+def _refusing_os_errors(check):
+    """An argparse type whose checks of the file system may raise OSError (a name too long for it,
+    ENAMETOOLONG; a component it cannot search): a usage error naming the path, as its other
+    refusals are.  argparse turns only ArgumentTypeError, TypeError and ValueError into one; an
+    OSError escaped as a traceback."""
+    def parse(text: str) -> Path:
+        try:
+            return check(text)
+        except OSError as err:
+            shown = text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+            raise argparse.ArgumentTypeError(f"{shown}: {err.strerror or err}") from None
+    parse.__name__ = check.__name__       # argparse's "invalid <name> value" names the type
+    parse.__doc__ = check.__doc__
+    return parse
+
+
+@_refusing_os_errors
 def output_file(text: str) -> Path:
     """A file the command will write: it may exist (it is replaced) but not as a directory, and
     its directory must exist and be writable."""
@@ -35,6 +52,7 @@ def output_file(text: str) -> Path:
     return _writable_file_in(text, parent)
 
 
+@_refusing_os_errors
 def output_file_in_new_directory(text: str) -> Path:
     """Like output_file, for a command that creates the file's missing directories: the nearest
     directory that exists must be writable."""
@@ -56,6 +74,16 @@ def trace_hash(text: str) -> str:
             f"expected a trace hash ({' or '.join(map(str, TRACE_HASH_HEX_DIGITS))} hex digits, as `ackorder sim` "
             f"prints it), got {text!r}")
     return digits
+
+
+def host(text: str) -> str:
+    """An argparse type: a listen address's host (reference/real/options.host_problem), or a one-line
+    usage error: a host the socket layer cannot encode was a traceback at bind."""
+    from reference.real.options import host_problem
+
+    if (problem := host_problem(text)) is not None:
+        raise argparse.ArgumentTypeError(f"{text!r}: {problem}")
+    return text
 
 
 def int_at_least(minimum: int, what: str):

@@ -9,11 +9,12 @@ from pathlib import Path
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.argtypes import natural_float, output_file, positive_float, positive_int
+from cli.argtypes import natural_float, natural_int, output_file, positive_float, positive_int
 from cli import errors
 from cli.ui import console as make_console
 
-SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu", "all", "traces", "tlcsim", "tlcbugs", "controller")
+SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu", "all", "traces", "tlcsim", "tlcbugs", "controller",
+             "loris")
 ALL = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu")
 EVENT_COST_SEEDS = 300          # sim: campaign seeds (at most) and steps of a long run (at most) whose events' time is split
 EVENT_COST_STEPS = 100_000
@@ -48,8 +49,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline-max-steps", type=positive_int, default=100_000,
                    help="sim: the longest run the --baseline tree makes (its checked cost may grow with the run)")
     p.add_argument("--full", action="store_true", help="sim: also a 1,000,000-step checked run")
-    p.add_argument("--trace-events", default="2000,20000",
-                   help="simulator events of the traces checked (traces; comma-separated)")
+    p.add_argument("--trace-events", default="10000,100000,300000",
+                   help="simulator events of the traces checked (traces; comma-separated; a run takes a few "
+                        "percent more spec steps)")
+    p.add_argument("--trace-split-max-events", type=natural_int, default=20_000,
+                   help="traces: runs of at most this many events are also checked split into per-process files "
+                        "(those have no checkpoints: TLC checks them whole)")
+    p.add_argument("--trace-tlc-jobs", type=positive_int, default=1,
+                   help="traces: TLC processes at once, each a batch of a trace's segments (default 1)")
+    p.add_argument("--trace-tlc-max-events", type=natural_int, default=100_000,
+                   help="traces: runs of more events are checked by the twin only (TLC's cost per step grows "
+                        "with the position in the trace; 0: no limit)")
     p.add_argument("--trace-real-messages", type=int, default=300,
                    help="messages through a real master and slave whose traces are checked (traces; 0: none)")
     p.add_argument("--sim-model", default="sync_both_all_large", help="the model TLC simulates (tlcsim)")
@@ -70,6 +80,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "side); the default and `both` write their parts of docs/benchmarks.md")
     p.add_argument("--groups", default=None, metavar="N,N,...",
                    help="controller: broker group counts instead of the plan's (1,100,1000; --quick 1,20)")
+    p.add_argument("--loris-attackers", type=positive_int, default=50,
+                   help="loris: peers that each hold a connection by trickling one byte a second (default 50, "
+                        "against --max-connections 50)")
+    p.add_argument("--loris-seconds", type=positive_float, default=15.0,
+                   help="loris: how long the producer tries, with and without the attackers (default 15)")
     p.add_argument("--json", type=output_file, metavar="FILE")
     p.add_argument("--plot", type=output_file, metavar="FILE.png")
     p.add_argument("--docs", type=Path, default=DOCS,
@@ -158,8 +173,15 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
 
             if args.trace_real_messages < 0:
                 raise errors.UsageError(f"--trace-real-messages {args.trace_real_messages}: must be 0 or more")
-            return trace_check_rates(steps=tuple(_producers(args.trace_events, "--trace-events")),
-                                     real_messages=args.trace_real_messages, progress=step)
+            from tla.tracecheck import TraceCheckError
+
+            try:
+                return trace_check_rates(steps=tuple(_producers(args.trace_events, "--trace-events")),
+                                         real_messages=args.trace_real_messages,
+                                         split_max_events=args.trace_split_max_events, tlc_jobs=args.trace_tlc_jobs,
+                                         tlc_max_events=args.trace_tlc_max_events or None, progress=step)
+            except TraceCheckError as err:      # TLC gave no verdict: the machine's or TLC's, as trace-check says
+                raise errors.EnvironmentFailure(str(err)) from None
         if name == "tlcsim":
             from spark_fuzz.tlabench import simulation_rates
 
@@ -168,6 +190,15 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
             from spark_fuzz.tlabench import bug_find_times
 
             return bug_find_times("local[2]", args.sim_traces, args.sim_tasks, args.sim_depth, progress=step)
+        if name == "loris":
+            from reference.bench.loris import MAX_ATTACKERS, loris
+
+            if args.loris_attackers > MAX_ATTACKERS:
+                raise errors.UsageError(f"--loris-attackers {args.loris_attackers}: at most {MAX_ATTACKERS}")
+            if args.baseline is not None and not (args.baseline / "reference" / "real" / "master_server.py").is_file():
+                raise errors.UsageError(f"--baseline {args.baseline}: not a source tree of ackorder "
+                                        "(no reference/real/master_server.py)")
+            return loris(Path(work), args.loris_attackers, args.loris_seconds, baseline=args.baseline, progress=step)
         if name == "rss":
             return scenarios.rss(Path(work), args.rss_gib, args.rss_size, progress=step)
         if name == "cpu":
@@ -218,6 +249,16 @@ def table(result: dict) -> Table:
             t.add_column(col)
         for r in result["rows"]:
             t.add_row(*(cell(k, r[k]) for k in COLUMNS))
+        return t
+    if name == "loris":
+        for col in ("tree", "attackers", "attempts", "PUT_OK", "PUT_OK fraction", "first PUT_OK s", "outcomes",
+                    "attacker connections", "closed at deadline", "evicted at limit"):
+            t.add_column(col)
+        for r in result["rows"]:
+            t.add_row(r["tree"], str(r["attackers"]), str(r["attempts"]), str(r["put_ok"]), str(r["put_ok_fraction"]),
+                      str(r["first_put_ok_s"]), " ".join(f"{k} {v}" for k, v in r["outcomes"].items()),
+                      str(r["attacker_connections"]), str(r["closed_at_frame_deadline"]),
+                      str(r["evicted_at_the_limit"]))
         return t
     if name in ("traces", "tlcsim", "tlcbugs"):
         rows = result["rows"] if name != "tlcsim" else [

@@ -15,11 +15,35 @@ from collections.abc import Callable
 from rich.table import Table
 
 from reference.config import add_store_flags
-from cli.argtypes import bug_name, output_file
+from reference.real.guard import FRAME_DEADLINE_MS_DEFAULT, PARTIAL_FRAME_BUDGET_BYTES_DEFAULT
+from cli.argtypes import bug_name, host, output_file
 from cli import errors
 from cli.ui import console as make_console
 from spec.config import ConfigError
 from spec.failover.config import FAILOVER_BUG_NAMES
+
+
+SECRET_HELP = ("a file (mode 600) holding the secret the HA and controller ports authenticate their peers with "
+               "(a challenge-response: the secret never crosses the wire); the same on every broker and "
+               "controller; optional on loopback, required with a --host other hosts can reach")
+
+
+def add_peer_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags every server shares for its slow and unauthenticated peers (reference/real/guard.py,
+    peerauth.py): the broker master's and the controller's."""
+    parser.add_argument("--frame-deadline-ms", type=int, default=FRAME_DEADLINE_MS_DEFAULT,
+                        help="close a connection whose frame is not finished this long after its first byte "
+                             f"(a peer trickling bytes; default {FRAME_DEADLINE_MS_DEFAULT})")
+    parser.add_argument("--partial-frame-budget-bytes", type=int, default=PARTIAL_FRAME_BUDGET_BYTES_DEFAULT,
+                        help="memory for unfinished frames, all connections together; past it connections are "
+                             f"closed, oldest unfinished frame first (default {PARTIAL_FRAME_BUDGET_BYTES_DEFAULT})")
+    parser.add_argument("--peer-secret-file", metavar="FILE", help=SECRET_HELP)
+
+
+def _secret(args) -> bytes | None:
+    from reference.real.peerauth import load_secret
+
+    return load_secret(args.peer_secret_file) if args.peer_secret_file is not None else None
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +56,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     master.add_argument("--ha-port", type=int, default=10912, help="slave (HA) port (0: any free port)")
     master.add_argument("--replicas", default="", help="comma-separated slave names (the SyncStateSet)")
     master.add_argument("--max-connections", type=int, default=1024,
-                        help="producer and slave connections at once; more are refused (default 1024)")
+                        help="producer and slave connections at once (1..65536, and within the open-files "
+                             "limit); more are refused, or take the place of a peer whose frame is long "
+                             "unfinished (default 1024)")
     master.add_argument("--idle-timeout-ms", type=int, default=120_000,
                         help="close a connection that sent nothing for this long (default 120000, "
                              "RocketMQ's serverChannelMaxIdleTimeSeconds)")
@@ -45,6 +71,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     master.add_argument("--trace", type=output_file, default=None, metavar="FILE",
                         help="write this process's trace (NDJSON, the spec's vocabulary) for `ackorder trace-check`; "
                              "the store must start empty")
+    add_peer_flags(master)
     add_store_flags(master)
     master.set_defaults(func=_master)
     replica = roles.add_parser("replica", help="a slave")
@@ -58,13 +85,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     replica.add_argument("--trace", type=output_file, default=None, metavar="FILE",
                          help="write this slave's trace (merged with the master's by `ackorder trace-check`); "
                               "the store must start empty")
+    replica.add_argument("--peer-secret-file", metavar="FILE", help=SECRET_HELP)
     replica.set_defaults(func=_replica)
     node = roles.add_parser("node", help="a broker that follows the controller (registers, heartbeats, takes "
                                          "the role it is given, truncates as a slave)")
     node.add_argument("--controller", required=True, metavar="HOST:PORT", help="the controller's address")
     node.add_argument("--id", type=int, required=True, help="this broker's id in its group (1, 2, ...)")
     node.add_argument("--dir", required=True, help="data directory (commitlog/ and epochfile inside)")
-    node.add_argument("--host", default="127.0.0.1", help="listen address (default loopback only)")
+    node.add_argument("--host", type=host, default="127.0.0.1", help="listen address (default loopback only)")
     node.add_argument("--port", type=int, required=True, help="producer port, while master")
     node.add_argument("--ha-port", type=int, required=True, help="HA port, while master")
     node.add_argument("--group", default="broker-a", help="broker group (brokerName; default broker-a)")
@@ -79,6 +107,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                       help="fault injection, a slow link: while master, DATA to --inject-ha-lag-to leaves N ms late")
     node.add_argument("--inject-ha-lag-to", type=int, default=None, metavar="ID",
                       help="the broker id whose link --inject-ha-lag-ms slows")
+    node.add_argument("--peer-secret-file", metavar="FILE", help=SECRET_HELP)
     add_store_flags(node)
     node.set_defaults(func=_node, flush_disk_type="SYNC_FLUSH", broker_role="SYNC_MASTER", ack_policy="ALL_IN_SYNC")
 
@@ -107,7 +136,7 @@ def guarded(command: str, body: Callable[[], int]) -> int:
     try:
         return body()
     except ConfigError as err:
-        print(f"ackorder {command}: error: {err}", file=sys.stderr)
+        print(f"ackorder {command}: error: {errors.one_line(err)}", file=sys.stderr)
         return errors.USAGE
     except OSError as err:
         print(errors.os_error_line(command, err), file=sys.stderr)
@@ -125,9 +154,11 @@ def _master(args) -> int:
         opts = MasterOptions(
             directory=args.dir, config=store_config_from_args(args), replicas=parse_replicas(args.replicas),
             host=args.host, port=args.port, ha_port=args.ha_port, max_connections=args.max_connections,
-            idle_timeout_ms=args.idle_timeout_ms, inject_fsync_eio_after=args.inject_fsync_eio_after,
+            idle_timeout_ms=args.idle_timeout_ms, frame_deadline_ms=args.frame_deadline_ms,
+            partial_frame_budget_bytes=args.partial_frame_budget_bytes,
+            inject_fsync_eio_after=args.inject_fsync_eio_after,
             inject_write_fault_after=args.inject_write_fault_after, inject_write_fault=args.inject_write_fault,
-            trace=args.trace)
+            trace=args.trace, peer_secret=_secret(args))
         return serve_master(opts)
     return guarded("broker master", body)
 
@@ -139,7 +170,8 @@ def _replica(args) -> int:
 
         opts = ReplicaOptions(directory=args.dir, name=args.name, master=parse_address(args.master, "--master"),
                               segment_size=args.mapped_file_size_commit_log,
-                              heartbeat_interval_ms=args.heartbeat_interval_ms, trace=args.trace)
+                              heartbeat_interval_ms=args.heartbeat_interval_ms, trace=args.trace,
+                              peer_secret=_secret(args))
         return _until_disk_fails("broker replica", lambda: serve_replica(opts))
     return guarded("broker replica", body)
 
@@ -151,7 +183,7 @@ def _until_disk_fails(command: str, serve: Callable[[], int]) -> int:
     try:
         return serve()
     except SlaveStopped as err:
-        print(f"ackorder {command}: {err}", file=sys.stderr)
+        print(f"ackorder {command}: {errors.one_line(err)}", file=sys.stderr)
         return errors.ENVIRONMENT
 
 
@@ -166,7 +198,7 @@ def _node(args) -> int:
                            host=args.host, port=args.port, ha_port=args.ha_port,
                            heartbeat_interval_ms=args.heartbeat_interval_ms, shrink_after_ms=args.shrink_after_ms,
                            failover_bugs=frozenset(args.failover_bug), ha_lag_ms=args.inject_ha_lag_ms,
-                           ha_lag_to=args.inject_ha_lag_to)
+                           ha_lag_to=args.inject_ha_lag_to, peer_secret=_secret(args))
         return _until_disk_fails("broker node", lambda: serve_node(opts))
     return guarded("broker node", body)
 

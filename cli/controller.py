@@ -9,10 +9,11 @@ same keys)."""
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from cli import errors
-from cli.argtypes import bug_name
+from cli.argtypes import bug_name, host
 from spec.config import ConfigError
 
 
@@ -21,13 +22,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT,
         CONTROLLER_BUG_NAMES,
         DESIGNS,
+        MAX_PENDING_DEFAULT,
     )
+    from cli.broker import add_peer_flags
+    from reference.real.controller_server import MAX_CONNECTIONS
     from reference.real.metadata_store import ETCD_BUG_NAMES, ETCD_TIMEOUT_MS_DEFAULT
 
     p = sub.add_parser("controller", help="run a real controller: elections and SyncStateSets for many broker groups "
                                           "(metadata file with fsync, TCP on 127.0.0.1)")
     p.add_argument("--port", type=int, required=True, help="listen port (0: any free port)")
-    p.add_argument("--host", default="127.0.0.1", help="listen address (default loopback only)")
+    p.add_argument("--host", type=host, default="127.0.0.1", help="listen address (default loopback only)")
     p.add_argument("--dir", type=Path, default=Path("ackorder-controller"),
                    help="metadata directory (controller.meta inside; default ./ackorder-controller)")
     p.add_argument("--design", choices=DESIGNS, default="pipelined",
@@ -38,6 +42,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a broker not heard from for this long is not alive "
                         f"(default {CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT}, controllerHeartBeatTimeoutMills)")
     p.add_argument("--max-groups", type=int, default=4096)
+    p.add_argument("--max-pending", type=int, default=MAX_PENDING_DEFAULT,
+                   help="metadata requests waiting for their turn or their record's sync, all clients together; "
+                        f"more are answered CONTROLLER_BUSY at once (default {MAX_PENDING_DEFAULT})")
+    p.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS,
+                   help=f"client connections at once (1..65536; default {MAX_CONNECTIONS}); more are refused, or take "
+                        "the place of a peer whose frame is long unfinished")
+    p.add_argument("--idle-timeout-ms", type=int, default=120_000,
+                   help="close a connection that sent nothing for this long (default 120000)")
     p.add_argument("--store", choices=("file", "etcd"), default="file",
                    help="file: --dir/controller.meta with fdatasync (default); etcd: one key per broker group "
                         "under /ackorder/controller/, written by compare-and-set transactions")
@@ -47,6 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--etcd-timeout-ms", type=int, default=ETCD_TIMEOUT_MS_DEFAULT,
                    help="how long a metadata write may retry across the endpoints before the controller gives "
                         f"up and stops with exit 3 (default {ETCD_TIMEOUT_MS_DEFAULT})")
+    add_peer_flags(p)
     bugs = CONTROLLER_BUG_NAMES + ETCD_BUG_NAMES
     p.add_argument("--bug", action="append", default=[], type=bug_name(bugs), metavar="NAME",
                    help=f"switch a controller bug on (repeatable, either spelling): {', '.join(bugs)}")
@@ -57,6 +70,7 @@ def main(args: argparse.Namespace) -> int:
     from reference.failover.controller import ControllerConfig
     from reference.real.controller_server import ControllerOptions, serve_controller
     from reference.real.metadata_store import ETCD_BUG_NAMES
+    from reference.real.peerauth import load_secret
 
     if not 0 <= args.port <= 65535:
         raise errors.UsageError(f"--port {args.port}: a port is 0..65535 (0: any free port)")
@@ -68,14 +82,16 @@ def main(args: argparse.Namespace) -> int:
         raise errors.UsageError(f"--bug {', '.join(sorted(store_bugs))}: a bug of the etcd store, needs --store etcd")
     try:
         config = ControllerConfig(controller_broker_heartbeat_timeout_ms=args.controller_broker_heartbeat_timeout_ms,
-                                  design=args.design, max_groups=args.max_groups,
+                                  design=args.design, max_groups=args.max_groups, max_pending=args.max_pending,
                                   bugs=frozenset(args.bug) - store_bugs)
+        opts = ControllerOptions(directory=args.dir, config=config, host=args.host, port=args.port, store=args.store,
+                                 etcd_endpoints=tuple(endpoints), etcd_timeout_ms=args.etcd_timeout_ms,
+                                 store_bugs=store_bugs, max_connections=args.max_connections,
+                                 idle_timeout_ms=args.idle_timeout_ms, frame_deadline_ms=args.frame_deadline_ms,
+                                 partial_frame_budget_bytes=args.partial_frame_budget_bytes,
+                                 peer_secret=load_secret(args.peer_secret_file) if args.peer_secret_file else None)
     except ConfigError as err:
-        raise errors.UsageError(str(err).replace("controller_broker_heartbeat_timeout_ms =",
-                                                 "--controller-broker-heartbeat-timeout-ms")) from None
-    opts = ControllerOptions(directory=args.dir, config=config, host=args.host, port=args.port, store=args.store,
-                             etcd_endpoints=tuple(endpoints), etcd_timeout_ms=args.etcd_timeout_ms,
-                             store_bugs=store_bugs)
+        raise errors.UsageError(re.sub(r"\b(\w+) =", lambda m: "--" + m.group(1).replace("_", "-"), str(err))) from None
     try:
         return serve_controller(opts)
     except OSError as err:            # the machine's (a port in use, no permission) or the input's: os_error_exit

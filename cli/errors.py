@@ -55,6 +55,17 @@ INPUT_LOOKUP_ERRORS = frozenset(getattr(socket, name) for name in ("EAI_NONAME",
                                 if hasattr(socket, name))
 
 
+# What ends a line for str.splitlines() (a terminal, `read` and Python's universal newlines: the first
+# two), written as its escape: an argument with a newline in it, quoted back in an error, made the
+# one line two.
+_LINE_BREAKS = {c: repr(chr(c))[1:-1] for c in (0x0A, 0x0D, 0x0B, 0x0C, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+
+
+def one_line(text: object) -> str:
+    """``str(text)`` with its line breaks escaped: a usage or environment error is one line."""
+    return str(text).translate(_LINE_BREAKS)
+
+
 def os_error_exit(err: OSError) -> int:
     """The exit code of a command stopped by ``err``: 2 for the input's, 3 for the machine's."""
     return USAGE if err.errno in INPUT_ERRNOS or err.errno in INPUT_LOOKUP_ERRORS else ENVIRONMENT
@@ -66,4 +77,4 @@ def os_error_line(command: str, err: OSError) -> str:
     text = err.strerror or str(err) or type(err).__name__
     if err.filename is not None:
         text = f"{err.filename}: {text}"
-    return f"ackorder {command}: {'environment' if os_error_exit(err) == ENVIRONMENT else 'error'}: {text}"
+    return one_line(f"ackorder {command}: {'environment' if os_error_exit(err) == ENVIRONMENT else 'error'}: {text}")

@@ -23,7 +23,8 @@ from cli.ui import FAILED, FOUND_AS_EXPECTED, bar_column, console as make_consol
 from spec.config import ConfigError, resolve_bug
 
 REACH_TIMEOUT_S = 3.0
-LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?")
+# re.ASCII: \d is 0-9 only (else 'local[١]' or '١g' passed, and Spark or the JVM refused them: exit 3)
+LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?", re.ASCII)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -80,7 +81,7 @@ def parse_conf(items: list[str]) -> dict[str, str]:
     return out
 
 
-SPARK_SIZE = re.compile(r"\d+(?:[kmgtp]b?|b)?", re.IGNORECASE)     # Spark's byte strings: 1024, 512m, 2g, 4gb
+SPARK_SIZE = re.compile(r"\d+(?:[kmgtp]b?|b)?", re.IGNORECASE | re.ASCII)     # Spark's byte strings: 1024, 512m, 2g, 4gb
 HEAPS = {"spark.driver.memory": "a JVM heap size such as 512m or 2g (a number and k, m, g or t: -Xmx takes it)",
          "spark.executor.memory": "a size such as 512m or 2g, with its unit"}
 SPARK_MIN_HEAP_MIB = 450        # Spark refuses a driver or executor below 1.5 x its 300 MiB reserve
@@ -90,8 +91,9 @@ def heap_ok(key: str, value: str) -> bool:
     """Whether Spark starts with ``value`` as the heap ``key`` sets: the driver's goes to its JVM's -Xmx
     as written (no bare number, no 'gb'); the executor's Spark reads as a byte string ('4gb' too), but a
     bare number as MiB in one place and bytes in another (its minimum's check: 4096 is 4 KiB there)."""
-    found = re.fullmatch(r"(\d+)([kmgt])" if key == "spark.driver.memory" else r"(\d+)([kmgtp])b?", value,
-                         re.IGNORECASE)
+    # at most 18 digits: int() of a longer run was a ValueError (4,300 digits), and no heap is that big
+    found = re.fullmatch(r"(\d{1,18})([kmgt])" if key == "spark.driver.memory" else r"(\d{1,18})([kmgtp])b?", value,
+                         re.IGNORECASE | re.ASCII)
     return found is not None and int(found[1]) * 1024 ** "kmgtp".index(found[2].lower()) >= SPARK_MIN_HEAP_MIB * 1024
 
 
@@ -144,7 +146,7 @@ def preflight(master: str, out: Path) -> None:
         raise errors.EnvironmentFailure(str(err)) from None
     if LOCAL_MASTER.fullmatch(master):
         return
-    m = re.fullmatch(r"spark://([^:/]+):(\d+)", master)
+    m = re.fullmatch(r"spark://([^:/]+):(\d{1,5})", master, re.ASCII)
     if m is None:
         if master.startswith("local"):
             raise errors.UsageError(f"--master {master!r}: expected local, local[N] or local[*]")
@@ -152,6 +154,12 @@ def preflight(master: str, out: Path) -> None:
             raise errors.UsageError(f"--master {master!r}: expected local[*] or spark://HOST:PORT")
         return
     host, port = m.group(1), int(m.group(2))
+    if not 0 < port <= 65535:           # the resolver took 99999 as 99999 % 65536, and tried that port
+        raise errors.UsageError(f"--master {master!r}: the port must be 1..65535")
+    from reference.real.options import host_problem
+
+    if (problem := host_problem(host)) is not None:     # a UnicodeError from the connect before
+        raise errors.UsageError(f"--master {master!r}: {problem}")
     try:
         with socket.create_connection((host, port), timeout=REACH_TIMEOUT_S):
             pass

@@ -22,7 +22,7 @@ class Parser(argparse.ArgumentParser):
     """Usage errors in one line (and exit 2), pointing at --help."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        sys.stderr.write(errors.one_line(f"{self.prog}: error: {message} (see `{self.prog} --help`)") + "\n")
         sys.exit(errors.USAGE)
 
 
@@ -95,6 +95,10 @@ def _main(argv: list[str] | None) -> int:
         sys.stdout.reconfigure(line_buffering=True)    # progress reaches a pipe (make run | tee) as it happens
     argv, passthrough = split_passthrough(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser(argv)
+    if any("\x00" in arg for arg in argv):
+        # no path, number or name holds one (a process's argv cannot: this is a caller's in-process
+        # argv), and open() or stat() of it raised ValueError deep in a command
+        parser.error(f"argument {next(i for i, a in enumerate(argv, 1) if chr(0) in a)} holds a NUL character")
     args, unknown = parser.parse_known_args(argv)
     if unknown:      # said by the command's own parser, which names the command and its --help
         _innermost(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -123,12 +127,12 @@ def run_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return _interrupted(where)
     except (errors.UsageError, ConfigError, ManifestError) as err:
-        sys.stderr.write(f"{where}: error: {err}\n")
+        sys.stderr.write(f"{where}: error: {errors.one_line(err)}\n")
         return errors.USAGE
     except (errors.EnvironmentFailure, TlcUnavailable) as err:
         if errors.STOP_REQUESTED.is_set():   # what an interrupt broke, wrapped as "Spark did not start"
             return _interrupted(where)
-        sys.stderr.write(f"{where}: environment: {err}\n")
+        sys.stderr.write(f"{where}: environment: {errors.one_line(err)}\n")
         return errors.ENVIRONMENT
     except OSError as err:
         if errors.STOP_REQUESTED.is_set():

@@ -49,8 +49,9 @@ FUZZ_SEEDS_PER_S = 60           # local[*] on 2 cores, default steps
 SPARK_START_S = 15
 PROVE_S = 30                    # both abstractions, every CTI (`ackorder prove`: 21 s, idle machine, 2026-11-26)
 # `pytest -m full`, both cores (8 tests: 278 s, 2026-11-25; then 3 TLC models, ~53 s; since 2026-11-27 CrossHair's
-# 30 s per condition on the contracts' ~15 conditions, ~225 s)
-SLOW_TESTS_S = 540
+# 30 s per condition on the contracts' ~15 conditions, ~225 s; since 2026-11-28 the parser fuzzers' large budgets,
+# ~700 CPU-s measured one test at a time, ~360 s on both cores)
+SLOW_TESTS_S = 900
 
 
 @attrs.frozen
@@ -68,6 +69,24 @@ class Plan:
     @classmethod
     def from_json(cls, data: dict) -> Plan:
         return cls(**{**data, "models": tuple(data["models"]), "skip": tuple(data["skip"])})
+
+    @classmethod
+    def load(cls, where: Path) -> Plan:
+        """The plan.json of the run in ``where`` (`--resume DIR`), or a usage error naming it: a file
+        that is not one a run wrote was a TypeError or KeyError traceback."""
+        path = where / "plan.json"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError, RecursionError) as err:
+            raise errors.UsageError(f"--resume: {path}: not a run's plan ({errors.one_line(err)[:200]})") from None
+        types = {"full": bool, "models": list, "fuzz_seeds": int, "jobs": int, "skip": list, "check_counts": bool}
+        if (not isinstance(data, dict) or set(data) != set(types)
+                or any(not isinstance(data[k], t) for k, t in types.items())
+                or isinstance(data["fuzz_seeds"], bool) or isinstance(data["jobs"], bool)
+                or data["fuzz_seeds"] < 1 or data["jobs"] < 1
+                or not all(isinstance(m, str) for m in data["models"]) or not set(data["skip"]) <= set(STEPS)):
+            raise errors.UsageError(f"--resume: {path}: not the plan an `ackorder run` writes")
+        return cls.from_json(data)
 
 
 def runs(step: str, plan: Plan) -> bool:
@@ -431,8 +450,16 @@ def main(args: argparse.Namespace) -> int:
         where = (RUN_ROOT / "latest").resolve() if args.resume == "latest" else Path(args.resume)
         if not (where / "plan.json").is_file():
             raise errors.UsageError(f"--resume: no run to resume in {where} (no plan.json)")
+        plan = Plan.load(where)
+        for step in STEPS:                      # what a step that finished wrote, checked before anything runs
+            result = where / f"{step}.json"
+            try:
+                done = json.loads(result.read_text()) if result.exists() else {"ok": True}
+            except (OSError, ValueError, RecursionError):
+                done = None
+            if not (isinstance(done, dict) and isinstance(done.get("ok"), bool)):
+                raise errors.UsageError(f"--resume: {result}: not a step's result an `ackorder run` writes")
         log = RunLog(where, console)
-        plan = Plan.from_json(log.read("plan.json"))
         log.say(f"resuming the run in {where}")
     else:
         if args.fuzz_seeds is not None and args.fuzz_seeds < 1:

@@ -77,7 +77,8 @@ class SimRun:
         return {"seed": self.seed, "config": self.config, "outcome": o.violation or "ok", "message": o.message,
                 "steps": o.steps, "spec_steps": o.spec_steps, "sim_ms": o.sim_ms, "seconds": round(self.seconds, 3),
                 "steps_per_second": round(o.steps / self.seconds) if self.seconds else None,
-                "statuses": o.statuses, "actions": o.actions, "faults": o.faults, "trace_hash": o.trace_hash,
+                "statuses": o.statuses, "actions": o.actions, "faults": o.faults, "guards": o.guards,
+                "trace_hash": o.trace_hash,
                 "reproducer": self.reproducer()}
 
 
@@ -110,6 +111,8 @@ def report(run: SimRun, json_path: Path | None, expect_hash: str | None = None) 
     table.add_row("spec actions", ", ".join(f"{k} {v}" for k, v in run.outcome.actions.items()))
     if run.outcome.faults:
         table.add_row("faults", ", ".join(f"{k} {v}" for k, v in run.outcome.faults.items()))
+    if run.outcome.guards:
+        table.add_row("bounds reached", ", ".join(f"{k} {v}" for k, v in run.outcome.guards.items()))
     console.print(table)
     if json_path:
         json_path.write_text(json.dumps(s, indent=2) + "\n")

@@ -1,15 +1,18 @@
 """`ackorder trace-check`: is a trace (or the per-process traces of one run, merged by causality) a
 behaviour of the spec?  TLC decides by default; `--twin` asks the Python twin (faster on long traces).
 
-Exit codes: 0 valid, 1 a step no spec step explains (or a complete trace ending with work left), 2 a
-malformed trace (one line naming the file and line), 3 no Java/TLC."""
+Exit codes: 0 valid, 1 a step no spec step explains (or a complete trace ending with work left, a
+checkpoint the steps do not reach, a step no order of the files can place), 2 a malformed trace (one
+line naming the file and line; with --strict also a gap in seq or a clock going back), 3 no Java/TLC."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -30,12 +33,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "no spec step explains, 2 a malformed trace.")
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="NDJSON trace files (docs/traces.md)")
     p.add_argument("--twin", action="store_true", help="check with the Python twin instead of TLC")
-    p.add_argument("--workers", type=positive_int, default=1, help="TLC workers (default 1)")
+    p.add_argument("--workers", type=positive_int, default=1,
+                   help="TLC workers (default 1); a trace with checkpoints: TLC processes, each checking "
+                        "a batch of its segments")
     p.add_argument("--keep", type=Path, metavar="DIR", help="keep the generated TLA+ module and cfg there, and TLC's logs")
     p.add_argument("--json", type=output_file, metavar="FILE", help="write the verdict as JSON")
     p.add_argument("--merged", type=output_file, metavar="FILE", help="write the merged steps as one trace file")
     p.add_argument("--coverage", action="store_true",
                    help="show which branches of the spec and which property antecedents the trace reached")
+    p.add_argument("--strict", action="store_true",
+                   help="a gap in seq (a dropped line) or a t_ms going back within a process is malformed input "
+                        "(exit 2), not a warning")
     p.set_defaults(func=main)
 
 
@@ -53,7 +61,8 @@ def main(args: argparse.Namespace) -> int:
     coverage = Coverage() if args.coverage else None
     try:
         result = check_files(args.files, twin=args.twin, options=TlcOptions(workers=args.workers), keep=args.keep,
-                             log_dir=args.keep, coverage=coverage)
+                             log_dir=args.keep, coverage=coverage, strict=args.strict,
+                             keep_steps=args.merged is not None)
     except TlcUnavailable as err:
         raise errors.EnvironmentFailure(str(err)) from None
     except TraceCheckError as err:
@@ -62,11 +71,14 @@ def main(args: argparse.Namespace) -> int:
     checker = "the twin" if args.twin else "TLC"
     per_k = result.per_thousand_steps_s
     # a rate over a handful of steps is the checker's start-up (a JVM for TLC), not its speed
-    rate = f" ({per_k:.2f} s per 1,000 steps)" if per_k is not None and len(result.steps) >= 1_000 else ""
-    console.print(f"{len(result.steps):,} step(s) from {len(result.paths)} file(s), checked by {checker} in "
+    rate = f" ({per_k:.2f} s per 1,000 steps)" if per_k is not None and result.step_count >= 1_000 else ""
+    for warning in result.warnings:        # stamps the check does not rely on (--strict: exit 2)
+        sys.stderr.write(f"ackorder trace-check: warning: {warning}\n")
+    console.print(f"{result.step_count:,} step(s) from {len(result.paths)} file(s), checked by {checker} in "
                   f"{result.check_seconds:.2f} s{rate}")
     for path, prop, message in result.writer_verdicts:
-        console.print(f"[dim]{path}: the writer reported {prop}: {message.splitlines()[0] if message else ''}[/]")
+        console.print(f"[dim]{escape(path)}: the writer reported {escape(prop)}: "
+                      f"{escape(message.splitlines()[0]) if message else ''}[/]")
     if args.merged:
         write_merged(args.merged, result)
     if coverage is not None:
@@ -82,15 +94,21 @@ def main(args: argparse.Namespace) -> int:
                       + (" and ends with nothing left waiting" if result.complete else ""))
         return errors.OK
     if v.failed is not None:
-        console.print(f"[bold red]invalid[/]: step {v.first_unexplained} of {v.steps} ({v.failed.where()}, "
-                      f"{v.failed.label}): {v.reason}")
-        for line in (mismatches(result.config, v.failed, v.states[0]) if v.states else []):
-            console.print(f"  {_short(line)}")
-        console.print(f"  observed: {_short(json.dumps(v.failed.obs, separators=(',', ':')))}")
+        # (escaped: a reason quotes TLA+ records, [off |-> 1, ...], which rich would take for markup)
+        console.print(f"[bold red]invalid[/]: step {v.first_unexplained} of {v.steps} ({escape(v.failed.where())}, "
+                      f"{v.failed.label}): {escape(v.reason)}")
+        if v.conflict is not None:      # a step no order of the files places: the spec's successors say nothing
+            console.print(f"  conflicts with {escape(_where(v.conflict))}")
+        else:
+            for line in (mismatches(result.config, v.failed, v.states[0]) if v.states else []):
+                console.print(f"  {escape(_short(line))}")
+        console.print(f"  observed: {escape(_short(json.dumps(v.failed.obs, separators=(',', ':'))))}")
     else:
-        console.print(f"[bold red]invalid[/]: {v.reason}")
+        console.print(f"[bold red]invalid[/]: {escape(v.reason)}")
     if v.states:
-        title = ("the state before it" if v.failed is not None else "the state at the end")
+        title = ("the state before it" if v.failed is not None
+                 else f"the state the steps before {v.checkpoint.where()} reach" if v.checkpoint is not None
+                 else "the state at the end")
         if len(v.states) > 1:
             title += f" (one of {len(v.states)} the trace leaves possible)"
         table = Table(title=title, title_justify="left", show_lines=False)
@@ -102,6 +120,10 @@ def main(args: argparse.Namespace) -> int:
     return errors.VIOLATION
 
 
+def _where(x) -> str:
+    return f"{x.file}:{x.line} ({x.label if hasattr(x, 'label') else x.note})"
+
+
 def verdict_json(result, checker: str) -> dict:
     v = result.verdict
     out = {"valid": v.valid, "checker": checker, "files": list(result.paths), "steps": v.steps,
@@ -111,6 +133,13 @@ def verdict_json(result, checker: str) -> dict:
            else round(result.per_thousand_steps_s, 3), "complete": result.complete}
     if v.failed is not None:
         out["failed"] = {"file": v.failed.file, "line": v.failed.line, "action": v.failed.label, "obs": v.failed.obs}
+    if v.conflict is not None:
+        out["conflict"] = {"file": v.conflict.file, "line": v.conflict.line,
+                           "action": getattr(v.conflict, "label", None)}
+    if v.checkpoint is not None:
+        out["checkpoint"] = {"file": v.checkpoint.file, "line": v.checkpoint.line}
+    if result.warnings:
+        out["warnings"] = list(result.warnings)
     if v.states:
         out["state"] = dict(state_table(result.config, v.states[0]))
     return out

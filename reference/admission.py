@@ -33,7 +33,6 @@ from reference.config import StoreConfig
 from reference.effects import Respond
 from reference.status import PutStatus
 
-SEND_QUEUE_CAPACITY = 10_000       # BrokerConfig.sendThreadPoolQueueCapacity
 CLEAN_INTERVAL_MS = 10             # BrokerFastFailure's cleaner period
 
 
@@ -46,7 +45,8 @@ class Queued:
 
 
 class Admission:
-    def __init__(self, cfg: StoreConfig, capacity: int = SEND_QUEUE_CAPACITY) -> None:
+    def __init__(self, cfg: StoreConfig, capacity: int | None = None) -> None:
+        capacity = cfg.send_thread_pool_queue_capacity if capacity is None else capacity
         assert capacity > 0
         self.blocking = cfg.ack_mode == "BLOCKING"
         self.slots = cfg.send_message_thread_pool_nums

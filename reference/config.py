@@ -81,9 +81,16 @@ class StoreConfig:
     # flight to it for this long is closed (a stalled or garbled stream; RocketMQ's
     # haHousekeepingInterval), and the slave reconnects.
     ha_housekeeping_interval_ms: int = attrs.field(default=20_000, validator=_positive)
+    # Bounds on what the HA port's peers feed the master (not RocketMQ knobs: Netty bounds these
+    # by its channel options).  Past either, the master closes a connection, never itself: the
+    # oldest connection that has not sent its HANDSHAKE, or the one whose frames waiting for a
+    # segment read exceed the bound.
+    ha_max_ungreeted_connections: int = attrs.field(default=4096, validator=_positive)
+    ha_max_parked_events: int = attrs.field(default=4096, validator=_positive)
     # admission (BrokerConfig)
     wait_time_in_send_queue_ms: int = attrs.field(default=200, validator=_positive)
     send_message_thread_pool_nums: int = attrs.field(default=4, validator=_positive)
+    send_thread_pool_queue_capacity: int = attrs.field(default=10_000, validator=_positive)
     # seeded defects, same names as the spec's Bug* constants (all off by default)
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset, validator=_bugs)
 

@@ -60,6 +60,7 @@ class CloseReplica:
     name never touches the healthy first one."""
     conn: int
     reason: str
+    bound: str | None = None     # the bound on a peer's input that closed it (the option's name)
 
 
 @attrs.frozen

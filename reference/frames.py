@@ -275,3 +275,6 @@ class FrameDecoder:
     @property
     def buffered(self) -> int:
         return len(self._buf)
+
+
+decode_frame = _decode       # one frame's (type byte, payload) -> its object, for FrameDecoder's callers

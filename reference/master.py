@@ -62,8 +62,6 @@ from reference.effects import CloseReplica, Fsync, ReadSegment, Respond, SendDat
 from reference.status import PutStatus
 
 MAX_WRITES_IN_FLIGHT = 1 << 16     # WriteData effects awaiting write_done / write_failed
-MAX_UNGREETED_CONNECTIONS = 1 << 12  # HA connections accepted, HANDSHAKE not yet received
-MAX_PARKED_EVENTS = 1 << 12        # per connection: HA frames waiting for a segment read
 RETAINED_SEGMENTS_BEHIND = 2       # segments kept behind committed's for slow in-sync slaves
 
 
@@ -168,7 +166,9 @@ class MasterCore:
     def _emit_writes(self, effects: list) -> None:
         for e in effects:
             if isinstance(e, WriteData):
-                assert len(self.writes) < MAX_WRITES_IN_FLIGHT, "writes in flight unbounded"
+                # An invariant, not a bound on input: every runtime answers a turn's writes within
+                # that turn, and a turn starts at most PUTS_PER_TURN puts (admission holds the rest).
+                assert len(self.writes) < MAX_WRITES_IN_FLIGHT, "more writes in flight than a turn makes"
                 assert not self.writes or self.writes[-1].end == e.offset, "writes must be contiguous"
                 self.writes.append(WriteInFlight(e.offset, e.end))
             self._emit(e)
@@ -189,6 +189,9 @@ class MasterCore:
         assert not self.waiting or self.waiting[0].next_offset <= self.waiting[-1].next_offset
         assert not self.unconfirmed or self.writable, "puts are only appended while writable"
         assert not self.writes or self.writes[0].offset >= log.committed, "a write in flight below committed"
+        # What the HA port's peers feed stays within its bounds (the core closes, never grows past them).
+        assert len(self.ungreeted) <= self.cfg.ha_max_ungreeted_connections, "ungreeted connections past the bound"
+        assert all(len(p) <= self.cfg.ha_max_parked_events for p in self._parked.values()), "parked frames past the bound"
 
     def _answer(self, req: Request, status: PutStatus, step: str) -> None:
         double = "BugDoubleResponse" in self._bugs
@@ -724,7 +727,16 @@ class MasterCore:
     def _run_or_park(self, conn: int, event: tuple, now_ms: int) -> None:
         parked = self._parked.get(conn)
         if parked is not None:
-            assert len(parked) < MAX_PARKED_EVENTS, f"connection {conn}: parked events unbounded"
+            bound = self.cfg.ha_max_parked_events
+            if len(parked) >= bound:
+                # A slave waits for its handshake's answer or its stream before it says more: a
+                # connection that keeps talking while its frames wait for a segment read is not one.
+                reason = f"{len(parked)} frames wait for a segment read on this connection (ha_max_parked_events = {bound})"
+                if (name := self.name_of(conn)) is not None:
+                    self._drop(name, reason, bound="ha_max_parked_events")
+                else:
+                    self._close_unaccepted(conn, reason, bound="ha_max_parked_events")
+                return
             parked.append(event)
         elif not self._run(conn, event, now_ms):
             self._parked[conn] = deque([event])
@@ -743,11 +755,11 @@ class MasterCore:
             return self._handshake(conn, *event[1:], now_ms)
         return self._ack(conn, *event[1:], now_ms)
 
-    def _close_unaccepted(self, conn: int, reason: str) -> None:
+    def _close_unaccepted(self, conn: int, reason: str, bound: str | None = None) -> None:
         self._parked.pop(conn, None)
         for name in [n for n, c in self.connecting.items() if c == conn]:
             del self.connecting[name]
-        self._emit(CloseReplica(conn, reason))
+        self._emit(CloseReplica(conn, reason, bound))
 
     def change_sync_state_set(self, replicas: tuple[str, ...], sync_state_set: frozenset[str]) -> None:
         """Controller-driven failover (reference/real/node.py): the slaves this master may
@@ -811,7 +823,15 @@ class MasterCore:
         housekeeping interval, or it is closed (a handshake cut or garbled on the way
         would otherwise leave both ends waiting for each other forever)."""
         assert conn not in self.ungreeted and self.name_of(conn) is None, f"connection {conn} opened twice"
-        assert len(self.ungreeted) < MAX_UNGREETED_CONNECTIONS, "ungreeted connections unbounded"
+        bound = self.cfg.ha_max_ungreeted_connections
+        if len(self.ungreeted) >= bound:
+            # The oldest goes, not the newcomer: a slave greets the moment it connects, so the
+            # connection silent the longest is the least likely to be one.
+            oldest = next(iter(self.ungreeted))
+            del self.ungreeted[oldest]
+            self._emit(CloseReplica(oldest, f"{bound} HA connections have not sent their HANDSHAKE "
+                                            f"(ha_max_ungreeted_connections = {bound}): the oldest is closed",
+                                    bound="ha_max_ungreeted_connections"))
         self.ungreeted[conn] = now_ms
 
     def replica_handshake(self, conn: int, name: str, offset: int, chain: bytes, now_ms: int,
@@ -918,13 +938,13 @@ class MasterCore:
         if name is not None:
             self._drop(name, reason, close=False)
 
-    def _drop(self, name: str, reason: str, close: bool = True) -> None:
+    def _drop(self, name: str, reason: str, close: bool = True, bound: str | None = None) -> None:
         """Close an accepted connection over its input (the spec: ReplicaDisconnect)."""
         hc = self.conns.pop(name)
         self._parked.pop(hc.conn, None)
         self.spec_steps.append(("ReplicaDisconnect", name))
         if close:
-            self._emit(CloseReplica(hc.conn, reason))
+            self._emit(CloseReplica(hc.conn, reason, bound))
 
     def replica_disconnected(self, conn: int) -> None:
         """The connection is gone (network, slave crash, or our CloseReplica)."""

@@ -18,7 +18,7 @@ import zlib
 
 from reference.commitlog import LogIndex
 from reference.effects import CloseMaster, CreateSegment, SendAck, SendHandshake, WriteData, ZeroTail
-from reference.record import BLANK_MAGIC, HEADER, HEADER_SIZE, MESSAGE_MAGIC, LogScan
+from reference.record import BLANK_MAGIC, END_FILE_MIN_BLANK_LENGTH, HEADER, HEADER_SIZE, MESSAGE_MAGIC, LogScan
 
 
 class ReplicaCore:
@@ -126,6 +126,10 @@ class ReplicaCore:
             start = self.parsed_end - self.parsed_end % size
             seg = self.segments[start]
             pos = self.parsed_end - start
+            if pos + 8 > size:
+                # A record ended fewer than 8 bytes before its segment's end, and more bytes came:
+                # no header fits there (unpacking one crossed into the next segment: struct.error).
+                return f"bad record header at {self.parsed_end}: {size - pos} bytes left in the segment"
             total, magic = struct.unpack_from(">II", seg, pos)
             if magic == BLANK_MAGIC:
                 if total != size - pos:
@@ -137,7 +141,11 @@ class ReplicaCore:
                 if self.ghost is not None:
                     self.ghost.add_segment_end(self.parsed_end)
                 continue
-            if magic != MESSAGE_MAGIC or total < HEADER_SIZE or pos + total > size:
+            # Recovery's rule (record.scan_segment): a record leaves room for a blank record's size and
+            # magic after it.  A record in those last bytes would be acknowledged here and dropped by
+            # this slave's own restart; no master writes one (CommitLog rolls first).
+            if (magic != MESSAGE_MAGIC or total < HEADER_SIZE
+                    or pos + total + END_FILE_MIN_BLANK_LENGTH > size):
                 return f"bad record header at {self.parsed_end}"
             if self.parsed_end + total > self.received_end:
                 return None
@@ -150,4 +158,11 @@ class ReplicaCore:
                 self.ghost.add_record(self.parsed_end, header, self.parsed_end + total, key, twin=self.index)
             self.parsed_end += total
             self.spec_steps.append(("Transfer", self.name, key))   # the key: for a trace writer
+            if self.parsed_end % size == 0:
+                # A record that filled its segment to the last byte (no blank after it): the next
+                # segment's start is reached here, as recovery's scan_log records it; without it,
+                # _forget_behind asked the index for a checkpoint it never had (KeyError).
+                self.index.add_segment_end(self.parsed_end)
+                if self.ghost is not None:
+                    self.ghost.add_segment_end(self.parsed_end)
         return None

@@ -19,6 +19,7 @@ import attrs
 
 from spark_fuzz.campaign import CampaignSpec, run_campaign, spark_session
 from spark_fuzz.seeds import DEFAULT_STEPS, Job, run_job
+from spec.config import ascii_digits
 from rich.console import Console
 
 GOAL_SPARK_OVERHEAD = 0.10          # campaign wall x cores over the tasks' CPU, minus 1
@@ -39,7 +40,7 @@ def tree_cpu_s(root: int | None = None) -> float:
     tick = os.sysconf("SC_CLK_TCK")
     procs: dict[int, tuple[int, float]] = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not ascii_digits(entry):
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:

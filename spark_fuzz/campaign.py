@@ -38,6 +38,7 @@ import attrs
 
 from spark_fuzz import ledger
 from spark_fuzz.seeds import FAILOVER, Job, Reproducer, load_matrix, run_partition, shrink, shrink_failover
+from spec.config import ascii_digits
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -144,7 +145,7 @@ def _children() -> set[int]:
     if not os.path.isdir("/proc"):
         return found
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
+        if ascii_digits(entry.name):
             try:
                 with open(f"/proc/{entry.name}/stat") as f:
                     stat = f.read()

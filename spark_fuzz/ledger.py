@@ -48,6 +48,11 @@ def load_summary(out: Path) -> dict:
         raise LedgerError(f"{path}: line {err.lineno}: {err.msg}") from None
     except IsADirectoryError:
         raise LedgerError(f"{path}: a directory, not a campaign's summary") from None
+    except (ValueError, RecursionError) as err:
+        # an integer of more digits than int() converts (4,300), arrays nested deeper than the stack,
+        # a NUL in the path: each escaped as a traceback before
+        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise LedgerError(f"{path!r}: not a campaign's summary ({why})") from None
     if not isinstance(summary, dict):
         raise LedgerError(f"{path}: a JSON {type(summary).__name__}, not a campaign's summary (an object)")
     for key, kind in SUMMARY_KEYS.items():

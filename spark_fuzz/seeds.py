@@ -149,6 +149,8 @@ def load_matrix(path: Path | None) -> list[tuple[tuple[str, str], ...]]:
         raise ConfigError(f"{path}: not a text file") from None
     except json.JSONDecodeError as err:
         raise ConfigError(f"{path}: line {err.lineno} column {err.colno}: {err.msg}") from None
+    except (ValueError, RecursionError) as err:  # an integer of over 4,300 digits; nesting deeper than the stack
+        raise ConfigError(f"{path}: {'nested too deeply' if isinstance(err, RecursionError) else err}") from None
     if not isinstance(entries, list) or not entries:
         raise ConfigError(f"{path}: expected a non-empty JSON list of objects")
     matrix = []
@@ -177,7 +179,8 @@ def _text(value) -> str:
 FAULT_KEYS = ("master_process_crash_per_s", "master_machine_crash_per_s", "replica_crash_per_s",
               "replica_disconnect_per_s", "fsync_failure_probability", "write_failure_probability",
               "forged_ack_per_s", "impostor_per_s", "duplicate_frame_per_s", "reorder_frame_per_s",
-              "truncate_frame_per_s", "garbage_frame_per_s", "corrupt_frame_per_s")
+              "truncate_frame_per_s", "garbage_frame_per_s", "corrupt_frame_per_s", "flood_per_s",
+              "greetless_per_s")
 
 
 @attrs.frozen

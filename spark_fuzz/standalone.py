@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from spec.config import ascii_digits
+
 __all__ = [
     "ClusterStartError",
     "StandaloneCluster",
@@ -268,7 +270,7 @@ def _proc_table() -> dict[int, _ProcInfo]:
     """
     table: dict[int, _ProcInfo] = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not ascii_digits(entry):
             continue
         try:
             raw = Path(f"/proc/{entry}/stat").read_text()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import attrs
 
-from spec.config import Bounds, Config, ConfigError
+from spec.config import Bounds, Config, ConfigError, ascii_digits
 
 _KEYWORDS = {
     "CONSTANT": "constants", "CONSTANTS": "constants",
@@ -62,20 +62,33 @@ def _tokens(text: str, path: str):
             yield kind, m.group(kind), lineno
 
 
-def _value(tokens, i, path):
+# TLC's integers are Java ints; a longer number is refused here rather than by int()'s
+# 4,300-digit limit (a ValueError that escaped), and sets nested deeper than any model needs
+# rather than by the stack (a RecursionError that escaped).
+MAX_INT = 2**31 - 1
+MAX_SET_DEPTH = 16
+
+
+def _value(tokens, i, path, depth=0):
     kind, text, line = tokens[i]
     if kind == "string":
         return text[1:-1], i + 1
     if kind == "word":
         if text in ("TRUE", "FALSE"):
             return text == "TRUE", i + 1
-        if text.isdigit():
-            return int(text), i + 1
+        if ascii_digits(text):
+            digits = text.lstrip("0") or "0"
+            if len(digits) > len(str(MAX_INT)) or int(digits) > MAX_INT:
+                raise CfgError(f"{path}:{line}: the number {text[:12]}{'...' if len(text) > 12 else ''} "
+                               f"exceeds TLC's largest integer {MAX_INT}")
+            return int(digits), i + 1
         return ModelValue(text), i + 1
     if text == "{":
+        if depth >= MAX_SET_DEPTH:
+            raise CfgError(f"{path}:{line}: sets nested more than {MAX_SET_DEPTH} deep")
         items, i = [], i + 1
         while i < len(tokens) and tokens[i][1] != "}":
-            item, i = _value(tokens, i, path)
+            item, i = _value(tokens, i, path, depth + 1)
             items.append(item)
             if i < len(tokens) and tokens[i][1] == ",":
                 i += 1
@@ -209,4 +222,8 @@ def load_cfg(path: str | Path) -> CfgFile:
         text = path.read_text()
     except OSError as err:
         raise CfgError(f"{path}: cannot read: {err.strerror}") from err
+    except UnicodeDecodeError as err:           # escaped before: a cfg of any bytes
+        raise CfgError(f"{path}: not a UTF-8 text file (byte {err.start})") from None
+    except ValueError as err:                   # a NUL in the path
+        raise CfgError(f"{path!r}: cannot read: {err}") from None
     return parse_cfg(text, str(path))

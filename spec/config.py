@@ -37,6 +37,14 @@ class ConfigError(ValueError):
     """A configuration that the spec's ASSUMEs reject."""
 
 
+def ascii_digits(text: str) -> bool:
+    """Whether ``text`` is one or more of the digits 0-9 and nothing else: the guard before an
+    ``int(text)``.  ``str.isdigit()`` is not one: it says yes to '²' or '①', which int() refuses
+    (a ValueError where the guard promised none), and to '١٢' (Arabic-Indic digits), which int()
+    reads as 12 where no other program would (a port, a file name)."""
+    return text.isascii() and text.isdigit()
+
+
 def bug_alias(bug: str) -> str:
     """The other spelling of a bug, its cfg's name: BugTimeoutAsOK -> timeout_as_ok_bug."""
     words = re.findall(r"[A-Z]+(?![a-z])|[A-Z][a-z0-9]*", bug.removeprefix("Bug"))
@@ -84,15 +92,21 @@ class Config:
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset, validator=_bugs)
 
     def __attrs_post_init__(self) -> None:
+        # ConfigOK's types too (TransientStorePool \in BOOLEAN, FileSize \in Nat \ {0}): a cfg's
+        # TransientStorePool = 5 or FileSize = TRUE was taken by the twin, and refused by TLC.
+        for name, value in (("TransientStorePool", self.transient_store_pool),
+                            ("CommitOnReplicaWait", self.commit_on_replica_wait)):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{name} = {value!r}: must be TRUE or FALSE")
         if len(set(self.replicas)) != len(self.replicas):
             raise ConfigError(f"Replicas has duplicates: {self.replicas}")
-        if not 1 <= self.in_sync_replicas <= len(self.replicas) + 1:
+        if not _is_int(self.in_sync_replicas) or not 1 <= self.in_sync_replicas <= len(self.replicas) + 1:
             raise ConfigError(
-                f"InSyncReplicas = {self.in_sync_replicas}: must be in 1..{len(self.replicas) + 1}"
+                f"InSyncReplicas = {self.in_sync_replicas!r}: must be in 1..{len(self.replicas) + 1}"
                 " (the master counts as one)"
             )
-        if self.file_size < 1:
-            raise ConfigError(f"FileSize = {self.file_size}: must be at least 1")
+        if not _is_int(self.file_size) or self.file_size < 1:
+            raise ConfigError(f"FileSize = {self.file_size!r}: must be at least 1")
 
     def bug(self, name: str) -> bool:
         return name in self.bugs
@@ -104,6 +118,10 @@ class Config:
     @property
     def sync_master(self) -> bool:
         return self.repl_mode == "SYNC_MASTER"
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _nat(instance, attribute, value):

@@ -6,6 +6,14 @@ by the named action whose new values agree with the step's observations.  When n
 step is the first one no spec step can explain, and the states before it are the report.  The spec is
 the bound-free one (tla/AckOrder.tla, not the MC module's bounds), with every bug switch off.  The
 same question, asked of TLC, is tla/tracecheck.py; both must give the same verdict.
+
+The cost of a step does not grow with the trace: the states' sequences (``log``, ``reqs``, each
+``rlog``) are Seqs (spec/seq.py), which a step extends or updates without copying and which compare
+chunk by chunk by identity; the ghosts are blanked after each step (the response history would be
+copied at every response); a master crash reads only the chunks of ``reqs`` that hold a waiting
+request; and ``TwinCheck`` takes the steps one at a time, so that a file is checked as it is read
+(tla/tracecheck.py's ``check_files``).  A checkpoint (the whole state, spec/traceformat.py) must be
+one of the states the steps before it reach; the check goes on from it.
 """
 
 from __future__ import annotations
@@ -17,9 +25,11 @@ import attrs
 
 from spec import actions as sa
 from spec.config import Config
+from spec.functions import page_cache_end
 from spec.properties import caught_up, diverged
-from spec.state import UP, WAITING, Counters, Request, State
-from spec.traceformat import PER_REPLICA, SETS, Name, Step, Trace, TraceError
+from spec.seq import CHUNK, Seq, same_prefix
+from spec.state import PROC_DOWN, UP, WAITING, Counters, Request, State
+from spec.traceformat import PER_REPLICA, SETS, VARIABLES, Checkpoint, Name, Step, Trace, TraceError
 
 MAX_FRONTIER = 100_000        # states consistent with a trace prefix (unobserved variables searched)
 
@@ -34,6 +44,8 @@ class TraceVerdict:
     reason: str
     seconds: float
     checker: str = "twin"
+    conflict: object = None               # a step of another file the failed one conflicts with (a merge's)
+    checkpoint: Checkpoint | None = None  # a checkpoint the steps before it do not reach
 
     @property
     def first_unexplained(self) -> int | None:
@@ -62,7 +74,46 @@ def spec_steps(cfg: Config, s: State, action: str, param) -> list[State]:
     if param is not None:
         fn = _REPLICA[action]
         return fn(cfg, s, index[param])
+    if action == "MasterProcessCrash":
+        return sa.master_process_crash(cfg, s, _waiting(s.reqs))
+    if action == "MasterMachineCrash":
+        return _master_machine_crash(cfg, s)
     return _MASTER[action](cfg, s)
+
+
+def _master_machine_crash(cfg: Config, s: State) -> list[State]:
+    """sa.master_machine_crash, with the waiting requests found by ``_waiting``."""
+    if s.mstate not in (UP, PROC_DOWN):
+        return []
+    end = page_cache_end(s)
+    aborted = sa.abort_waiting(cfg, s, _waiting(s.reqs))
+    return [t for keep in range(min(s.durable, end), end + 1) for torn in (False, True)
+            if (t := sa.master_machine_crash_to(cfg, s, keep, torn, aborted))]
+
+
+_WAITING_MEMO: dict[int, tuple[tuple, tuple[int, ...]]] = {}   # id(chunk) -> (chunk, its waiting positions)
+_WAITING_MEMO_MAX = 1 << 16          # entries; emptied when full (a cache, never an answer by itself)
+
+
+def _waiting(reqs) -> list[int]:
+    """The ids of the waiting requests.  A crash answers every one of them; reading all of
+    ``reqs`` at every crash made a long trace's check quadratic.  A Seq's full chunks never change
+    (a step that changes a request makes a new chunk), so each one's answer is remembered (the
+    memo holds the chunk: its id stays its own)."""
+    if not isinstance(reqs, Seq):
+        return [i for i, r in enumerate(reqs, 1) if r.status == WAITING]
+    out: list[int] = []
+    base = 1
+    for chunk in reqs._chunks:
+        hit = _WAITING_MEMO.get(id(chunk))
+        if hit is None or hit[0] is not chunk:
+            if len(_WAITING_MEMO) >= _WAITING_MEMO_MAX:
+                _WAITING_MEMO.clear()
+            hit = _WAITING_MEMO[id(chunk)] = (chunk, tuple(j for j, r in enumerate(chunk) if r.status == WAITING))
+        out += [base + j for j in hit[1]]
+        base += len(chunk)
+    out += [base + j for j, r in enumerate(reqs._tail) if r.status == WAITING]
+    return out
 
 
 _MASTER: dict[str, Callable] = {
@@ -81,12 +132,26 @@ _REPLICA: dict[str, Callable] = {
 
 def _seq_ok(obs, before: tuple, after: tuple) -> bool:
     if isinstance(obs, list):
-        return after == tuple(obs)
+        return len(after) == len(obs) and tuple(after) == tuple(obs)
     take = obs.get("take", len(before))
     if take > len(before):
         return False
     app = obs.get("append", ())
-    return len(after) == take + len(app) and after[:take] == before[:take] and list(after[take:]) == list(app)
+    return (len(after) == take + len(app) and _same_prefix(after, before, take)
+            and tuple(after[take + j] for j in range(len(app))) == tuple(app))
+
+
+def _same_prefix(a, b, n: int) -> bool:
+    """``a[:n] == b[:n]``; for two versions of one Seq, their shared chunks are compared by
+    identity at C speed (spec.seq.same_prefix walks them in Python: too slow at every step)."""
+    if len(a) < n or len(b) < n:
+        return False
+    if not (isinstance(a, Seq) and isinstance(b, Seq)):
+        return same_prefix(a, b, n) if isinstance(a, Seq) or isinstance(b, Seq) else a[:n] == b[:n]
+    k = n // CHUNK
+    if not (a._chunks is b._chunks or a._chunks[:k] == b._chunks[:k]):
+        return False
+    return a[k * CHUNK: n] == b[k * CHUNK: n] if n > k * CHUNK else True
 
 
 def _request_ok(fields: dict, r: Request) -> bool:
@@ -189,13 +254,35 @@ def _distinct(states: list[State]) -> list[State]:
     return out
 
 
-def check_steps(cfg: Config, steps: list[Step] | tuple[Step, ...], complete: bool = False,
-                max_frontier: int = MAX_FRONTIER, coverage=None) -> TraceVerdict:
-    """``coverage``: a spec.coverage.Coverage that counts the branch and antecedents of each step
-    (of the first spec step that explains it, when the trace leaves several)."""
-    start = time.perf_counter()
-    frontier: list[State] = [_no_ghosts(sa.initial_state(cfg))]
-    for n, step in enumerate(steps):
+def as_seqs(s: State) -> State:
+    """``s`` with its sequences as Seqs (the same values; see the module's docstring)."""
+    return attrs.evolve(s, log=Seq(s.log), reqs=Seq(s.reqs), rlog=tuple(Seq(r) for r in s.rlog))
+
+
+def plain(s: State) -> State:
+    """``s`` with its sequences as tuples, as every other part of ackorder has them (a report)."""
+    if not isinstance(s.log, Seq):
+        return s
+    return attrs.evolve(s, log=tuple(s.log), reqs=tuple(s.reqs), rlog=tuple(tuple(r) for r in s.rlog))
+
+
+class TwinCheck:
+    """The twin's check, a step at a time: ``step`` and ``checkpoint`` as they come (False once
+    the trace is refuted: the later ones are only counted), then ``verdict``."""
+
+    def __init__(self, cfg: Config, max_frontier: int = MAX_FRONTIER, coverage=None) -> None:
+        self.cfg, self.max_frontier, self.coverage = cfg, max_frontier, coverage
+        self.frontier: list[State] = [as_seqs(_no_ghosts(sa.initial_state(cfg)))]
+        self.steps = 0                      # steps seen
+        self.explained = 0
+        self.failure: tuple | None = None   # (failed step, states before it, reason, conflict, checkpoint)
+        self.start = time.perf_counter()
+
+    def step(self, step: Step) -> bool:
+        self.steps += 1
+        if self.failure is not None:
+            return False
+        cfg, frontier = self.cfg, self.frontier
         unchanged = tuple(step.observes - step.mentioned())
         nxt: list[State] = []
         for s in frontier:
@@ -203,34 +290,120 @@ def check_steps(cfg: Config, steps: list[Step] | tuple[Step, ...], complete: boo
                 for t in spec_steps(cfg, s, action, param):
                     if observation_holds(cfg, step, s, t, unchanged):
                         nxt.append(_no_ghosts(t))
-        if coverage is not None and nxt:
-            _cover(coverage, cfg, step, frontier, unchanged)
+        if self.coverage is not None and nxt:
+            _cover(self.coverage, cfg, step, frontier, unchanged)
         if len(nxt) > 1:
             nxt = _distinct(nxt)
         if not nxt:
             reason = f"no spec step {step.label} from the state before it agrees with what the step observed"
             if not any(spec_steps(cfg, s, a, p) for s in frontier for a, p in step.actions):
                 reason = f"{step.label} is not enabled in the state before it"
-            return TraceVerdict(False, len(steps), n, step, tuple(frontier), reason, time.perf_counter() - start)
-        if len(nxt) > max_frontier:
-            raise TraceError(f"{step.where()}: more than {max_frontier:,} spec states agree with the trace so far: "
-                             "it observes too little to be checked")
-        frontier = nxt
-    if complete:
-        problems = {s: end_problems(cfg, s) for s in frontier}
-        if all(problems.values()):
-            first = next(iter(problems.values()))
-            return TraceVerdict(False, len(steps), len(steps), None, tuple(frontier),
-                                "the trace ends complete, but " + "; ".join(first), time.perf_counter() - start)
-    return TraceVerdict(True, len(steps), len(steps), None, tuple(frontier), "valid", time.perf_counter() - start)
+            self.failure = (step, frontier, reason, None, None)
+            return False
+        if len(nxt) > self.max_frontier:
+            raise TraceError(f"{step.where()}: more than {self.max_frontier:,} spec states agree with the trace so "
+                             "far: it observes too little to be checked")
+        self.frontier = nxt
+        self.explained += 1
+        return True
+
+    def checkpoint(self, cp: Checkpoint) -> bool:
+        """The state the steps so far reach must be the checkpoint's (one of them, when they
+        leave several); the check goes on from it."""
+        if self.failure is not None:
+            return False
+        state = as_seqs(cp.state)
+        if any(s == state for s in self.frontier):
+            self.frontier = [state]
+            return True
+        self.failure = (None, self.frontier, checkpoint_reason(self.cfg, cp, self.frontier, self.steps), None, cp)
+        return False
+
+    def conflict(self, step: Step, reason: str, other) -> None:
+        """A step the merge could not place (spec/tracemerge.py's MergeViolation), once the steps
+        before it were checked."""
+        self.steps += 1
+        if self.failure is None:
+            self.failure = (step, self.frontier, reason, other, None)
+
+    def verdict(self, complete: bool) -> TraceVerdict:
+        seconds = time.perf_counter() - self.start
+        if self.failure is not None:
+            step, states, reason, other, cp = self.failure
+            return TraceVerdict(False, self.steps, self.explained, step, tuple(map(plain, states)), reason, seconds,
+                                conflict=other, checkpoint=cp)
+        if complete:
+            problems = [end_problems(self.cfg, s) for s in self.frontier]
+            if all(problems):
+                return TraceVerdict(False, self.steps, self.steps, None, tuple(map(plain, self.frontier)),
+                                    "the trace ends complete, but " + "; ".join(problems[0]), seconds)
+        return TraceVerdict(True, self.steps, self.steps, None, tuple(map(plain, self.frontier)), "valid", seconds)
+
+
+def checkpoint_reason(cfg: Config, cp: Checkpoint, reached, steps: int) -> str:
+    """Why a checkpoint is not where the steps before it lead (against the closest state they reach)."""
+    best = min((state_differences(cfg, s, cp.state) for s in reached), key=len)
+    return (f"the checkpoint at {cp.where()} is not a state the {steps:,} step(s) before it reach: "
+            + "; ".join(best[:4]) + (f"; and {len(best) - 4} more" if len(best) > 4 else ""))
+
+
+def state_differences(cfg: Config, reached: State, claimed: State) -> list[str]:
+    """Where two states differ, briefly (their sequences may hold a whole run)."""
+    out = []
+    for var in VARIABLES:
+        a, b = getattr(reached, var), getattr(claimed, var)
+        entries = zip(cfg.replicas, a, b) if var in PER_REPLICA else [(None, a, b)]
+        for r, x, y in entries:
+            if x == y:
+                continue
+            name = f"{var}[{r}]" if r else var
+            if isinstance(x, (tuple, Seq)):
+                n = min(len(x), len(y))
+                first = next((i for i in range(n) if x[i] != y[i]), n)
+                at = (f"from position {first + 1}: {tla_text(x[first])} vs {tla_text(y[first])}" if first < n
+                      else "one is a prefix of the other")
+                out.append(f"{name}: the steps reach {len(x):,} element(s), the checkpoint says {len(y):,} ({at})")
+            else:
+                out.append(f"{name}: the steps reach {tla_text(x)}, the checkpoint says {tla_text(y)}")
+    return out
+
+
+def check_steps(cfg: Config, steps: Iterable[Step], complete: bool = False, max_frontier: int = MAX_FRONTIER,
+                coverage=None, checkpoints: Iterable[Checkpoint] = ()) -> TraceVerdict:
+    """``coverage``: a spec.coverage.Coverage that counts the branch and antecedents of each step
+    (of the first spec step that explains it, when the trace leaves several).  ``checkpoints``:
+    a single file's (each after its ``after`` steps)."""
+    check = TwinCheck(cfg, max_frontier, coverage)
+    pending = sorted(checkpoints, key=lambda cp: cp.after)
+    k = 0
+    for step in steps:
+        while k < len(pending) and pending[k].after == check.steps:
+            check.checkpoint(pending[k])
+            k += 1
+        check.step(step)
+    for cp in pending[k:]:
+        check.checkpoint(cp)
+    return check.verdict(complete)
 
 
 def check_trace(trace: Trace) -> TraceVerdict:
     """One trace file (in spec ids, or keys translated by its own order)."""
-    from spec.tracemerge import adopt_config, spec_ids
+    from spec.tracemerge import MergeViolation, adopt_config, iter_spec_ids
 
     (trace,) = adopt_config([trace])
-    return check_steps(trace.config, spec_ids([trace]), trace.complete)
+    check = TwinCheck(trace.config)
+    pending = list(trace.checkpoints)
+    try:
+        for step in iter_spec_ids(trace.ids, trace.config.transient_store_pool, trace.steps):
+            while pending and pending[0].after == check.steps:
+                check.checkpoint(pending.pop(0))
+            check.step(step)
+    except MergeViolation as v:
+        check.conflict(v.step, v.reason, v.other)
+        check.steps = len(trace.steps)
+    for cp in pending:
+        check.checkpoint(cp)
+    return check.verdict(trace.complete)
 
 
 # ------------------------------------------------------------------ reports
@@ -245,7 +418,7 @@ def tla_text(v) -> str:
         return f'"{v}"'
     if isinstance(v, Request):
         return f'[off |-> {v.off}, flushDone |-> {tla_text(v.flush_done)}, status |-> "{v.status}"]'
-    if isinstance(v, tuple):
+    if isinstance(v, (tuple, Seq)):
         return "<<" + ", ".join(tla_text(x) for x in v) + ">>"
     if isinstance(v, frozenset):
         return "{" + ", ".join(sorted(tla_text(x) for x in v)) + "}"

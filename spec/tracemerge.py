@@ -21,12 +21,21 @@ as early as possible, the master's steps next, a replica's crash and restart as 
 crash is seen by the master as a dropped connection first; records already in a socket arrive
 before a close).  Then request keys become spec ids (``ids: keys``): the spec numbers requests in
 the order of the steps that create them.
+
+What the files say may leave a step no place, because of what a process did: a slave holding a
+record at a position the master's log never had it at, a causal cycle through what the HA protocol
+carries, a step naming a request no step before it created.  That is a violation (MergeViolation,
+exit 1, naming the steps that conflict), not malformed input: the checker reports it as the first
+step no behaviour of the spec explains, after checking the steps the merge placed before it.  A
+cycle made only of the files' own order and their ``after`` references is the writers' stamps
+contradicting themselves: malformed (MergeError).
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 
 import attrs
 
@@ -37,14 +46,26 @@ LATE_ACTIONS = frozenset({"ReplicaCrash", "ReplicaRestart"})
 
 
 class MergeError(TraceError):
-    """Files that cannot be merged (different configurations, a causal cycle...)."""
+    """Files that cannot be merged (different configurations, a cycle of their own stamps...)."""
 
 
-def _apply_seq(obs, current: list) -> list:
-    if isinstance(obs, list):
-        return list(obs)
-    take = obs.get("take", len(current))
-    return current[:take] + list(obs.get("append", ()))
+class MergeViolation(Exception):
+    """A step no order of the files can place, because of what the processes did: ``step`` (with
+    ``other``, the step of another file it conflicts with, if one), and the steps placed before it,
+    in spec ids (``prefix``; None when the caller checked them as they came), which a checker
+    checks first: an earlier unexplained step is the verdict."""
+
+    def __init__(self, step: Step, other: Step | Note | None, reason: str, prefix: list[Step] | None) -> None:
+        super().__init__(reason)
+        self.step, self.other, self.reason, self.prefix = step, other, reason, prefix
+
+
+# Why each kind of edge the HA protocol gives orders its two ends (for a cycle's report).
+WHY = {"handshake": "the master accepts a handshake the slave sent",
+       "connection": "a slave receives records on a connection the master accepted",
+       "holder": "a slave receives a record once the master holds it, committed, at that position",
+       "ack": "the master records a slave's report of what the slave holds",
+       "close": "a slave's crash follows the master's close of its connection"}
 
 
 def _priority(item) -> int:
@@ -102,19 +123,29 @@ def merge(traces: list[Trace]) -> tuple[list[Step], bool]:
     complete = all(t.complete for t in traces)
     if len(traces) == 1:
         return list(first.steps), complete
+    for t in traces:
+        if t.checkpoints:
+            raise MergeError(f"{t.checkpoints[0].where()}: checkpoint: a file with checkpoints sees everything, "
+                             "and is checked on its own, not merged with others")
 
     items: list = []                      # every step and note
+    file_of: list[int] = []               # the index of each item's file (ties go in the files' order)
     by_proc: dict[str, list] = {}
-    for t in traces:
+    for index, t in enumerate(traces):
         seq_items = sorted([*t.steps, *t.notes], key=lambda x: x.seq)
         by_proc[t.process] = seq_items
         items += seq_items
+        file_of += [index] * len(seq_items)
     ident = {id(x): n for n, x in enumerate(items)}
-    preds: dict[int, set[int]] = defaultdict(set)
+    preds: dict[int, dict[int, str]] = defaultdict(dict)      # b -> {a: kind of the edge a -> b}
+    conflicts: dict[int, tuple[str, object]] = {}             # item -> (why it has no place, the other step)
 
-    def edge(a, b) -> None:
+    def edge(a, b, kind: str = "file") -> None:
         if a is not None and b is not None and a is not b:
-            preds[ident[id(b)]].add(ident[id(a)])
+            preds[ident[id(b)]].setdefault(ident[id(a)], kind)
+
+    def conflict(x, reason: str, other) -> None:
+        conflicts.setdefault(ident[id(x)], (reason, other))
 
     for seq_items in by_proc.values():
         for a, b in zip(seq_items, seq_items[1:]):
@@ -125,46 +156,99 @@ def merge(traces: list[Trace]) -> tuple[list[Step], bool]:
             for ref in x.after:
                 if ref not in by_ref:
                     raise MergeError(f"{x.where()}: after {list(ref)}: no such step in the files given")
-                edge(by_ref[ref], x)
+                edge(by_ref[ref], x, "after")
 
     master = by_proc.get("master")
     if master is not None:
-        _ha_edges(first, master, by_proc, edge)
+        master_trace = next(t for t in traces if t.process == "master")
+        _ha_edges(first, master, by_proc, edge, conflict if ("log", None) in master_trace.observes else None)
 
     # Kahn's algorithm with the priorities above; ties in file order.
-    order_of_proc = {p: n for n, p in enumerate(procs)}
     indegree = {n: len(preds[n]) for n in range(len(items))}
     succs: dict[int, list[int]] = defaultdict(list)
     for b, ps in preds.items():
         for a in ps:
             succs[a].append(b)
-    ready = [(_priority(items[n]), order_of_proc[items[n].proc], items[n].seq, n)
-             for n in range(len(items)) if indegree[n] == 0]
+
+    def rank(n: int) -> tuple:
+        return _priority(items[n]), file_of[n], items[n].seq, n
+
+    ready = [rank(n) for n in range(len(items)) if indegree[n] == 0]
     heapq.heapify(ready)
     out: list[Step] = []
     done = 0
     while ready:
-        _, _, _, n = heapq.heappop(ready)
+        n = heapq.heappop(ready)[-1]
         done += 1
         if isinstance(items[n], Step):
-            out.append(items[n])
+            if n in conflicts:
+                reason, other = conflicts[n]
+                out.append(attrs.evolve(items[n], conflict=(reason, other)))
+            else:
+                out.append(items[n])
         for m in succs[n]:
             indegree[m] -= 1
             if indegree[m] == 0:
-                heapq.heappush(ready, (_priority(items[m]), order_of_proc[items[m].proc], items[m].seq, m))
+                heapq.heappush(ready, rank(m))
     if done != len(items):
-        stuck = next(items[n] for n in range(len(items)) if indegree[n] > 0)
-        raise MergeError(f"{stuck.file}:{stuck.line}: the files' causal order has a cycle through this line")
+        _cycle(traces, items, preds, indegree, out)
     return out, complete
 
 
-def _ha_edges(cfg_trace: Trace, master: list, by_proc: dict[str, list], edge) -> None:
-    """The causal edges the HA protocol carries (see the module's docstring)."""
+def _cycle(traces: list[Trace], items: list, preds: dict[int, dict[int, str]], indegree: dict, out: list[Step]):
+    """Report a cycle among the items Kahn's algorithm could not place: through an edge the HA
+    protocol gives, a violation naming its two ends; of the files' own order and ``after``
+    references alone, malformed stamps."""
+    n = next(n for n in range(len(items)) if indegree[n] > 0)
+    path: list[int] = []
+    seen: dict[int, int] = {}
+    while n not in seen:              # walk back along unplaced predecessors until one repeats
+        seen[n] = len(path)
+        path.append(n)
+        n = next(a for a in preds[n] if indegree[a] > 0)
+    cycle = path[seen[n]:]            # each item's predecessor follows it
+    edges = [(cycle[(i + 1) % len(cycle)], b) for i, b in enumerate(cycle)]     # (a, b): a before b
+    protocol = [(a, b) for a, b in edges if preds[b][a] in WHY]
+    if not protocol:
+        stuck = items[cycle[0]]
+        raise MergeError(f"{stuck.file}:{stuck.line}: the files' order and their \"after\" references form a cycle "
+                         "through this line")
+    a, b = protocol[0]
+    first, then = items[a], items[b]
+    step, other = (then, first) if isinstance(then, Step) else (first, then)
+    reason = (f"{_named(then)} must follow {_named(first)} ({WHY[preds[b][a]]}), but the files' order and "
+              f"references put {first.file}:{first.line} after it: no order of the files explains both")
+    raise MergeViolation(step, other, reason, spec_ids(traces, out))
+
+
+def _named(x) -> str:
+    return f"{x.file}:{x.line} ({x.label if isinstance(x, Step) else x.note})"
+
+
+def _ha_edges(cfg_trace: Trace, master: list, by_proc: dict[str, list], edge, conflict=None) -> None:
+    """The causal edges the HA protocol carries (see the module's docstring).  ``conflict(step,
+    reason, other)``, when the master's file observes its log: a slave's record the master's log
+    never held at that position.  Linear in the files: the master's log is kept once, with the
+    stretch of its steps during which each position held each record, never copied per step."""
     replicas = cfg_trace.config.replicas
-    # The master's own log and committed watermark after each of its steps.
+    end_of_file = len(master)
     log: list = []
+    stretches: list[list[int]] = []      # per log position: [first, end) of master items it holds its record
+    held: dict[tuple[int, object], list[list[int]]] = defaultdict(list)    # (position, record) -> stretches
+    first_held: dict[object, Step] = {}  # where each record first entered the master's log
+    committed_at: list[int] = []         # the committed watermark after each master item
+
+    def change_log(take: int, appended, pos: int, x: Step) -> None:
+        for stretch in stretches[take:]:
+            stretch[1] = pos
+        del log[take:], stretches[take:]
+        for value in appended:
+            log.append(value)
+            stretches.append([pos, end_of_file])
+            held[len(log), value].append(stretches[-1])
+            first_held.setdefault(value, x)
+
     committed = 0
-    master_states = []             # (step, log, committed) after each master item
     connects: dict[str, list[tuple[int, Step, int]]] = defaultdict(list)   # r -> (position, step, records)
     closes: dict[tuple[str, object], Step] = {}                              # (r, conn) -> the step that closed it
     acks: list[tuple[Step, str, int]] = []
@@ -174,15 +258,19 @@ def _ha_edges(cfg_trace: Trace, master: list, by_proc: dict[str, list], edge) ->
             obs = x.obs
             names = {a for a, _ in x.actions}
             if "log" in obs:
-                log = _apply_seq(obs["log"], log)
+                seen = obs["log"]
+                if isinstance(seen, list):
+                    change_log(0, seen, pos, x)
+                else:
+                    change_log(min(seen.get("take", len(log)), len(log)), seen.get("append", ()), pos, x)
             if "committed" in obs:
                 committed = obs["committed"]
             elif "Recover" in names:           # the spec's Recover: every watermark at the recovered end
                 committed = len(log)
             elif ("committed", None) not in x.observes:
                 committed = min(committed, len(log))     # an unobserved crash keeps at most the log
-            if "Recover" in names and "log" not in obs:
-                log = log[:committed]           # (after a crash the files did not observe)
+            if "Recover" in names and "log" not in obs and committed < len(log):
+                change_log(committed, (), pos, x)          # (after a crash the files did not observe)
             ack.update(obs.get("ack", {}))
             for r, up in obs.get("connected", {}).items():
                 if up and "ReplicaConnect" in names:
@@ -193,7 +281,22 @@ def _ha_edges(cfg_trace: Trace, master: list, by_proc: dict[str, list], edge) ->
                 for r, n in obs.get("ack", {}).items():
                     if obs.get("connected", {}).get(r) is not False and 0 < n <= committed:
                         acks.append((x, r, n))
-        master_states.append((x, log, committed))
+        committed_at.append(committed)
+
+    def holder(length: int, value, start: int) -> int | None:
+        """The first master item from ``start`` on at which the log holds ``value`` at ``length``,
+        committed (else the first at which it holds it at all)."""
+        fallback = None
+        for first, end in held.get((length, value), ()):
+            if end <= start:
+                continue
+            p = max(first, start)
+            fallback = p if fallback is None else fallback
+            while p < end and committed_at[p] < length:
+                p += 1
+            if p < end:
+                return p
+        return fallback
 
     for r in replicas:
         mine = by_proc.get(r)
@@ -212,13 +315,17 @@ def _ha_edges(cfg_trace: Trace, master: list, by_proc: dict[str, list], edge) ->
                 continue
             if {a for a, _ in x.actions} == {"ReplicaCrash"}:
                 # after the master saw the connection it was on close (if it did)
-                edge(closes.get((r, x.conn if x.conn is not None else current)), x)
+                edge(closes.get((r, x.conn if x.conn is not None else current)), x, "close")
                 continue
             mine_obs = x.obs.get("rlog", {}).get(r)
             if mine_obs is None:
                 continue
             before = len(rlog)
-            rlog = _apply_seq(mine_obs, rlog)
+            if isinstance(mine_obs, list):
+                rlog[:] = mine_obs
+            else:
+                del rlog[mine_obs.get("take", len(rlog)):]
+                rlog.extend(mine_obs.get("append", ()))
             for length in range(before + 1, len(rlog) + 1):
                 reached.setdefault(length, x)
             if {a for a, _ in x.actions} != {"Transfer"} or not rlog:
@@ -226,19 +333,23 @@ def _ha_edges(cfg_trace: Trace, master: list, by_proc: dict[str, list], edge) ->
             if x.conn is not None and x.conn in by_conn:
                 conn_pos, conn_step = by_conn[x.conn]
             length, value = len(rlog), rlog[-1]
-            edge(conn_step, x)
-            start = conn_pos if conn_pos is not None else 0
-            holder = None
-            for y, mlog, mcommitted in master_states[start:]:
-                if len(mlog) >= length and mlog[length - 1] == value and value != TORN:
-                    if mcommitted >= length:
-                        holder = y
-                        break
-                    holder = holder or y
-            edge(holder if isinstance(holder, Step) else None, x)
+            if value == TORN:
+                edge(conn_step, x, "connection")
+                continue
+            if conflict is not None and (length, value) not in held:
+                other = first_held.get(value)
+                where = (f"the master's log has it first at {other.file}:{other.line} ({other.label})"
+                         if other is not None else "the master's file never has it")
+                conflict(x, f"{x.file}:{x.line} ({x.label}): the slave holds record {value} at position {length}, "
+                            f"where the master's log never had it ({where}): a slave holds only what it received",
+                         other)
+                continue
+            edge(conn_step, x, "connection")
+            found = holder(length, value, conn_pos if conn_pos is not None else 0)
+            edge(master[found] if found is not None and isinstance(master[found], Step) else None, x, "holder")
         for step, who, n in acks:
             if who == r and n in reached:
-                edge(reached[n], step)
+                edge(reached[n], step, "ack")
 
 
 def _match_handshakes(r: str, mine: list, connects: list, by_conn: dict, edge) -> dict:
@@ -250,7 +361,7 @@ def _match_handshakes(r: str, mine: list, connects: list, by_conn: dict, edge) -
         for note in notes:
             if note.data.get("conn") in by_conn:
                 pos, connect = by_conn[note.data["conn"]]
-                edge(note, connect)
+                edge(note, connect, "handshake")
                 matched[id(note)] = (pos, connect)
         return matched
     k = 0
@@ -259,7 +370,7 @@ def _match_handshakes(r: str, mine: list, connects: list, by_conn: dict, edge) -
             k += 1
         if k == len(notes):
             break
-        edge(notes[k], connect)
+        edge(notes[k], connect, "handshake")
         matched[id(notes[k])] = (pos, connect)
         k += 1
     return matched
@@ -276,23 +387,42 @@ def spec_ids(traces: list[Trace], steps: list[Step] | None = None) -> list[Step]
     """The steps (merged when several files) with producer keys turned into spec request ids."""
     if steps is None:
         steps, _ = merge(traces)
-    if traces[0].ids == "spec":
-        return list(steps)
-    pool = traces[0].config.transient_store_pool
-    ids: dict[int, int] = {}
-    out = []
+    out: list[Step] = []
+    for step in iter_spec_ids(traces[0].ids, traces[0].config.transient_store_pool, steps, out):
+        out.append(step)
+    return out
+
+
+def iter_spec_ids(ids: str, pool: bool, steps: Iterable[Step], done: list[Step] | None = None) -> Iterator[Step]:
+    """``spec_ids`` one step at a time (a long single file is checked as it is read).  A step the
+    merge could not place, or that names a request no step before it created, is a
+    MergeViolation; ``done``, when given, is where the caller collects the steps yielded, which the
+    violation carries (a caller that checks them as they come passes none)."""
+    known: dict[int, int] = {}
+
+    def violation(step: Step, reason: str, other=None):
+        return MergeViolation(step, other, reason, None if done is None else list(done))
+
     for step in steps:
+        if step.conflict is not None:
+            reason, other = step.conflict
+            raise violation(step, reason, other)
+        if ids == "spec":
+            yield step
+            continue
         if _creates_request(step, pool) and step.key is not None:
-            if step.key in ids:
-                raise MergeError(f"{step.where()}: key {step.key} names a request created before")
-            ids[step.key] = len(ids) + 1
+            if step.key in known:
+                raise MergeError(f"{step.where()}: key {step.key} names a request created before: producer keys "
+                                 "must name one request each")
+            known[step.key] = len(known) + 1
 
         def to_id(key, what: str):
             if key == TORN:
                 return TORN
-            if key not in ids:
-                raise MergeError(f"{step.where()}: {what}: key {key} names no request created before this step")
-            return ids[key]
+            if key not in known:
+                raise violation(step, f"{step.where()} ({step.label}): {what}: key {key} names no request any step "
+                                      "before it created")
+            return known[key]
 
         actions = tuple((a, to_id(p, "action") if a in ("Respond", "Timeout") else p) for a, p in step.actions)
         obs = dict(step.obs)
@@ -303,8 +433,7 @@ def spec_ids(traces: list[Trace], steps: list[Step] | None = None) -> list[Step]
         if "reqs" in obs and isinstance(obs["reqs"], dict) and "set" in obs["reqs"]:
             obs["reqs"] = {**obs["reqs"], "set": {str(to_id(int(k), "obs.reqs.set")): v
                                                    for k, v in obs["reqs"]["set"].items()}}
-        out.append(attrs.evolve(step, actions=actions, obs=obs))
-    return out
+        yield attrs.evolve(step, actions=actions, obs=obs)
 
 
 def _map_seq(obs, f):

@@ -172,6 +172,10 @@ store_configs = st.builds(
     ha_transfer_batch_size=st.sampled_from([40, 200]),
     ha_send_window_bytes=st.just(1024),
     ha_housekeeping_interval_ms=st.integers(20, 200),
+    # Small enough for the flood and greetless rules to reach (no draw: the examples of the
+    # machines stay those they were)
+    ha_max_ungreeted_connections=st.just(4),
+    ha_max_parked_events=st.just(2),
 )
 
 
@@ -336,6 +340,17 @@ class RefinementMachine(RuleBasedStateMachine):
         """A second connection under a slave's name (or a name no one has)."""
         names = (*self.cluster.replica_names, UNKNOWN_SLAVE)
         self.cluster.impostor(names[replica % len(names)])
+
+    @rule(replica=st.integers(0, 3), count=st.integers(1, 6))
+    def flood(self, replica: int, count: int) -> None:
+        """A connection that keeps sending ACKs behind a handshake not yet answered."""
+        names = (*self.cluster.replica_names, UNKNOWN_SLAVE)
+        self.cluster.flood(names[replica % len(names)], count)
+
+    @rule(count=st.integers(1, 6))
+    def greetless(self, count: int) -> None:
+        """HA connections that never send their HANDSHAKE."""
+        self.cluster.greetless(count)
 
     @precondition(lambda self: bool(self.cluster.open_links()))
     @rule(how=st.sampled_from(MANGLINGS), pick=st.integers(0, 7), at=st.integers(0, 1 << 16))

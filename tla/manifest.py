@@ -167,6 +167,11 @@ def load_manifest(path: Path = MANIFEST_PATH) -> list[Model]:
         raise ManifestError(f"{path}: cannot read: {err.strerror}") from err
     except json.JSONDecodeError as err:
         raise ManifestError(f"{path}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from err
+    except UnicodeDecodeError:                  # each of these three escaped as a traceback before
+        raise ManifestError(f"{path}: not a UTF-8 text file") from None
+    except (ValueError, RecursionError) as err:  # an integer of over 4,300 digits; nesting deeper than the stack
+        raise ManifestError(f"{path}: invalid JSON: {'nested too deeply' if isinstance(err, RecursionError) else err}") \
+            from None
     if not isinstance(data, dict) or not isinstance(data.get("models"), list):
         raise ManifestError(f"{path}: expected an object with a 'models' list")
     models = [_check_entry(e, f"{path}: models[{i}]") for i, e in enumerate(data["models"])]

@@ -100,7 +100,7 @@ class TlcOptions:
     timeout_s: float | None = None
 
     def __attrs_post_init__(self) -> None:
-        from spec.config import ConfigError
+        from spec.config import ConfigError, ascii_digits
 
         flags = {"coverage_minutes": "--coverage", "checkpoint_minutes": "--checkpoint"}     # the flags' names
         for name in ("workers", "simulate", "depth", "coverage_minutes", "checkpoint_minutes"):
@@ -108,7 +108,7 @@ class TlcOptions:
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{flags.get(name, '--' + name)} must be a positive integer, got {value!r}")
         if self.heap is not None:
-            if not (self.heap[:-1].isdigit() and self.heap[-1].lower() in "mg"):
+            if not (ascii_digits(self.heap[:-1]) and len(self.heap) <= 10 and self.heap[-1] in "mMgG"):
                 raise ConfigError(f"--heap {self.heap!r}: expected a size such as 512m or 4g")
             mib = int(self.heap[:-1]) * (1024 if self.heap[-1].lower() == "g" else 1)
             machine_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20

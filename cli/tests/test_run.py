@@ -17,6 +17,7 @@ import pytest
 from cli import errors
 from cli.tests.interrupt import sigint_as_at_a_terminal
 from cli.tests.test_exit_codes import ROOT, ackorder
+from spec.config import ascii_digits
 
 pytestmark = pytest.mark.tlc
 
@@ -48,7 +49,7 @@ def processes_with(token: str) -> list[int]:
     found = []
     for d in Path("/proc").iterdir():
         try:
-            if d.name.isdigit() and token.encode() in (d / "environ").read_bytes():
+            if ascii_digits(d.name) and token.encode() in (d / "environ").read_bytes():
                 found.append(int(d.name))
         except OSError:
             pass                       # gone, or not ours to read

@@ -63,6 +63,7 @@ CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT = 10_000
 ELECTION_PRIORITY_DEFAULT = 2**31 - 1      # BrokerConfig.brokerElectionPriority (lower is preferred)
 MAX_BROKER_ID = 2**62
 MAX_GROUP_NAME_BYTES = 255
+MAX_PENDING_DEFAULT = 1 << 16
 
 
 def _positive(instance, attribute, value) -> None:
@@ -88,7 +89,7 @@ class ControllerConfig:
     design: str = attrs.field(default="pipelined", validator=_design)
     max_groups: int = attrs.field(default=4096, validator=_positive)
     max_brokers_per_group: int = attrs.field(default=16, validator=_positive)
-    max_pending: int = attrs.field(default=1 << 16, validator=_positive)   # held replies + queued requests
+    max_pending: int = attrs.field(default=MAX_PENDING_DEFAULT, validator=_positive)   # held replies + queued requests
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset, validator=_bugs)
 
     def bug(self, name: str) -> bool:
@@ -490,5 +491,7 @@ class ControllerCore:
         if self.durable_token >= self.issued_token:
             self.effects.append(reply)
         else:
-            assert len(self.held) < self.cfg.max_pending, "held replies unbounded"
+            # An invariant, not a bound on input: every held reply answers a request _admit let
+            # in, and _admit keeps held + backlog below max_pending (more are CONTROLLER_BUSY).
+            assert len(self.held) < self.cfg.max_pending, (len(self.held), self.cfg.max_pending)
             self.held.append((self.issued_token, reply))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import json
+import reprlib
 
 import attrs
 
@@ -54,10 +55,26 @@ class ErrorFrame:
     error: str
 
 
+# A value quoted in an error: bounded in length and nesting, so that the ERROR frame naming it is
+# short (and a value nested deeper than the stack is not recursed into).
+_show = reprlib.Repr()
+_show.maxstring = _show.maxother = _show.maxlong = 60
+_show.maxlevel = 3
+
+
+def _utf8_bytes(text: str) -> int | None:
+    """Bytes of ``text`` in UTF-8, or None when it has no UTF-8 form (a lone surrogate: JSON's
+    "\\ud800" decodes to one)."""
+    try:
+        return len(text.encode())
+    except UnicodeEncodeError:
+        return None
+
+
 def _int(obj: dict, key: str, minimum: int, where: str) -> int:
     v = obj[key]
     if not isinstance(v, int) or isinstance(v, bool) or not minimum <= v <= MAX_INT:
-        raise FrameError(f"{where}: {key} = {v!r} must be an integer >= {minimum}")
+        raise FrameError(f"{where}: {key} = {_show.repr(v)} must be an integer >= {minimum}")
     return v
 
 
@@ -66,14 +83,16 @@ def parse_request(obj) -> Request:
         raise FrameError(f"REQUEST payload is a JSON {type(obj).__name__}, expected an object")
     rid = obj.get("id")
     if not isinstance(rid, int) or isinstance(rid, bool) or not 0 <= rid <= MAX_INT:
-        raise FrameError(f"REQUEST id = {rid!r}: must be an integer >= 0")
+        raise FrameError(f"REQUEST id = {_show.repr(rid)}: must be an integer >= 0")
     op = obj.get("op")
-    if op not in OPS:
-        raise FrameError(f"request {rid}: op = {op!r}, expected one of {', '.join(OPS)}")
+    if not isinstance(op, str) or op not in OPS:       # a list or an object is no op (nor hashable)
+        raise FrameError(f"request {rid}: op = {_show.repr(op)}, expected one of {', '.join(OPS)}")
     where = f"request {rid} ({op})"
     group = obj.get("group")
-    if not isinstance(group, str) or not group or len(group.encode()) > MAX_GROUP_NAME_BYTES:
-        raise FrameError(f"{where}: group = {group!r} must be a name of 1-{MAX_GROUP_NAME_BYTES} bytes")
+    size = _utf8_bytes(group) if isinstance(group, str) else None
+    if size is None or not 1 <= size <= MAX_GROUP_NAME_BYTES:
+        raise FrameError(f"{where}: group = {_show.repr(group)} must be a UTF-8 name of 1-{MAX_GROUP_NAME_BYTES} "
+                         "bytes")
     fields = {}
     for key, (kind, minimum) in OPS[op].items():
         if key not in obj:
@@ -85,15 +104,17 @@ def parse_request(obj) -> Request:
             if (not isinstance(members, list) or len(members) < minimum
                     or not all(isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= MAX_BROKER_ID
                                for b in members)):
-                raise FrameError(f"{where}: {key} = {members!r} must be a non-empty list of broker ids")
+                raise FrameError(f"{where}: {key} = {_show.repr(members)} must be a non-empty list of broker ids")
             fields[key] = frozenset(members)
     if "broker_id" in fields and fields["broker_id"] > MAX_BROKER_ID:
         raise FrameError(f"{where}: broker_id {fields['broker_id']} exceeds {MAX_BROKER_ID}")
     for key, default in OPTIONAL.items():
         fields[key] = _int(obj, key, 0, where) if key in obj else default
     address = obj.get("address", "")
-    if not isinstance(address, str) or len(address.encode()) > MAX_ADDRESS_BYTES:
-        raise FrameError(f"{where}: address = {address!r} must be a string of at most {MAX_ADDRESS_BYTES} bytes")
+    size = _utf8_bytes(address) if isinstance(address, str) else None
+    if size is None or size > MAX_ADDRESS_BYTES:
+        raise FrameError(f"{where}: address = {_show.repr(address)} must be a UTF-8 string of at most "
+                         f"{MAX_ADDRESS_BYTES} bytes")
     fields["address"] = address
     return Request(rid, op, group, fields)
 
@@ -105,12 +126,17 @@ def _decode(kind: int, payload: bytes):
         raise FrameError(f"unknown frame type {kind} (the controller takes REQUEST frames, type 16)") from None
     try:
         obj = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise FrameError(f"{t.name} payload is not JSON: {err}") from None
+    except (ValueError, RecursionError) as err:
+        # ValueError: JSONDecodeError, UnicodeDecodeError, and an integer of more digits than
+        # int() converts (sys.get_int_max_str_digits, 4,300); RecursionError: arrays or objects
+        # nested deeper than the stack.  Each escaped the server's `except FrameError` before.
+        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise FrameError(f"{t.name} payload is not JSON: {why}") from None
     if t is ControllerFrame.REQUEST:
         return parse_request(obj)
     if t is ControllerFrame.ERROR:
-        return ErrorFrame(str(obj.get("error") if isinstance(obj, dict) else obj))
+        error = obj.get("error") if isinstance(obj, dict) else obj
+        return ErrorFrame(error if isinstance(error, str) else _show.repr(error))
     return obj            # a REPLY, as the client reads it: a dict
 
 

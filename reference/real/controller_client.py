@@ -20,12 +20,17 @@ import itertools
 
 from reference.failover import wire
 from reference.frames import FrameDecoder, FrameError
+from reference.real.peerauth import REFUSAL, AuthError, AuthFrame, ClientAuth, auth_aware
 
 MAX_PENDING_CALLS = 1 << 16
 
 
 class ControllerClientError(Exception):
     pass
+
+
+class PeerAuthError(ControllerClientError):
+    """The controller and this client do not share a secret (or one of them has none)."""
 
 
 class _Protocol(asyncio.Protocol):
@@ -42,19 +47,32 @@ class _Protocol(asyncio.Protocol):
 
 
 class ControllerClient:
-    def __init__(self, transport: asyncio.Transport, protocol: _Protocol) -> None:
+    def __init__(self, transport: asyncio.Transport, protocol: _Protocol, secret: bytes | None = None) -> None:
         self.transport = transport
         protocol.client = self
-        self.decoder = FrameDecoder(wire.MAX_FRAME_BYTES, wire.decode)
+        self.decoder = FrameDecoder(wire.MAX_FRAME_BYTES, auth_aware(wire.decode))
         self.pending: dict[int, asyncio.Future] = {}
         self._ids = itertools.count(1)
         self.error: str | None = None
         self._loop = asyncio.get_running_loop()
+        self.auth = ClientAuth(secret, "controller") if secret is not None else None
+        self._authenticated: asyncio.Future = self._loop.create_future()
+        if self.auth is None:
+            self._authenticated.set_result(None)
+        else:
+            transport.write(self.auth.hello())
 
     @classmethod
-    async def connect(cls, host: str, port: int) -> ControllerClient:
+    async def connect(cls, host: str, port: int, secret: bytes | None = None) -> ControllerClient:
+        """Connected, and authenticated when ``secret`` is given (the controller's --peer-secret-file)."""
         transport, protocol = await asyncio.get_running_loop().create_connection(_Protocol, host, port)
-        return cls(transport, protocol)
+        client = cls(transport, protocol, secret)
+        try:
+            await client._authenticated
+        except ControllerClientError:
+            transport.close()
+            raise
+        return client
 
     def _on_data(self, data: bytes) -> None:
         try:
@@ -64,6 +82,19 @@ class ControllerClient:
             self.transport.close()
             return
         for frame in frames:
+            if isinstance(frame, AuthFrame):
+                if self.auth is None or self.auth.done:
+                    self._fail(f"the controller sent an authentication frame ({frame.kind}) out of place")
+                    self.transport.close()
+                    return
+                try:
+                    self.transport.write(self.auth.receive(frame))
+                except AuthError as err:
+                    self._fail(str(err))
+                    self.transport.close()
+                    return
+                self._authenticated.set_result(None)
+                continue
             if isinstance(frame, wire.ErrorFrame):
                 self._fail(f"controller error: {frame.error}")
                 return
@@ -74,15 +105,21 @@ class ControllerClient:
     def _fail(self, why: str) -> None:
         if self.error is None:
             self.error = why
+        kind = PeerAuthError if REFUSAL in self.error else ControllerClientError
+        if not self._authenticated.done():
+            self._authenticated.set_exception(kind(self.error))
         for fut in self.pending.values():
             if not fut.done():
-                fut.set_exception(ControllerClientError(self.error))
+                fut.set_exception(kind(self.error))
         self.pending.clear()
 
     async def call(self, op: str, group: str, **fields) -> dict:
         if self.error is not None:
             raise ControllerClientError(self.error)
-        assert len(self.pending) < MAX_PENDING_CALLS, "pending calls unbounded"
+        if len(self.pending) >= MAX_PENDING_CALLS:
+            # A controller that answers nothing must not grow its clients without bound either.
+            raise ControllerClientError(f"{len(self.pending)} calls wait for the controller's answer "
+                                        f"(MAX_PENDING_CALLS = {MAX_PENDING_CALLS})")
         rid = next(self._ids)
         fut = self.pending[rid] = self._loop.create_future()
         self.transport.write(wire.encode_request(rid, op, group, **fields))

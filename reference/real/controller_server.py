@@ -32,18 +32,21 @@ import attrs
 from reference.failover import effects as fx
 from reference.failover import wire
 from reference.failover.controller import DISCARD, ControllerConfig, ControllerCore
-from reference.real.loop import Conn, Loop, Worker, listen, now_ms
+from reference.real.guard import FRAME_DEADLINE_MS_DEFAULT, PARTIAL_FRAME_BUDGET_BYTES_DEFAULT, FrameGuard
+from reference.real.loop import Conn, ConnServer, Loop, Worker, listen, now_ms, reserve_descriptors
 from reference.real.metadata_store import (
     ETCD_TIMEOUT_MS_DEFAULT,
     FileStore,
     MetadataStore,
 )
+from reference.real.options import connections_flag, positive_flag, require_secret
 from spec.config import ConfigError
 
 CLIENT = "client"
 ACCEPTS_PER_TURN = 256
 CLIENT_OUT_BYTES = 4 << 20
 MAX_CONNECTIONS = 16_384
+HOUSEKEEPING_MS = 1000
 
 
 @attrs.frozen
@@ -52,7 +55,11 @@ class ControllerOptions:
     config: ControllerConfig = ControllerConfig()
     host: str = "127.0.0.1"
     port: int = 9878                 # RocketMQ's controller port (ControllerConfig / deploy.md)
-    max_connections: int = MAX_CONNECTIONS
+    max_connections: int = attrs.field(default=MAX_CONNECTIONS, validator=connections_flag)
+    idle_timeout_ms: int = attrs.field(default=120_000, validator=positive_flag)   # serverChannelMaxIdleTimeSeconds
+    frame_deadline_ms: int = attrs.field(default=FRAME_DEADLINE_MS_DEFAULT, validator=positive_flag)
+    partial_frame_budget_bytes: int = attrs.field(default=PARTIAL_FRAME_BUDGET_BYTES_DEFAULT, validator=positive_flag)
+    peer_secret: bytes | None = attrs.field(default=None, repr=False)    # clients must prove they hold it
     store: str = "file"              # "file" (directory/controller.meta) or "etcd"
     etcd_endpoints: tuple[tuple[str, int], ...] = ()
     etcd_timeout_ms: int = ETCD_TIMEOUT_MS_DEFAULT
@@ -67,10 +74,15 @@ def open_store(opts: ControllerOptions) -> MetadataStore:
     return EtcdStore(list(opts.etcd_endpoints), opts.etcd_timeout_ms, opts.store_bugs)
 
 
-class ControllerRuntime:
+class ControllerRuntime(ConnServer):
     def __init__(self, opts: ControllerOptions, log: Callable[[str], None] = print) -> None:
         self.opts = opts
         self.log = log
+        self.max_connections, self.idle_timeout_ms = opts.max_connections, opts.idle_timeout_ms
+        self.peer_secret = opts.peer_secret
+        require_secret(opts.host, opts.peer_secret, "controller")
+        self.guard = FrameGuard(opts.frame_deadline_ms, opts.partial_frame_budget_bytes, wire.MAX_FRAME_BYTES)
+        reserve_descriptors(opts.max_connections)
         self.store = open_store(opts)
         try:
             self.recovery = self.store.recover()
@@ -103,6 +115,7 @@ class ControllerRuntime:
         self.syncing_token: int | None = None
         self.stats: Counter = Counter()
         self.failure: str | None = None
+        self.loop.call_at(now_ms() + HOUSEKEEPING_MS, self._check_idle)
 
     # ------------------------------------------------------------------ the loop
 
@@ -136,31 +149,20 @@ class ControllerRuntime:
             self._flush(conn)
         if mask & selectors.EVENT_READ and not conn.closed:
             now = now_ms()
-            frames, problem = conn.read_frames(now)
+            frames, problem = self._receive(conn, now)
             for frame in frames:
                 self._request(conn, frame, now)
             if problem is not None:
-                if problem.startswith("malformed"):
+                if problem.startswith("malformed") or conn.auth_failed:
                     conn.queue_bytes(wire.encode_error(problem))
                     conn.flush()
                     self.stats["bad_frames"] += 1
                 self._close(conn, problem)
 
     def _accept(self) -> None:
-        for _ in range(ACCEPTS_PER_TURN):
-            try:
-                sock, addr = self.sock.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as err:
-                self.log(f"accept failed: {err}")
-                return
-            if len(self.conns) >= self.opts.max_connections:
-                self.log(f"connection from {addr[0]}:{addr[1]} refused: {self.opts.max_connections} are open")
-                sock.close()
-                continue
+        for sock, addr in self._accepted(self.sock, CLIENT, ACCEPTS_PER_TURN):
             conn = Conn(next(self._conn_ids), sock, CLIENT, wire.MAX_FRAME_BYTES, CLIENT_OUT_BYTES, now_ms(),
-                        decode=wire.decode)
+                        decode=wire.decode, peer=addr, auth=self._server_auth("controller"), auth_port=True)
             self.conns[conn.id] = conn
             self.loop.selector.register(sock, selectors.EVENT_READ, conn)
 
@@ -168,9 +170,16 @@ class ControllerRuntime:
         if not conn.detach(self.loop.selector, reason):
             return
         self._dirty.discard(conn)
+        self.guard.forget(conn.id)
         self.conns.pop(conn.id, None)
         if reason != "closed by peer":
             self.log(f"connection {conn.id} from {conn.peer} closed: {reason}")
+
+    def _check_idle(self) -> None:
+        now = now_ms()
+        self._housekeep(now)
+        self.loop.call_at(now + min(HOUSEKEEPING_MS, self.idle_timeout_ms, self.guard.frame_deadline_ms),
+                          self._check_idle)
 
     def _flush(self, conn: Conn) -> None:
         if (problem := conn.drain(self.loop.selector)) is not None:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reference.record import CHAIN_START, Checkpoint, LogScan, OnRecord, scan_log
+from spec.config import ascii_digits
 
 NAME_DIGITS = 20
 WRITE_FAULTS = ("eio", "enospc", "short")
@@ -190,7 +191,7 @@ class SegmentStore:
     def segments(self) -> list[int]:
         out = []
         for p in self.dir.iterdir():
-            if p.name.isdigit() and len(p.name) == NAME_DIGITS:
+            if ascii_digits(p.name) and len(p.name) == NAME_DIGITS:
                 out.append(int(p.name))
         return sorted(out)
 

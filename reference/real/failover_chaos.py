@@ -78,6 +78,13 @@ class FailoverChaosOptions:
     keep: bool = False
     failover_bugs: tuple[str, ...] = ()
     slow_member_lag_ms: int = 0     # b3's link lags; the other slave is killed, then the master
+    peer_secret_file: Path | None = None   # the controller and the nodes authenticate each other with it
+
+    @property
+    def peer_secret(self) -> bytes | None:
+        from reference.real.peerauth import load_secret
+
+        return load_secret(self.peer_secret_file) if self.peer_secret_file is not None else None
 
     def __attrs_post_init__(self) -> None:
         if self.failovers < 1:
@@ -92,6 +99,8 @@ class FailoverChaosOptions:
         check_segment_room(self.segment_bytes, self.size)
         if not 0 <= self.slow_member_lag_ms <= MAX_HA_LAG_MS:
             raise ConfigError(f"--slow-member-lag-ms {self.slow_member_lag_ms}: 0..{MAX_HA_LAG_MS}")
+        if self.peer_secret_file is not None:
+            self.peer_secret          # a file that is missing, open to others or too short: said now
         if self.slow_member_lag_ms and self.failovers != 1:
             # once the slow member is master no link is slow; and killed as master it would restart
             # as a lagging slave that never holds every acknowledged message under load (the
@@ -156,18 +165,18 @@ class FailoverReport:
                 "rounds": [attrs.asdict(r) for r in self.rounds]}
 
 
-async def _info(port: int) -> dict | None:
-    client = await ControllerClient.connect("127.0.0.1", port)
+async def _info(port: int, secret: bytes | None) -> dict | None:
+    client = await ControllerClient.connect("127.0.0.1", port, secret=secret)
     try:
         return (await asyncio.wait_for(client.get_replica_info(GROUP), 5.0)).get("info")
     finally:
         await client.close()
 
 
-def replica_info(port: int) -> dict | None:
+def replica_info(port: int, secret: bytes | None = None) -> dict | None:
     """The controller's GetReplicaInfo for the group (None: not answered)."""
     try:
-        return asyncio.run(_info(port))
+        return asyncio.run(_info(port, secret))
     except (OSError, ControllerClientError, asyncio.TimeoutError):
         return None
 
@@ -185,11 +194,18 @@ class Cluster:
         self.controller = self._spawn("controller", ["controller", "--port", str(self.controller_port), "--dir",
                                                      str(work / "controller"),
                                                      "--controller-broker-heartbeat-timeout-ms",
-                                                     str(opts.controller_heartbeat_timeout_ms)],
+                                                     str(opts.controller_heartbeat_timeout_ms), *self._secret_flag()],
                                       r"listening host=\S+ port=\d+")
         self.nodes: dict[int, Broker] = {}
         for i in range(1, NODES + 1):
             self.start_node(i)
+
+    def _secret_flag(self) -> list[str]:
+        file = self.opts.peer_secret_file
+        return ["--peer-secret-file", str(file)] if file is not None else []
+
+    def info(self) -> dict | None:
+        return replica_info(self.controller_port, self.opts.peer_secret)
 
     def _spawn(self, label: str, argv: list[str], ready: str) -> Broker:
         proc = Broker(argv, self.work / "logs" / f"{label}.log", tree=TREE)
@@ -213,7 +229,7 @@ class Cluster:
                 "--heartbeat-interval-ms", str(opts.node_heartbeat_interval_ms),
                 "--shrink-after-ms", str(opts.shrink_after_ms),
                 "--mapped-file-size-commit-log", str(opts.segment_bytes),
-                "--max-message-size", str(opts.size + 64)]
+                "--max-message-size", str(opts.size + 64), *self._secret_flag()]
         for bug in opts.failover_bugs:
             argv += ["--failover-bug", bug]
         if opts.slow_member_lag_ms and i != SLOW_MEMBER:
@@ -229,7 +245,7 @@ class Cluster:
         be survivable under ALL_IN_SYNC); None when that did not happen in time."""
         deadline = time.monotonic() + self.opts.settle_timeout_s
         while time.monotonic() < deadline:
-            info = replica_info(self.controller_port)
+            info = self.info()
             if info and info["master_id"] and len(info["sync_state_set"]) == NODES:
                 return info
             time.sleep(0.05)
@@ -260,9 +276,11 @@ def run_failover_chaos(opts: FailoverChaosOptions,
         if cluster.settled() is None:
             raise ChaosAborted("the three nodes did not form a SyncStateSet within "
                                f"{opts.settle_timeout_s:.0f} s (see {work / 'logs'})")
-        load = FailoverLoad(("127.0.0.1", cluster.controller_port), GROUP, opts.producers, opts.size)
+        load = FailoverLoad(("127.0.0.1", cluster.controller_port), GROUP, opts.producers, opts.size,
+                            secret=opts.peer_secret)
         load.start()
-        consumer = FailoverConsumer(("127.0.0.1", cluster.controller_port), GROUP, opts.size, opts.segment_bytes)
+        consumer = FailoverConsumer(("127.0.0.1", cluster.controller_port), GROUP, opts.size, opts.segment_bytes,
+                                    secret=opts.peer_secret)
         consumer.start()
         for n in range(1, opts.failovers + 1):
             info = cluster.settled()
@@ -376,7 +394,7 @@ def _controller_sees_dead(cluster: Cluster, broker: int) -> bool:
     the one elected, so the group would have no live candidate left (DefaultElectPolicy)."""
     deadline = time.monotonic() + FAILOVER_TIMEOUT_S
     while time.monotonic() < deadline:
-        info = replica_info(cluster.controller_port)
+        info = cluster.info()
         if info is not None and broker not in info.get("alive", ()):
             return True
         time.sleep(0.05)
@@ -398,7 +416,7 @@ def _check_rejoined(cluster: Cluster, report: FailoverReport, load: FailoverLoad
 def _not_settled(cluster: Cluster, report: FailoverReport, load: FailoverLoad, when: str) -> None:
     """No full SyncStateSet in time: the broker restarted last did not catch up (a diverged
     log the master refuses), or the group is stuck."""
-    info = replica_info(cluster.controller_port) or {}
+    info = cluster.info() or {}
     last = report.rounds[-1] if report.rounds else None
     if last and info.get("master_id") and {last.killed, *last.also_killed} - set(info.get("sync_state_set", ())):
         report.not_rejoined.append(report.rounds[-1].round)

@@ -40,8 +40,9 @@ class AckedAt:
     broker_id: int             # who answered it
 
 
-async def _master_of(controller: tuple[str, int], group: str) -> tuple[int, tuple[str, int]] | None:
-    client = await ControllerClient.connect(*controller)
+async def _master_of(controller: tuple[str, int], group: str,
+                     secret: bytes | None = None) -> tuple[int, tuple[str, int]] | None:
+    client = await ControllerClient.connect(*controller, secret=secret)
     try:
         reply = await asyncio.wait_for(client.get_replica_info(group), 5.0)
     finally:
@@ -60,8 +61,8 @@ class MasterFinder:
     """Where the master is, as last looked up; asked again (GetReplicaInfo) when a caller saw
     that answer fail.  Shared by threads."""
 
-    def __init__(self, controller: tuple[str, int], group: str) -> None:
-        self.controller, self.group = controller, group
+    def __init__(self, controller: tuple[str, int], group: str, secret: bytes | None = None) -> None:
+        self.controller, self.group, self.secret = controller, group, secret
         self._lock = threading.Lock()
         self._master: tuple[int, tuple[str, int]] | None = None
         self._version = 0
@@ -71,7 +72,7 @@ class MasterFinder:
             if self._master is not None and self._version != seen_version:
                 return self._version, self._master
         try:
-            found = asyncio.run(_master_of(self.controller, self.group))
+            found = asyncio.run(_master_of(self.controller, self.group, self.secret))
         except (OSError, ControllerClientError, asyncio.TimeoutError):
             found = None
         with self._lock:
@@ -83,7 +84,7 @@ class FailoverLoad:
     """``producers`` threads sending keys first_key, first_key + 1, ... until ``stop()``."""
 
     def __init__(self, controller: tuple[str, int], group: str, producers: int, size: int,
-                 first_key: int = 1) -> None:
+                 first_key: int = 1, secret: bytes | None = None) -> None:
         assert producers >= 1 and size >= 1 and first_key >= 1
         self.controller, self.group, self.size = controller, group, size
         self.producers = producers
@@ -93,7 +94,7 @@ class FailoverLoad:
         self.acked: list[AckedAt] = []
         self.statuses: Counter = Counter()
         self.resends = 0
-        self.finder = MasterFinder(controller, group)
+        self.finder = MasterFinder(controller, group, secret)
         self._threads = [threading.Thread(target=self._producer, name=f"producer-{p}", daemon=True)
                          for p in range(producers)]
 
@@ -178,8 +179,9 @@ class FailoverConsumer:
     later failover.  A reply with bytes at or above its confirmOffset, or a record that is
     not a message some producer sent, is counted."""
 
-    def __init__(self, controller: tuple[str, int], group: str, size: int, segment_bytes: int) -> None:
-        self.finder = MasterFinder(controller, group)
+    def __init__(self, controller: tuple[str, int], group: str, size: int, segment_bytes: int,
+                 secret: bytes | None = None) -> None:
+        self.finder = MasterFinder(controller, group, secret)
         self.size, self.segment_bytes = size, segment_bytes
         self.offset = 0
         self.consumed: list[Acked] = []

@@ -19,7 +19,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from reference.frames import FrameDecoder, FrameError, encode
+from reference.frames import FrameDecoder, FrameError, decode_frame, encode
+from reference.real.guard import FrameGuard
+from reference.real.peerauth import AuthError, AuthFrame, ClientAuth, ServerAuth, auth_aware, unexpected
+from spec.config import ConfigError
 
 RECV_BYTES = 1 << 20
 MAX_CALLS_PER_TURN = 10_000         # completions from workers handled per loop turn
@@ -63,7 +66,9 @@ class Loop:
     # --- on the loop thread ----------------------------------------------------------------
 
     def call_at(self, when_ms: int, fn: Callable) -> None:
-        assert len(self._timers) < MAX_TIMERS, "timers unbounded"
+        # An invariant: the runtimes keep a fixed set of timers, plus one per DATA frame delayed by
+        # fault injection (--inject-ha-lag-ms), which the HA send window bounds.
+        assert len(self._timers) < MAX_TIMERS, "more timers than the runtimes set"
         heapq.heappush(self._timers, (when_ms, next(self._seq), fn))
 
     def run_once(self, max_wait_ms: int | None, on_event: Callable) -> None:
@@ -103,21 +108,35 @@ class Conn:
     ``flush`` sends it with one send call (the rest waits for EVENT_WRITE)."""
 
     def __init__(self, conn_id: int, sock: socket.socket, kind: str, max_frame_bytes: int,
-                 max_out_bytes: int, now: int, decode: Callable[[int, bytes], object] | None = None) -> None:
+                 max_out_bytes: int, now: int, decode: Callable[[int, bytes], object] | None = None,
+                 peer: tuple | None = None, auth: ServerAuth | ClientAuth | None = None,
+                 auth_port: bool = False) -> None:
         self.id = conn_id
         self.sock = sock
         self.kind = kind
-        self.decoder = FrameDecoder(max_frame_bytes, decode)
+        # A port that may authenticate its peers (HA, controller) passes the authentication frames
+        # through, so a peer that authenticates and one that does not are each told what is wrong.
+        self.auth_port = auth_port or auth is not None
+        self.decoder = FrameDecoder(max_frame_bytes, auth_aware(decode or decode_frame) if self.auth_port else decode)
         self.out = bytearray()
+        self.auth = auth
+        self.auth_failed = False        # the peer failed to authenticate (or would not)
+        self._held = bytearray()        # a client's frames queued before it authenticated
+        if isinstance(auth, ClientAuth):
+            self.out += auth.hello()
         self.max_out_bytes = max_out_bytes
         self.last_active_ms = now
         self.closed = False
         self.close_reason: str | None = None
         self.writing = False            # registered for EVENT_WRITE
-        try:
-            self.peer = "%s:%d" % sock.getpeername()[:2]
-        except OSError:
-            self.peer = "?"
+        # accept() says who it was even when the peer has already reset the connection
+        # (getpeername() then fails: a reset with linger 0 was logged as "from ?")
+        if peer is None:
+            try:
+                peer = sock.getpeername()
+            except OSError:
+                peer = None
+        self.peer = "%s:%d" % peer[:2] if peer else "?"
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
@@ -128,14 +147,46 @@ class Conn:
         except (BlockingIOError, InterruptedError):
             return [], None
         except OSError as err:
-            return [], f"receive failed: {err.strerror or err}"
+            return [], f"receive failed: {err.strerror or err}{self._unfinished()}"
         if not data:
-            return [], "closed by peer"
+            return [], f"closed by peer{self._unfinished()}"
         self.last_active_ms = now
         try:
-            return self.decoder.feed(data), None
+            frames = self.decoder.feed(data)
         except FrameError as err:
             return [], f"malformed frame: {err}"
+        if self.auth_port:
+            return self._authenticate(frames)
+        return frames, None
+
+    def _authenticate(self, frames: list) -> tuple[list, str | None]:
+        """Take the authentication frames off the front (answering them), pass the rest on."""
+        auth, passed = self.auth, []
+        for frame in frames:
+            if auth is not None and not auth.done:
+                try:
+                    reply = auth.receive(frame)
+                except AuthError as err:
+                    self.auth_failed = True
+                    return passed, str(err)
+                if reply:
+                    self.out += reply
+                if auth.done and self._held:
+                    self.out += self._held
+                    self._held.clear()
+            elif isinstance(frame, AuthFrame):
+                self.auth_failed = True
+                return passed, unexpected(frame)
+            else:
+                passed.append(frame)
+        return passed, None
+
+    def _unfinished(self) -> str:
+        n = self.decoder.buffered
+        where = f" inside a frame ({n} bytes of an unfinished frame discarded)" if n else ""
+        if self.auth is not None and not self.auth.done:
+            where += " before it authenticated"
+        return where
 
     def queue(self, frame) -> bool:
         """Append a frame; False (and nothing queued) when the peer does not read."""
@@ -143,9 +194,12 @@ class Conn:
 
     def queue_bytes(self, data: bytes) -> bool:
         """Append an encoded frame (see ``queue``)."""
-        if self.closed or len(self.out) + len(data) > self.max_out_bytes:
+        if self.closed or len(self.out) + len(self._held) + len(data) > self.max_out_bytes:
             return False
-        self.out += data
+        if isinstance(self.auth, ClientAuth) and not self.auth.done:
+            self._held += data
+        else:
+            self.out += data
         return True
 
     def flush(self) -> str | None:
@@ -197,6 +251,75 @@ class Conn:
         return True
 
 
+class ConnServer:
+    """What every server runtime does with the connections it accepts, the same way: the
+    connection limit (where a newcomer takes the place of a peer whose frame is long
+    unfinished), the idle timeout, and the FrameGuard's deadline and budget for unfinished
+    frames (reference/real/guard.py).  Each bound closes a connection with one log line
+    naming the peer and the bound; none stops the process.
+
+    A subclass sets ``loop``, ``log``, ``conns``, ``guard``, ``max_connections`` and
+    ``idle_timeout_ms`` (and ``peer_secret`` for a port that authenticates its peers), keeps
+    ``_dirty`` (the connections to send to at the end of the turn), and implements
+    ``_close(conn, reason)``, which must call ``self.guard.forget(conn.id)``."""
+
+    loop: Loop
+    log: Callable[[str], None]
+    conns: dict[int, Conn]
+    guard: FrameGuard
+    max_connections: int
+    idle_timeout_ms: int
+    peer_secret: bytes | None = None   # the HA or controller port authenticates its peers with it
+    _dirty: set[Conn]
+
+    def _server_auth(self, service: str) -> ServerAuth | None:
+        return ServerAuth(self.peer_secret, service) if self.peer_secret is not None else None
+
+    def _close(self, conn: Conn, reason: str) -> None:
+        raise NotImplementedError
+
+    def _accepted(self, listener: socket.socket, kind: str, per_turn: int):
+        """The connections ``listener`` has for us this turn: (socket, address) pairs within the limit."""
+        for _ in range(per_turn):
+            try:
+                sock, addr = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as err:          # EMFILE and friends: say so, keep serving
+                self.log(f"accept on the {kind} port failed: {err}")
+                return
+            if len(self.conns) >= self.max_connections:
+                victim = self.guard.evictable(now_ms(), self.max_connections)
+                if victim is None or victim[0] not in self.conns:
+                    self.log(f"{kind} connection from {addr[0]}:{addr[1]} refused: the connection limit "
+                             f"({self.max_connections}) is reached")
+                    sock.close()
+                    continue
+                self._close(self.conns[victim[0]], victim[1])
+            yield sock, addr
+
+    def _receive(self, conn: Conn, now: int) -> tuple[list, str | None]:
+        """``conn.read_frames``, then the FrameGuard's budget: the connections it closes (perhaps
+        this one, if its unfinished frame is the oldest) are closed here."""
+        frames, problem = conn.read_frames(now)
+        if conn.out:                    # an authentication frame answered
+            self._dirty.add(conn)
+        if problem is None:
+            for victim, reason in self.guard.fed(conn.id, conn.decoder.buffered, bool(frames), now):
+                if (v := self.conns.get(victim)) is not None:
+                    self._close(v, reason)
+        return frames, problem
+
+    def _housekeep(self, now: int) -> None:
+        """Close the connections idle for longer than the limit, and those whose frame is overdue."""
+        limit = self.idle_timeout_ms
+        for conn in [c for c in self.conns.values() if now - c.last_active_ms > limit]:
+            self._close(conn, f"idle for {now - conn.last_active_ms} ms (the limit is {limit} ms)")
+        for victim, reason in self.guard.overdue(now):
+            if (conn := self.conns.get(victim)) is not None:
+                self._close(conn, reason)
+
+
 class Worker:
     """A thread for blocking work (fdatasync, reading a segment back): jobs run in
     order, and each result goes back to the loop as ``done(result)`` or
@@ -229,6 +352,24 @@ class Worker:
 
     def stop(self) -> None:
         self._jobs.put(None)
+
+
+DESCRIPTORS_BESIDE_CONNECTIONS = 64    # segment files, listeners, the wake-up pair, workers
+
+
+def reserve_descriptors(connections: int, flag: str = "--max-connections") -> None:
+    """Make sure this process may hold ``connections`` sockets beside its files: raise the soft
+    limit on open files as far as the hard limit allows, or refuse the option (an accept that
+    fails with EMFILE at the limit would be a bound nobody chose)."""
+    import resource
+
+    need = connections + DESCRIPTORS_BESIDE_CONNECTIONS
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        if hard != resource.RLIM_INFINITY and hard < need:
+            raise ConfigError(f"{flag} {connections}: this process may open only {hard} files (ulimit -Hn), "
+                              f"{need} are needed; lower {flag} or raise the limit")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
 
 
 def listen(host: str, port: int, backlog: int = 512) -> socket.socket:

@@ -30,7 +30,8 @@ from reference.commitlog import CommitLog
 from reference.frames import Ack, Data, EpochQuery, EpochReply, Handshake, Put, Read, ReadReply, Refuse, encode_response
 from reference.master import DISCARD, MasterCore
 from reference.real.disk import FileOps, SegmentStore, ShortWrite
-from reference.real.loop import Conn, Loop, Worker, listen, now_ms
+from reference.real.guard import FrameGuard
+from reference.real.loop import Conn, ConnServer, Loop, Worker, listen, now_ms, reserve_descriptors
 from reference.real.options import MasterOptions
 from reference.status import PutStatus
 from spec.config import ConfigError
@@ -41,13 +42,20 @@ MAX_TURN_ROUNDS = 8              # tick + perform rounds per turn while the core
 PRODUCER_OUT_BYTES = 16 << 20    # responses a producer has not read yet
 IDLE_CHECK_MS = 1000
 PUTS_PER_TURN = 16
+HA_MAX_FRAME_BYTES = 4096        # a slave sends HANDSHAKE and ACK frames, tens of bytes
 
 
-class MasterRuntime:
+class MasterRuntime(ConnServer):
     def __init__(self, opts: MasterOptions, log: Callable[[str], None] = print, ops: FileOps | None = None) -> None:
         cfg = self.cfg = opts.config
         self.opts = opts
         self.log = log
+        self.max_frame_bytes = max(cfg.max_message_size + 64, 1024)
+        self.max_connections, self.idle_timeout_ms = opts.max_connections, opts.idle_timeout_ms
+        self.peer_secret = opts.peer_secret
+        self.guard = FrameGuard(opts.frame_deadline_ms, opts.partial_frame_budget_bytes,
+                                max(self.max_frame_bytes, HA_MAX_FRAME_BYTES))
+        reserve_descriptors(opts.max_connections)
         self.store = SegmentStore(opts.directory / "commitlog", cfg.mapped_file_size_commit_log, ops)
         self.store.fail_fsync_after = opts.inject_fsync_eio_after
         self.store.fail_write_after = opts.inject_write_fault_after
@@ -91,7 +99,6 @@ class MasterRuntime:
         # once: the next turn does not wait for sockets).
         self.puts_per_turn = PUTS_PER_TURN
         self._more_puts = False
-        self.max_frame_bytes = max(cfg.max_message_size + 64, 1024)
         self.loop.call_at(now_ms() + IDLE_CHECK_MS, self._check_idle)
 
     def _start_trace(self, path) -> None:
@@ -172,7 +179,7 @@ class MasterRuntime:
             self._flush(conn)
         if mask & selectors.EVENT_READ and not conn.closed:
             now = now_ms()
-            frames, problem = conn.read_frames(now)
+            frames, problem = self._receive(conn, now)
             if conn.kind == PRODUCER:
                 self._producer_frames(conn, frames, problem, now)
             else:
@@ -181,22 +188,12 @@ class MasterRuntime:
     # ------------------------------------------------------------------ connections
 
     def _accept(self, listener, kind: str) -> None:
-        for _ in range(ACCEPTS_PER_TURN):
-            try:
-                sock, addr = listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as err:          # EMFILE and friends: say so, keep serving
-                self.log(f"accept on the {kind} port failed: {err}")
-                return
-            if len(self.conns) >= self.opts.max_connections:
-                self.log(f"{kind} connection from {addr[0]}:{addr[1]} refused: the connection limit "
-                         f"({self.opts.max_connections}) is reached")
-                sock.close()
-                continue
+        for sock, addr in self._accepted(listener, kind, ACCEPTS_PER_TURN):
             out_bytes = PRODUCER_OUT_BYTES if kind == PRODUCER else self.cfg.ha_send_window_bytes * 2 + (1 << 20)
-            conn = Conn(next(self._conn_ids), sock, kind, self.max_frame_bytes if kind == PRODUCER else 1 << 20,
-                        out_bytes, now_ms())
+            conn = Conn(next(self._conn_ids), sock, kind,
+                        self.max_frame_bytes if kind == PRODUCER else HA_MAX_FRAME_BYTES, out_bytes, now_ms(),
+                        peer=addr, auth=self._server_auth("ha") if kind == SLAVE else None,
+                        auth_port=kind == SLAVE)
             self.conns[conn.id] = conn
             self.loop.selector.register(sock, selectors.EVENT_READ, conn)
             if kind == SLAVE:     # it must greet within the housekeeping interval (the core's timer)
@@ -207,6 +204,7 @@ class MasterRuntime:
         if not conn.detach(self.loop.selector, reason):
             return
         self._dirty.discard(conn)
+        self.guard.forget(conn.id)
         self.stats[f"closed_{conn.kind}"] += 1
         self.log(f"{conn.kind} connection {conn.id} from {conn.peer} closed: {reason}")
         if conn.kind == SLAVE and tell_core:
@@ -219,10 +217,9 @@ class MasterRuntime:
 
     def _check_idle(self) -> None:
         now = now_ms()
-        limit = self.opts.idle_timeout_ms
-        for conn in [c for c in self.conns.values() if now - c.last_active_ms > limit]:
-            self._close(conn, f"idle for {now - conn.last_active_ms} ms (the limit is {limit} ms)")
-        self.loop.call_at(now + min(IDLE_CHECK_MS, limit), self._check_idle)
+        self._housekeep(now)
+        self.loop.call_at(now + min(IDLE_CHECK_MS, self.idle_timeout_ms, self.guard.frame_deadline_ms),
+                          self._check_idle)
 
     # ------------------------------------------------------------------ input
 
@@ -280,7 +277,11 @@ class MasterRuntime:
                 core.replica_bad_input(conn.id, f"a slave sent a {type(frame).__name__} frame")
             self._perform(now)
         if problem is not None and not conn.closed:
-            if problem.startswith("malformed"):
+            if conn.auth_failed:                              # told why, so it stops retrying fast
+                conn.queue(Refuse(problem))
+                conn.flush()
+                self._close(conn, problem)
+            elif problem.startswith("malformed"):
                 core.replica_bad_input(conn.id, problem)     # the core closes it (and forgets it)
                 self._perform(now)
             else:

@@ -27,6 +27,7 @@ import attrs
 
 from reference.failover.effects import MetadataRecord
 from reference.failover.metadata import MetadataFile, encode
+from spec.config import ascii_digits
 
 # The etcd store's options, here so that the command line can check them without importing grpc.
 ETCD_BUG_NAMES = ("BugEtcdNoCompare",)
@@ -76,13 +77,24 @@ class FileStore:
         self.file.close()
 
 
+def _host_name(host: str) -> bool:
+    """A host a socket can be given (the socket layer encodes a str host with IDNA)."""
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return False
+    return bool(host) and not any(c.isspace() for c in host)
+
+
 def parse_endpoints(text: str) -> list[tuple[str, int]]:
     """``host:port,host:port,...`` → [(host, port)]; ValueError naming the bad item."""
     out = []
     for item in text.split(","):
         host, sep, port = item.strip().rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        if not sep or not host or not ascii_digits(port) or len(port) > 5 or not 0 < int(port) <= 65535:
             raise ValueError(f"--etcd-endpoints item {item.strip()!r}: expected host:port with a port 1..65535")
+        if not _host_name(host.strip("[]")):      # '[:1' left no host; a lone surrogate could not be sent
+            raise ValueError(f"--etcd-endpoints item {item.strip()!r}: expected a host name or address before the port")
         out.append((host.strip("[]"), int(port)))
     if len(out) > MAX_ENDPOINTS:
         raise ValueError(f"--etcd-endpoints: {len(out)} endpoints, at most {MAX_ENDPOINTS}")

@@ -47,14 +47,15 @@ from reference.failover.effects import NO_MASTER, SUCCESS
 from reference.failover.epochfile import EpochFileCache
 from reference.failover.roles import MASTER, SLAVE, HandshakeReply, ReplicasManager, TransferBatch, ack_view
 from reference.failover.truncation import SlaveHandshake
-from reference.frames import EpochQuery, EpochReply, FrameDecoder, FrameError, encode
-from reference.real.controller_client import ControllerClient, ControllerClientError
+from reference.frames import EpochQuery, EpochReply, FrameDecoder, FrameError, decode_frame, encode
+from reference.real.controller_client import ControllerClient, ControllerClientError, PeerAuthError
 from reference.real.disk import SegmentStore
 from reference.real.epochfile import load_epoch_file, write_epoch_file
 from reference.real.master_server import MasterRuntime
-from reference.real.options import MasterOptions, ReplicaOptions
+from reference.real.options import MasterOptions, ReplicaOptions, require_secret
+from reference.real.peerauth import AuthError, AuthFrame, ClientAuth, auth_aware
 from reference.real.replica_server import ReplicaRuntime, SlaveStopped
-from spec.config import ConfigError
+from spec.config import ConfigError, ascii_digits
 
 BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT = 1_000     # BrokerConfig.brokerHeartbeatInterval
 HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT = 15_000  # MessageStoreConfig.haMaxTimeSlaveNotCatchup
@@ -71,7 +72,7 @@ def broker_name(broker_id: int) -> str:
 
 
 def broker_id_of(name: str) -> int:
-    assert name.startswith("b") and name[1:].isdigit(), name
+    assert name.startswith("b") and ascii_digits(name[1:]), name
     return int(name[1:])
 
 
@@ -101,8 +102,10 @@ class NodeOptions:
     failover_bugs: frozenset[str] = attrs.field(default=frozenset(), converter=check_bugs)
     ha_lag_ms: int = 0                 # --inject-ha-lag-ms: while master, DATA to broker ha_lag_to leaves late
     ha_lag_to: int | None = None
+    peer_secret: bytes | None = attrs.field(default=None, repr=False)   # --peer-secret-file: HA and controller
 
     def __attrs_post_init__(self) -> None:
+        require_secret(self.host, self.peer_secret, "HA")
         if not isinstance(self.broker_id, int) or not 1 <= self.broker_id <= 10**9:
             raise ConfigError(f"--id {self.broker_id!r}: a broker id is 1..10**9")
         cfg = self.config
@@ -131,18 +134,26 @@ class NodeOptions:
         return f"{self.host}:{self.port}:{self.ha_port}"
 
 
-async def query_epochs(host: str, ha_port: int, timeout_s: float = EPOCH_QUERY_TIMEOUT_S) -> EpochReply:
+async def query_epochs(host: str, ha_port: int, timeout_s: float = EPOCH_QUERY_TIMEOUT_S,
+                       secret: bytes | None = None) -> EpochReply:
     """Ask a master for its epoch entries, log end and acknowledged offset (EPOCH_QUERY)."""
     async def ask() -> EpochReply:
         reader, writer = await asyncio.open_connection(host, ha_port)
         try:
-            writer.write(encode(EpochQuery()))
-            decoder = FrameDecoder()
+            auth = ClientAuth(secret, "ha") if secret is not None else None
+            writer.write(auth.hello() if auth else encode(EpochQuery()))
+            decoder = FrameDecoder(decode=auth_aware(decode_frame))
             while True:
                 data = await reader.read(65536)
                 if not data:
                     raise ConnectionError(f"{host}:{ha_port} closed before its EPOCH_REPLY")
                 for frame in decoder.feed(data):
+                    if isinstance(frame, AuthFrame) and auth is not None and not auth.done:
+                        try:
+                            writer.write(auth.receive(frame) + encode(EpochQuery()))
+                        except AuthError as err:
+                            raise ConnectionError(f"{host}:{ha_port}: {err}") from None
+                        continue
                     if isinstance(frame, EpochReply):
                         return frame
                     raise ConnectionError(f"{host}:{ha_port} answered an EPOCH_QUERY with {type(frame).__name__}")
@@ -276,7 +287,8 @@ class Node:
         opts = self.opts
         mopts = MasterOptions(directory=opts.directory, config=opts.config, replicas=self._others(), host=opts.host,
                               port=opts.port, ha_port=opts.ha_port, sync_state_set=(), ha_lag_ms=opts.ha_lag_ms,
-                              ha_lag_to=None if opts.ha_lag_to is None else broker_name(opts.ha_lag_to))
+                              ha_lag_to=None if opts.ha_lag_to is None else broker_name(opts.ha_lag_to),
+                              peer_secret=opts.peer_secret)
         for attempt in range(100):          # our last incarnation's port may linger a moment
             try:
                 runtime = MasterRuntime(mopts, log=lambda m: self.log(f"[master] {m}"))
@@ -315,7 +327,7 @@ class Node:
         if addr is None:
             return
         try:
-            reply = await query_epochs(addr[0], addr[2])
+            reply = await query_epochs(addr[0], addr[2], secret=self.opts.peer_secret)
         except (OSError, asyncio.TimeoutError, FrameError, ConnectionError) as err:
             self.log(f"epoch query to {master} at {addr[0]}:{addr[2]} failed: {err}")
             return
@@ -342,7 +354,8 @@ class Node:
         self.log(f"following {master}: log {before} -> {rm.log_end_offset}, epochs {list(rm.epoch_cache.entries)}")
         ropts = ReplicaOptions(directory=self.opts.directory, name=self.me, master=(addr[0], addr[2]),
                                segment_size=self.opts.config.mapped_file_size_commit_log,
-                               heartbeat_interval_ms=self.opts.heartbeat_interval_ms)
+                               heartbeat_interval_ms=self.opts.heartbeat_interval_ms,
+                               peer_secret=self.opts.peer_secret)
         self._start(ReplicaRuntime(ropts, log=lambda m: self.log(f"[slave] {m}")))
         self.following = master
 
@@ -355,7 +368,7 @@ class Node:
             return
         addr = self.addresses.get(broker_id_of(rm.master_id))
         try:
-            reply = await query_epochs(addr[0], addr[2])
+            reply = await query_epochs(addr[0], addr[2], secret=self.opts.peer_secret)
         except (OSError, asyncio.TimeoutError, FrameError, ConnectionError):
             return
         master = EpochFileCache(reply.entries)
@@ -484,11 +497,14 @@ class Node:
             while not self.stopping:
                 if client is None or client.error is not None:
                     try:
-                        client = await ControllerClient.connect(*opts.controller)
+                        client = await ControllerClient.connect(*opts.controller, secret=opts.peer_secret)
                         await asyncio.wait_for(client.register(opts.group, opts.broker_id, address=opts.address),
                                                CONTROLLER_CALL_TIMEOUT_S)
                         self.log(f"registered with the controller {opts.controller[0]}:{opts.controller[1]}")
                         heartbeats = asyncio.create_task(self._heartbeats(client))
+                    except PeerAuthError as err:        # retrying cannot help: the secret is the input's
+                        raise ConfigError(f"--peer-secret-file: the controller {opts.controller[0]}:"
+                                          f"{opts.controller[1]} refused this node: {err}") from None
                     except (OSError, ControllerClientError, asyncio.TimeoutError) as err:
                         client = None
                         if time.monotonic() > deadline and self.runtime is None:

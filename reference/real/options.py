@@ -12,7 +12,8 @@ import attrs
 
 from reference.config import StoreConfig
 from reference.real.disk import WRITE_FAULTS
-from spec.config import ConfigError
+from reference.real.guard import FRAME_DEADLINE_MS_DEFAULT, PARTIAL_FRAME_BUDGET_BYTES_DEFAULT
+from spec.config import ConfigError, ascii_digits
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MIN_SEGMENT_BYTES = 4096
@@ -31,7 +32,7 @@ def _flag(attribute) -> str:
     return _FLAGS.get(attribute.name, "--" + attribute.name.replace("_", "-"))
 
 
-def _positive(instance, attribute, value) -> None:
+def positive_flag(instance, attribute, value) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ConfigError(f"{_flag(attribute)} {value!r}: must be a positive integer")
 
@@ -41,9 +42,22 @@ def _count_or_none(instance, attribute, value) -> None:
         raise ConfigError(f"{_flag(attribute)} {value!r}: must be 0 or more")
 
 
+def host_problem(host: str) -> str | None:
+    """Why ``host`` cannot be a socket's host, or None.  The socket layer encodes a str host with
+    IDNA: a lone surrogate (a command line's byte that is not UTF-8) was a TypeError at bind and a
+    UnicodeError at connect, a label of over 63 characters a UnicodeError, not a refusal."""
+    if not host or any(c.isspace() for c in host):
+        return "expected an address such as 127.0.0.1"
+    try:
+        host.encode("idna")
+    except UnicodeError as err:
+        return f"not a host name or address ({err.__cause__ or err})"
+    return None
+
+
 def _host(instance, attribute, value) -> None:
-    if not isinstance(value, str) or not value or any(c.isspace() for c in value):
-        raise ConfigError(f"--host {value!r}: expected an address such as 127.0.0.1")
+    if not isinstance(value, str) or (problem := host_problem(value)) is not None:
+        raise ConfigError(f"--host {value!r}: {problem if isinstance(value, str) else 'expected an address'}")
 
 
 def _directory(instance, attribute, value) -> None:
@@ -72,11 +86,13 @@ def parse_replicas(text: str) -> tuple[str, ...]:
 def parse_address(text: str, flag: str) -> tuple[str, int]:
     """``HOST:PORT`` (HOST may be empty: 127.0.0.1)."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) <= 65535:
+    if not sep or not ascii_digits(port) or len(port) > 5 or not 0 < int(port) <= 65535:
         raise ConfigError(f"{flag} {text!r}: expected HOST:PORT with a port 1..65535")
     host = host.strip("[]") or "127.0.0.1"
     if any(c.isspace() for c in host):
         raise ConfigError(f"{flag} {text!r}: the host has white space in it")
+    if (problem := host_problem(host)) is not None:
+        raise ConfigError(f"{flag} {text!r}: {problem}")
     return host, int(port)
 
 
@@ -103,6 +119,31 @@ def _traceable_names(names: tuple[str, ...], flag: str) -> None:
 MAX_HA_LAG_MS = 10_000
 
 
+def is_loopback(host: str) -> bool:
+    """Every address ``host`` names is this machine's loopback (127.0.0.0/8, ::1)."""
+    import ipaddress
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return True                # no address at all: listen() will say what is wrong with it
+    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
+def require_secret(host: str, secret: bytes | None, port: str) -> None:
+    """A port other hosts can reach authenticates its peers: refuse to start it without the secret."""
+    if secret is None and not is_loopback(host):
+        raise ConfigError(f"--host {host} is not a loopback address: the {port} port must authenticate its peers; "
+                          "give --peer-secret-file FILE (the same secret on every broker and controller)")
+MAX_CONNECTIONS = 65_536     # a server's connections at once, both ports together (each holds a descriptor)
+
+
+def connections_flag(instance, attribute, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_CONNECTIONS:
+        raise ConfigError(f"{_flag(attribute)} {value!r}: 1..{MAX_CONNECTIONS}")
+
+
 @attrs.frozen
 class MasterOptions:
     directory: Path = attrs.field(converter=Path, validator=_directory)
@@ -111,8 +152,10 @@ class MasterOptions:
     host: str = attrs.field(default="127.0.0.1", validator=_host)
     port: int = attrs.field(default=10911, validator=_port)
     ha_port: int = attrs.field(default=10912, validator=_port)
-    max_connections: int = attrs.field(default=1024, validator=_positive)
-    idle_timeout_ms: int = attrs.field(default=120_000, validator=_positive)   # serverChannelMaxIdleTimeSeconds
+    max_connections: int = attrs.field(default=1024, validator=connections_flag)
+    idle_timeout_ms: int = attrs.field(default=120_000, validator=positive_flag)   # serverChannelMaxIdleTimeSeconds
+    frame_deadline_ms: int = attrs.field(default=FRAME_DEADLINE_MS_DEFAULT, validator=positive_flag)
+    partial_frame_budget_bytes: int = attrs.field(default=PARTIAL_FRAME_BUDGET_BYTES_DEFAULT, validator=positive_flag)
     inject_fsync_eio_after: int | None = attrs.field(default=None, validator=_count_or_none)
     inject_write_fault_after: int | None = attrs.field(default=None, validator=_count_or_none)
     inject_write_fault: str = "eio"
@@ -125,8 +168,10 @@ class MasterOptions:
     # after the core sent it (what a master's unsent transfer backlog is when it dies).
     ha_lag_ms: int = 0
     ha_lag_to: str | None = None
+    peer_secret: bytes | None = attrs.field(default=None, repr=False)   # the HA port authenticates slaves
 
     def __attrs_post_init__(self) -> None:
+        require_secret(self.host, self.peer_secret, "HA")
         if not isinstance(self.ha_lag_ms, int) or not 0 <= self.ha_lag_ms <= MAX_HA_LAG_MS:
             raise ConfigError(f"--inject-ha-lag-ms {self.ha_lag_ms!r}: 0..{MAX_HA_LAG_MS}")
         for name in self.replicas:
@@ -153,9 +198,10 @@ class ReplicaOptions:
     directory: Path = attrs.field(converter=Path, validator=_directory)
     name: str
     master: tuple[str, int]
-    segment_size: int = attrs.field(default=16 * 1024 * 1024, validator=_positive)
-    heartbeat_interval_ms: int = attrs.field(default=5_000, validator=_positive)   # haSendHeartbeatInterval
-    fsync_interval_ms: int = attrs.field(default=1_000, validator=_positive)
+    segment_size: int = attrs.field(default=16 * 1024 * 1024, validator=positive_flag)
+    heartbeat_interval_ms: int = attrs.field(default=5_000, validator=positive_flag)   # haSendHeartbeatInterval
+    fsync_interval_ms: int = attrs.field(default=1_000, validator=positive_flag)
+    peer_secret: bytes | None = attrs.field(default=None, repr=False)   # proves this slave to the master
     trace: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path), validator=_trace_path)
 
     def __attrs_post_init__(self) -> None:

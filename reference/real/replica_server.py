@@ -17,6 +17,7 @@ from reference.frames import Ack, Data, Handshake, Refuse
 from reference.master import DISCARD
 from reference.real.disk import FileOps, SegmentStore
 from reference.real.loop import Conn, Loop, Worker, now_ms
+from reference.real.peerauth import ClientAuth
 from reference.real.options import ReplicaOptions
 from reference.replica import ReplicaCore
 from spec.config import ConfigError
@@ -137,7 +138,8 @@ class ReplicaRuntime:
         self._connecting = None
         self.loop.selector.unregister(sock)
         self._conn_ids += 1
-        self.conn = Conn(self._conn_ids, sock, "master", 1 << 24, OUT_BYTES, now_ms())
+        auth = ClientAuth(self.opts.peer_secret, "ha") if self.opts.peer_secret is not None else None
+        self.conn = Conn(self._conn_ids, sock, "master", 1 << 24, OUT_BYTES, now_ms(), auth=auth, auth_port=True)
         self.loop.selector.register(sock, selectors.EVENT_READ, self.conn)
         self.core.connect()
         self._perform()
@@ -190,7 +192,10 @@ class ReplicaRuntime:
                     self.core.on_bad_input(f"a master sent a {type(frame).__name__} frame")
                 self._perform()
             if problem is not None and self.conn is conn:
-                if problem.startswith("malformed"):
+                if conn.auth_failed:
+                    self._refused = True            # a wrong secret stays wrong: retry slowly
+                    self._close(problem)
+                elif problem.startswith("malformed"):
                     self.core.on_bad_input(problem)
                     self._perform()
                 else:

@@ -32,7 +32,7 @@ from reference.commitlog import CommitLog, LogIndex
 from reference.config import StoreConfig
 from reference.frames import Ack, Data, FrameDecoder, FrameError, Handshake, encode
 from reference.master import MasterCore
-from reference.record import HEADER_SIZE, Checkpoint
+from reference.record import CHAIN_START, HEADER_SIZE, Checkpoint
 from reference.refinement import PropertyViolation, RefinementChecker, spec_config
 from reference.replica import ReplicaCore
 from reference.sim.abstraction import Abstraction
@@ -112,6 +112,10 @@ class Cluster:
         self.links_grew = False
         self._conn_ids = 0
         self.pending_fsync: fx.Fsync | None = None
+        # A driver may have segment reads take time, as the real runtime's reader thread does (the
+        # simulator does; a machine answers them at once): the master parks that connection's frames.
+        self.deferred_reads = False
+        self.pending_reads: deque[int] = deque()       # ReadSegment starts not yet answered, in order
         self.recent_actions: deque[str] = deque(maxlen=RECENT_ACTIONS)   # for deduplicating failures
         self.fsync_from = 0
         self.fsync_incarnation = -1
@@ -125,6 +129,7 @@ class Cluster:
         self.history: dict[int, object] = {}           # every request of every incarnation (the cores forget)
         self.counters: Counter = Counter()             # spec fault kinds (aux_ctrs)
         self.faults: Counter = Counter()               # injected faults by kind (for reports)
+        self.guards: Counter = Counter()               # bounds on peers' input that closed a connection
         self.action_counts: Counter = Counter()
         self.steps = 0
         self._hash = hashlib.sha256()
@@ -343,14 +348,17 @@ class Cluster:
         elif kind is fx.CreateSegment:
             self.master_disk.create(e.start)
         elif kind is fx.ReadSegment:
-            # A segment the master no longer keeps in memory, read back from its page cache.
-            self.master.segment_read(e.start, self.master_disk.read(e.start, 0, self.cfg.mapped_file_size_commit_log),
-                                     self.now)
+            if self.deferred_reads:
+                self.pending_reads.append(e.start)
+            else:
+                self._read_back(e.start)
         elif kind is fx.Fsync:
             assert self.pending_fsync is None, "the core issued two fsyncs at once"
             self.pending_fsync, self.fsync_incarnation = e, self.incarnation
             self.fsync_from = self.master.log.flushed    # what a success makes durable: [fsync_from, upto)
         elif kind is fx.CloseReplica:
+            if e.bound is not None:
+                self.guards[e.bound] += 1
             self._close_conn(e.conn, by_master=True)
         else:
             raise AssertionError(f"unknown master effect {e!r}")
@@ -421,6 +429,17 @@ class Cluster:
         if self.mstate == UP:
             self.master.tick(self.now)
         self._finish("tick")
+
+    def _read_back(self, start: int) -> None:
+        """A segment the master no longer keeps in memory, read back from its page cache."""
+        self.master.segment_read(start, self.master_disk.read(start, 0, self.cfg.mapped_file_size_commit_log),
+                                 self.now)
+
+    def complete_read(self) -> None:
+        """The oldest deferred segment read is answered."""
+        start = self.pending_reads.popleft()
+        self._read_back(start)
+        self._finish(f"segment {start} read back")
 
     def complete_fsync(self, ok: bool = True) -> None:
         """The pending fsync returns (or raises EIO when not ``ok``)."""
@@ -550,6 +569,29 @@ class Cluster:
             self._send(conn, TO_MASTER, Handshake(offset, chain, name, records))
         self._finish(f"impostor connects as {name}")
 
+    def flood(self, name: str, count: int) -> None:
+        """A connection that claims slave ``name`` at offset 0 with a damaged chain hash, then keeps
+        talking: ``count`` ACK frames before any answer.  Under a configured name with no connection,
+        once the log's first segment has left memory, its handshake waits for that segment to be
+        read back and the ACKs wait behind it (ha_max_parked_events); otherwise the handshake is
+        refused and the ACKs meet a closed or refused connection."""
+        if self.mstate == UP:
+            self.faults["flood"] += 1
+            conn = self._open_conn(name, None)
+            self._send(conn, TO_MASTER, Handshake(0, bytes(b ^ 0xFF for b in CHAIN_START), name, 0))
+            for _ in range(count):
+                self._send(conn, TO_MASTER, Ack(0, 0))
+        self._finish(f"{name} flooded with {count} ACKs")
+
+    def greetless(self, count: int) -> None:
+        """``count`` HA connections that never send their HANDSHAKE (ha_max_ungreeted_connections,
+        and the housekeeping interval, close them)."""
+        if self.mstate == UP:
+            self.faults["greetless"] += count
+            for _ in range(count):
+                self._open_conn(UNKNOWN_SLAVE, None)
+        self._finish(f"{count} connections that never greet")
+
     def impostor_conns(self) -> list[int]:
         return [c.conn for c in self.connections.values() if c.slave is None]
 
@@ -642,6 +684,7 @@ class Cluster:
         self.history.update(self.master.requests)
         self.master.effects.clear()
         self.pending_fsync = None
+        self.pending_reads.clear()
         for conn in list(self.connections):
             c = self.connections.pop(conn)
             self.links.pop((conn, TO_MASTER), None)

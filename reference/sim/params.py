@@ -4,6 +4,7 @@ configuration and its own mix and rate of faults)."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import attrs
@@ -15,6 +16,15 @@ from spec.config import ACK_POLICIES, ConfigError, resolve_bug
 # Slaves a simulated master may have: a broker group has one or two in practice, and every slave adds
 # its own heartbeats, connections and frames to each step (a million filled the event queue).
 MAX_REPLICAS = 32
+# The simulated disk holds every segment in memory (reference/sim/disk.py): a segment of a TiB was a
+# MemoryError.  The seeds draw 256 to 4096 bytes; RocketMQ's default is 1 GiB.
+MAX_SEGMENT_BYTES = 64 * 1024 * 1024
+MIN_RATE_PER_S = 1e-9       # a fault a third of a century apart: as good as never, and still a finite wait
+
+
+def _shown(text: str) -> str:
+    """A value quoted back in an error: as typed, or as a literal when it would not print on one line."""
+    return text if text.isprintable() else repr(text)
 
 
 @attrs.frozen
@@ -34,6 +44,8 @@ class Faults:
     truncate_frame_per_s: float = 0.0          # a connection cut inside a frame (wire bytes)
     garbage_frame_per_s: float = 0.0           # random bytes on a connection (wire bytes)
     corrupt_frame_per_s: float = 0.0           # one bit flipped in flight (wire bytes)
+    flood_per_s: float = 0.0                   # a connection that sends ACKs behind a handshake not yet answered
+    greetless_per_s: float = 0.0               # HA connections that never send their HANDSHAKE
     net_delay_ms: tuple[int, int] = (0, 2)
     fsync_latency_ms: tuple[int, int] = (1, 4)
     restart_delay_ms: tuple[int, int] = (5, 50)
@@ -153,6 +165,10 @@ def draw(seed: int, overrides: dict[str, str] | None = None) -> SimParams:
         garbage_frame_per_s=rate(0.5, 5.0),
         corrupt_frame_per_s=rate(0.5, 5.0),
     )
+    # Bounds on what the HA port's peers feed the master, small enough for a run to reach them.
+    store["ha_max_ungreeted_connections"] = rng.choice((2, 4, 4096))
+    store["ha_max_parked_events"] = rng.choice((1, 4, 4096))
+    faults.update(flood_per_s=rate(0.5, 5.0), greetless_per_s=rate(0.5, 5.0))
     bugs: list[str] = []
     overrides = dict(overrides or {})
     for bug in [v for k, v in overrides.items() if k == "bug"]:
@@ -170,9 +186,12 @@ def draw(seed: int, overrides: dict[str, str] | None = None) -> SimParams:
         elif key in faults:
             faults[key] = _convert(key, text, faults[key])
         else:
-            raise ConfigError(f"--config {key}: not a store knob, a fault rate, 'replicas' or 'bug'")
+            raise ConfigError(f"--config {_shown(key)}: not a store knob, a fault rate, 'replicas' or 'bug'")
     if not 1 <= n <= MAX_REPLICAS:
         raise ConfigError(f"--config replicas {n}: must be 1 to {MAX_REPLICAS}")
+    if isinstance(segment := store["mapped_file_size_commit_log"], int) and segment > MAX_SEGMENT_BYTES:
+        raise ConfigError(f"--config mapped_file_size_commit_log={segment}: the simulator keeps its segments in "
+                          f"memory, at most {MAX_SEGMENT_BYTES} bytes each")
     store["in_sync_replicas"] = min(store["in_sync_replicas"], n + 1)
     return SimParams(seed, StoreConfig(**store, bugs=frozenset(bugs)),
                      tuple(f"r{i + 1}" for i in range(n)), Faults(**faults))
@@ -182,25 +201,35 @@ def _int(key: str, text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise ConfigError(f"--config {key}={text}: expected an integer") from None
+        raise ConfigError(f"--config {_shown(key)}={_shown(text)}: expected an integer") from None
 
 
 def _convert(key: str, text: str, like):
     if isinstance(like, bool):
         if text.lower() not in ("true", "false"):
-            raise ConfigError(f"--config {key}={text}: expected true or false")
+            raise ConfigError(f"--config {_shown(key)}={_shown(text)}: expected true or false")
         return text.lower() == "true"
     if isinstance(like, int):
         return _int(key, text)
     if isinstance(like, float):
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
-            raise ConfigError(f"--config {key}={text}: expected a number") from None
+            raise ConfigError(f"--config {_shown(key)}={_shown(text)}: expected a number") from None
+        # a rate or a probability: nan, inf or a negative one was taken, and the run made of it nonsense
+        if key.endswith("_probability") and not 0.0 <= value <= 1.0:
+            raise ConfigError(f"--config {_shown(key)}={_shown(text)}: expected a probability, 0 to 1")
+        if not key.endswith("_probability") and not (math.isfinite(value) and (value == 0.0 or value >= MIN_RATE_PER_S)):
+            # 2.2e-309 passed, and the simulator's next fault was int(inf) ms away: OverflowError
+            raise ConfigError(f"--config {_shown(key)}={_shown(text)}: expected a rate per second, 0 or from "
+                              f"{MIN_RATE_PER_S} on")
+        return value
     if isinstance(like, tuple):
         try:
             low, high = (int(x) for x in text.split(","))
         except ValueError:
-            raise ConfigError(f"--config {key}={text}: expected LOW,HIGH") from None
+            raise ConfigError(f"--config {_shown(key)}={_shown(text)}: expected LOW,HIGH") from None
+        if not 0 <= low <= high:        # 5,1 was taken, and the simulation crashed (randrange: empty range)
+            raise ConfigError(f"--config {_shown(key)}={_shown(text)}: expected LOW,HIGH with 0 <= LOW <= HIGH")
         return (low, high)
     return text

@@ -5,6 +5,10 @@ The simulator sees every variable (process ``sim``), so each step's ``obs`` is w
 and everything else is unchanged; each step also names the process that performed or first saw it
 (``proc``), and each HA handshake a slave sends is a ``HANDSHAKE`` note, so that a run's trace can be
 split into the files a master and its replicas would each write (``split``) and merged back.
+
+Every CHECKPOINT_EVERY_STEPS steps the writer also gives the whole state (a checkpoint): a checker
+verifies that the steps reach it, and TLC checks the trace in segments from one checkpoint to the
+next (tla/tracecheck.py), each the size of a short trace, not one module of every step.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from spec.state import State
 # master's, its crashes included (a restarted master knows it went down).
 REPLICA_STEPS = frozenset({"Transfer", "ReplicaCrash", "ReplicaRestart"})
 TLC_MAX_FILE_SIZE = 1 << 30     # TLC's integers are 32-bit; any size beyond a trace's records is the same
+# Half a TLC batch (tla/tracecheck.py's MAX_BATCH_STEPS), so that two segments share a TLC run; a
+# checkpoint's line (the whole state) is written a few dozen times in a long run.
+CHECKPOINT_EVERY_STEPS = 10_000
 
 
 def trace_config(cfg: Config) -> Config:
@@ -36,10 +43,15 @@ def step_process(label: str) -> str:
 class TraceWriter:
     """Writes one run's trace to a text stream, line by line as the run goes."""
 
-    def __init__(self, out, cfg: Config, bugs=(), source: str = "", accepted_conn=lambda name: None) -> None:
+    def __init__(self, out, cfg: Config, bugs=(), source: str = "", accepted_conn=lambda name: None,
+                 checkpoint_every_steps: int | None = None) -> None:
         self.out = out
         self.cfg = trace_config(cfg)
         self.seq = 0
+        self.spec_steps = 0
+        # None: the module's interval, read now (a test sets a short one); 0: no checkpoints
+        self.checkpoint_every_steps = CHECKPOINT_EVERY_STEPS if checkpoint_every_steps is None \
+            else checkpoint_every_steps
         self.closed = False
         self.accepted_conn = accepted_conn    # the connection the master accepted for a slave, if any
         self.conns: dict[str, int] = {}       # slave -> the connection its steps are about
@@ -62,6 +74,10 @@ class TraceWriter:
                     line["conn"] = self.conns[slave]
             self._line(line)
             before = state
+            self.spec_steps += 1
+            if self.checkpoint_every_steps and self.spec_steps % self.checkpoint_every_steps == 0:
+                self.seq += 1
+                self._line({"seq": self.seq, "checkpoint": tf.checkpoint_json(self.cfg, state), "t_ms": now_ms})
 
     def note(self, proc: str, note: str, now_ms: int, **data) -> None:
         self.seq += 1

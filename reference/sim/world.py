@@ -42,6 +42,7 @@ class Outcome:
     faults: dict[str, int] = attrs.Factory(dict)   # injected faults by kind
     branches: dict[str, int] = attrs.Factory(dict)     # spec branches (tla/AckOrder.tla labels) taken
     antecedents: dict[str, int] = attrs.Factory(dict)  # property antecedents reached (spec/coverage.py)
+    guards: dict[str, int] = attrs.Factory(dict)       # bounds on peers' input that closed a connection
 
     @property
     def ok(self) -> bool:
@@ -68,6 +69,8 @@ class World:
         self._scheduled: dict[tuple[int, str], int] = {}     # link -> frames with a delivery scheduled
         self._link_clock: dict[tuple[int, str], int] = {}    # link -> time of its last delivery (FIFO)
         self._fsync_scheduled = False
+        self._reads_scheduled = 0
+        self.cluster.deferred_reads = True
         self._connecting: set[str] = set(params.replicas)   # replicas with a connect attempt scheduled
         self._tick_at: int | None = None
         self._tick_seq: int | None = None    # the one live wake-up: an earlier one supersedes it
@@ -124,6 +127,8 @@ class World:
                 "replica_disconnect": f.replica_disconnect_per_s,
                 "forged_ack": f.forged_ack_per_s,
                 "impostor": f.impostor_per_s,
+                "flood": f.flood_per_s,
+                "greetless": f.greetless_per_s,
                 **{f"{how}_frame": getattr(f, f"{how}_frame_per_s") for how in MANGLINGS}}
 
     def _plan(self) -> None:
@@ -156,6 +161,9 @@ class World:
             if node.conn is None and node.up and name not in self._connecting:
                 self._connecting.add(name)
                 self._schedule(self._delay((2, 20)), "connect", name)
+        while self._reads_scheduled < len(c.pending_reads):
+            self._reads_scheduled += 1
+            self._schedule(self._delay(self.p.faults.fsync_latency_ms), "segment_read", c.incarnation)
         if c.mstate == UP:
             m = c.master
             if not m.writable and not self._operator_restart:
@@ -200,6 +208,7 @@ class World:
             tail=list(c.recent_actions) if violation else [], faults=dict(sorted(c.faults.items())),
             branches=dict(sorted(c.coverage.branches.items())),
             antecedents=dict(sorted(c.coverage.antecedents.items())),
+            guards=dict(sorted(c.guards.items())),
         )
 
     def _process_next(self) -> None:
@@ -260,6 +269,11 @@ class World:
         self._fsync_scheduled = False
         if incarnation == self.cluster.incarnation:
             self.cluster.complete_fsync(ok=not fail)
+
+    def _on_segment_read(self, incarnation: int) -> None:
+        self._reads_scheduled -= 1
+        if incarnation == self.cluster.incarnation and self.cluster.pending_reads:
+            self.cluster.complete_read()
 
     def _on_deliver(self, key: tuple[int, str]) -> None:
         left = self._scheduled.pop(key) - 1
@@ -349,6 +363,19 @@ class World:
         c = self.cluster
         if self._fault("impostor") and c.mstate == UP:
             c.impostor(self.rng.choice((*c.replica_names, UNKNOWN_SLAVE)))
+
+    def _on_flood(self) -> None:
+        c = self.cluster
+        if self._fault("flood") and c.mstate == UP:
+            # A name with no connection makes the master read a segment back (if the log moved on).
+            unlinked = [n for n in c.replica_names if c.accepted_conn(n) is None]
+            name = self.rng.choice(unlinked or [*c.replica_names, UNKNOWN_SLAVE])
+            c.flood(name, self._randint(1, min(2 * self.cfg.ha_max_parked_events + 2, 64)))
+
+    def _on_greetless(self) -> None:
+        c = self.cluster
+        if self._fault("greetless") and c.mstate == UP:
+            c.greetless(self._randint(1, min(self.cfg.ha_max_ungreeted_connections + 2, 16)))
 
     def _mangle(self, how: str) -> None:
         if self._fault(f"{how}_frame"):

@@ -52,9 +52,15 @@ def spots(tmp_path_factory):
         sock.sendall(encode(Put(1, 1, b"x" * 100)))
         sock.recv(100)
     master.stop()
+    short, open_secret = base / "short.secret", base / "open.secret"
+    short.write_bytes(b"too short")
+    short.chmod(0o600)
+    open_secret.write_bytes(b"long enough to be a secret, but anyone may read it")
+    open_secret.chmod(0o644)
     yield {"file": str(base / "a-file"), "has_file": str(base / "has-file"), "seg_dir": str(base / "seg-dir"),
            "busy": str(busy.getsockname()[1]), "nowhere": str(base / "no" / "such" / "dir" / "rec.jsonl"),
-           "data": str(data), "ok": str(base / "ok"), "trace": str(base / "trace.ndjson")}
+           "data": str(data), "ok": str(base / "ok"), "trace": str(base / "trace.ndjson"),
+           "short_secret": str(short), "open_secret": str(open_secret)}
     busy.close()
 
 
@@ -91,6 +97,16 @@ BAD_COMMAND_LINES = [
     ([*M, "--broker-role", "SYNC_MASTER", "--replicas", "r1", "--ack-policy", "AT_LEAST_K",
       "--in-sync-replicas", "3"], 2),
     ([*M, "--max-connections", "0"], 2),
+    ([*M, "--max-connections", "70000"], 2),                                  # more than any server holds
+    ([*M, "--frame-deadline-ms", "0"], 2),
+    ([*M, "--partial-frame-budget-bytes", "100"], 2),                         # less than one frame
+    ([*M, "--ha-max-parked-events", "0"], 2),
+    ([*M, "--ha-max-ungreeted-connections", "-1"], 2),
+    ([*M, "--host", "0.0.0.0"], 2),                                           # reachable: needs a secret
+    ([*M, "--peer-secret-file", "{nowhere}"], 2),
+    ([*M, "--peer-secret-file", "{has_file}"], 2),                            # a directory
+    ([*R, "--peer-secret-file", "{short_secret}"], 2),
+    ([*R, "--peer-secret-file", "{open_secret}"], 2),                         # readable by others
     ([*M, "--idle-timeout-ms", "-5"], 2),
     ([*M, "--inject-fsync-eio-after", "-1"], 2),
     ([*M, "--flush-commit-log-least-pages", "-1"], 2),

@@ -140,3 +140,13 @@ def test_exit_codes(tmp_path):
     assert nowhere.returncode == 2 and "No such file or directory" in nowhere.stderr, nowhere.stderr
     foreign = _cli("--port", "0", "--dir", str(tmp_path / "f"), "--host", "192.0.2.1")
     assert foreign.returncode == 2 and len(foreign.stderr.strip().splitlines()) == 1, foreign.stderr
+    # issue 34: the bounds on what clients feed it, and peer authentication off loopback
+    for flags, needle in ((("--max-pending", "0"), "--max-pending 0"), (("--max-connections", "70000"), "1..65536"),
+                          (("--idle-timeout-ms", "0"), "--idle-timeout-ms 0"),
+                          (("--frame-deadline-ms", "-1"), "--frame-deadline-ms -1"),
+                          (("--partial-frame-budget-bytes", "10"), "at least one frame"),
+                          (("--host", "0.0.0.0"), "--peer-secret-file"),
+                          (("--peer-secret-file", str(tmp_path / "none")), "no such file")):
+        bad = _cli("--port", "0", "--dir", str(tmp_path / "g"), *flags)
+        lines = bad.stderr.strip().splitlines()
+        assert bad.returncode == 2 and len(lines) == 1 and needle in lines[0], (flags, bad.stderr)

@@ -61,19 +61,24 @@ def test_epoch_frames_round_trip_and_refuse_malformed():
 
 
 def test_master_killed_new_master_has_every_acked_message_and_old_master_truncates(tmp_path: Path):
-    opts = FailoverChaosOptions(failovers=1, segment_bytes=256 * 1024, settle_timeout_s=30)
+    # with peer authentication on every HA link, epoch query and controller call (issue 34)
+    secret = tmp_path / "peer.secret"
+    secret.write_bytes(b"a secret the controller and every node share")
+    secret.chmod(0o600)
+    opts = FailoverChaosOptions(failovers=1, segment_bytes=256 * 1024, settle_timeout_s=30, peer_secret_file=secret)
     cluster = Cluster(tmp_path, opts)
     try:
         info = cluster.settled()
         assert info is not None, "no full SyncStateSet"
         old = info["master_id"]
-        load = FailoverLoad(("127.0.0.1", cluster.controller_port), "broker-a", producers=4, size=opts.size)
+        load = FailoverLoad(("127.0.0.1", cluster.controller_port), "broker-a", producers=4, size=opts.size,
+                            secret=opts.peer_secret)
         load.start()
         _wait(lambda: len(load.acked) >= 500, 30, "500 acknowledged messages")
         load.stop()
         acked = {a.acked.key: a.acked for a in load.acked}
         cluster.kill(old)
-        new_info = _wait(lambda: (i := replica_info(cluster.controller_port)) and i["master_id"] not in (0, old)
+        new_info = _wait(lambda: (i := cluster.info()) and i["master_id"] not in (0, old)
                          and i, 30, "a new master")
         new = new_info["master_id"]
         assert new_info["master_epoch"] > info["master_epoch"]
@@ -181,6 +186,10 @@ def test_chaos_failover_catches_acks_without_the_slaves(tmp_path: Path):
       "6", "--broker-role", "ASYNC_MASTER"), "ALL_IN_SYNC"),
     (("broker", "node", "--controller", "127.0.0.1:1", "--id", "0", "--dir", "{tmp}", "--port", "5", "--ha-port",
       "6"), "--id 0"),
+    (("broker", "node", "--controller", "127.0.0.1:1", "--id", "1", "--dir", "{tmp}", "--port", "5", "--ha-port",
+      "6", "--host", "0.0.0.0"), "--peer-secret-file"),
+    (("chaos", "--failover", "--peer-secret-file", "/no/such/secret"), "no such file"),
+    (("chaos", "--peer-secret-file", "/no/such/secret"), "a flag of --failover"),
 ])
 def test_wrong_input_exits_2_with_one_line(tmp_path: Path, argv, needle):
     done = _cli(*(a.replace("{tmp}", str(tmp_path / "d")) for a in argv), timeout_s=60)

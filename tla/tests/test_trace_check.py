@@ -194,3 +194,10 @@ def test_an_integer_tlc_cannot_hold_is_bad_input_not_a_failed_environment():
     with pytest.raises(TraceError, match="4294967296"):
         config_record(cfg)
     assert "FileSize |-> 8" in config_record(attrs.evolve(cfg, file_size=8))
+    # and a step's truncation or a request id past TLC's integers (they were written unchecked)
+    from tla.tracecheck import observations
+
+    with pytest.raises(TraceError, match="4294967296"):
+        observations({"log": {"take": 2**32, "append": []}})
+    with pytest.raises(TraceError, match="4294967296"):
+        observations({"reqs": {"set": {str(2**32): {"status": "PUT_OK"}}}})
