@@ -483,9 +483,15 @@ def check(solver: z3.Solver, *assumptions) -> z3.CheckSatResult:
     recorded in ``STOP`` outside a check is raised here."""
     if STOP.is_set():
         raise KeyboardInterrupt
+    # z3's own SIGINT handler off: with it on, z3 took the signal itself, and one that landed where
+    # z3 did not cancel the check (its end) was lost — Python's handler never ran, no STOP was
+    # recorded, and `ackorder prove` went on to "all proofs hold", exit 0.  Now the signal reaches
+    # Python's handler, which runs when the check returns (each check here takes seconds at most).
+    solver.set("ctrl_c", False)
     answer = solver.check(*assumptions)
-    # "interrupted from keyboard" under Python's own SIGINT handler, "canceled" under another (no
-    # timeout or resource limit is ever set here, so nothing else cancels a check)
+    # (kept for a solver whose ctrl_c a caller turned back on: "interrupted from keyboard" under
+    # Python's own SIGINT handler, "canceled" under another; no timeout or resource limit is ever
+    # set here, so nothing else cancels a check)
     if STOP.is_set() or (answer == z3.unknown and any(w in solver.reason_unknown() for w in ("interrupt", "cancel"))):
         raise KeyboardInterrupt
     return answer

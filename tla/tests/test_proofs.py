@@ -136,3 +136,39 @@ def test_prove_proves_green_and_finds_a_reachable_cti_for_every_bug(tmp_path):
     assert set(bugs) == every
     for b in bugs.values():
         assert b["result"] == "CTI" and b["cti"]["reachable_in"] is not None, b
+
+
+def test_a_ctrl_c_during_a_check_reaches_pythons_handler_not_z3s():
+    """z3 used to take SIGINT itself during a check: one that landed where z3 did not cancel the
+    check was lost (no handler ran, nothing recorded), and a `prove` run once went on to "all proofs
+    hold", exit 0, after a Ctrl-C (`test_a_ctrl_c_stops_prove_with_130`, now and then).  The signal
+    must reach the process's handler, and the check must raise KeyboardInterrupt once it returns."""
+    import os
+    import signal
+    import threading
+
+    import z3
+
+    from spec import proofs
+
+    xs = [z3.Int(f"x{i}") for i in range(60)]
+    solver = z3.Solver()
+    solver.set("timeout", 3000)                 # a check that runs until the signal has landed
+    solver.add(z3.Sum(*[x * x * (i + 1) for i, x in enumerate(xs)]) == 1_234_567_891, *[x >= 0 for x in xs])
+    seen: list[int] = []
+
+    def record(signum, frame):                  # as cli/prove.py's handler: only recorded
+        seen.append(signum)
+        proofs.STOP.set()
+
+    previous = signal.signal(signal.SIGINT, record)
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            proofs.check(solver)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+        proofs.STOP.clear()
+    assert seen == [signal.SIGINT], "z3 took the Ctrl-C: no handler of the process saw it"
