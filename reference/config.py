@@ -104,6 +104,12 @@ class StoreConfig:
         return name in self.bugs
 
     @property
+    def recovery_keeps_torn(self) -> bool:
+        """The recovery scan's one switch (BugRecoveryKeepsTorn: a torn record is kept), read
+        here for every runtime that recovers a log (the simulator's and the real one)."""
+        return self.bug("BugRecoveryKeepsTorn")
+
+    @property
     def sync_flush(self) -> bool:
         return self.flush_disk_type == "SYNC_FLUSH"
 

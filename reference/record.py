@@ -66,6 +66,38 @@ class Record:
         return self.offset + self.size
 
 
+UNWRITTEN = "unwritten"       # read_head: a size and magic of zero, space no record was written to
+BLANK = "blank"               # read_head: the blank record that pads the segment to its end
+
+
+def read_head(buf, pos: int, size: int) -> int | str:
+    """The one reading of a record header, for recovery (``scan_segment``), a slave's
+    stream (reference/replica.py) and a master's read-back: the size of the message record
+    at ``pos`` of a segment of ``size`` bytes, UNWRITTEN, BLANK, or what is wrong with it
+    (a sentence without the offset, which the caller knows).  A message record leaves room
+    for a blank record's size and magic after it (END_FILE_MIN_BLANK_LENGTH): one in those
+    last bytes would be acknowledged by a slave and dropped by its own restart.
+
+    pre: 0 <= pos and pos + END_FILE_MIN_BLANK_LENGTH <= size
+    """
+    assert 0 <= pos and pos + END_FILE_MIN_BLANK_LENGTH <= size, (pos, size)
+    total, magic = struct.unpack_from(">II", buf, pos)
+    if total == 0 and magic == 0:
+        return UNWRITTEN
+    if magic == BLANK_MAGIC:
+        return BLANK if total == size - pos else f"a blank record of size {total} with {size - pos} bytes left"
+    if magic != MESSAGE_MAGIC:
+        return f"bad magic 0x{magic:08x}"
+    if total < HEADER_SIZE or pos + total + END_FILE_MIN_BLANK_LENGTH > size:
+        return f"impossible size {total} with {size - pos} bytes left in the segment"
+    return total
+
+
+def record_crc_ok(buf, pos: int, total: int) -> bool:
+    """Whether the message record [pos, pos + total) of ``buf`` has the CRC its header says."""
+    return zlib.crc32(memoryview(buf)[pos + CRC_COVERED_FROM: pos + total]) == HEADER.unpack_from(buf, pos)[2]
+
+
 @attrs.frozen
 class SegmentScan:
     records: tuple[Record, ...]
@@ -94,22 +126,17 @@ def scan_segment(buf: bytes, base: int, keep_torn: bool = False) -> SegmentScan:
     records: list[Record] = []
     problem = None
     while pos + END_FILE_MIN_BLANK_LENGTH <= size:
-        total, magic = struct.unpack_from(">II", view, pos)
-        if total == 0 and magic == 0:
-            break                                   # never written
-        if magic == BLANK_MAGIC:
-            if total == size - pos:
-                return SegmentScan(tuple(records), base + size, True, None)
-            problem = f"blank record at {base + pos} has size {total}, segment has {size - pos} bytes left"
+        head = read_head(view, pos, size)
+        if head == UNWRITTEN:
             break
-        if magic != MESSAGE_MAGIC:
-            problem = f"bad magic 0x{magic:08x} at offset {base + pos}"
+        if head == BLANK:
+            return SegmentScan(tuple(records), base + size, True, None)
+        if isinstance(head, str):
+            problem = f"the record at offset {base + pos}: {head}"
             break
-        if total < HEADER_SIZE or pos + total + END_FILE_MIN_BLANK_LENGTH > size:
-            problem = f"record at offset {base + pos} has impossible size {total}"
-            break
+        total = head
         _, _, crc, key = HEADER.unpack_from(view, pos)
-        if zlib.crc32(view[pos + CRC_COVERED_FROM: pos + total]) != crc:
+        if not record_crc_ok(view, pos, total):
             problem = f"CRC mismatch in the record at offset {base + pos} (torn or corrupt)"
             if keep_torn:
                 records.append(Record(base + pos, total, crc, key))

@@ -13,12 +13,9 @@ index of the whole log can be kept for observers (the simulator).
 
 from __future__ import annotations
 
-import struct
-import zlib
-
 from reference.commitlog import LogIndex
 from reference.effects import CloseMaster, CreateSegment, SendAck, SendHandshake, WriteData, ZeroTail
-from reference.record import BLANK_MAGIC, END_FILE_MIN_BLANK_LENGTH, HEADER, HEADER_SIZE, MESSAGE_MAGIC, LogScan
+from reference.record import BLANK, END_FILE_MIN_BLANK_LENGTH, HEADER, UNWRITTEN, LogScan, read_head, record_crc_ok
 
 
 class ReplicaCore:
@@ -122,18 +119,18 @@ class ReplicaCore:
     def _parse(self) -> str | None:
         """Index every record completed by the new bytes; None, or what was wrong."""
         size = self.segment_size
-        while self.parsed_end + 8 <= self.received_end:
+        while self.parsed_end + END_FILE_MIN_BLANK_LENGTH <= self.received_end:
             start = self.parsed_end - self.parsed_end % size
             seg = self.segments[start]
             pos = self.parsed_end - start
-            if pos + 8 > size:
+            if pos + END_FILE_MIN_BLANK_LENGTH > size:
                 # A record ended fewer than 8 bytes before its segment's end, and more bytes came:
-                # no header fits there (unpacking one crossed into the next segment: struct.error).
+                # no header fits there.  read_head never lets a record end there; a master did.
                 return f"bad record header at {self.parsed_end}: {size - pos} bytes left in the segment"
-            total, magic = struct.unpack_from(">II", seg, pos)
-            if magic == BLANK_MAGIC:
-                if total != size - pos:
-                    return f"bad blank record at {self.parsed_end}"
+            head = read_head(seg, pos, size)
+            if head == UNWRITTEN:
+                return f"bad record header at {self.parsed_end}: zeros where a record should start"
+            if head == BLANK:
                 if self.received_end < start + size:
                     return None
                 self.parsed_end = start + size
@@ -141,16 +138,13 @@ class ReplicaCore:
                 if self.ghost is not None:
                     self.ghost.add_segment_end(self.parsed_end)
                 continue
-            # Recovery's rule (record.scan_segment): a record leaves room for a blank record's size and
-            # magic after it.  A record in those last bytes would be acknowledged here and dropped by
-            # this slave's own restart; no master writes one (CommitLog rolls first).
-            if (magic != MESSAGE_MAGIC or total < HEADER_SIZE
-                    or pos + total + END_FILE_MIN_BLANK_LENGTH > size):
-                return f"bad record header at {self.parsed_end}"
+            if isinstance(head, str):
+                return f"bad record header at {self.parsed_end}: {head}"
+            total = head
             if self.parsed_end + total > self.received_end:
                 return None
-            _, _, crc, key = HEADER.unpack_from(seg, pos)
-            if zlib.crc32(memoryview(seg)[pos + 12: pos + total]) != crc:
+            key = HEADER.unpack_from(seg, pos)[3]
+            if not record_crc_ok(seg, pos, total):
                 return f"CRC mismatch in the record at {self.parsed_end}"
             header = bytes(seg[pos: pos + 12])
             self.index.add_record(self.parsed_end, header, self.parsed_end + total, key)
@@ -158,11 +152,4 @@ class ReplicaCore:
                 self.ghost.add_record(self.parsed_end, header, self.parsed_end + total, key, twin=self.index)
             self.parsed_end += total
             self.spec_steps.append(("Transfer", self.name, key))   # the key: for a trace writer
-            if self.parsed_end % size == 0:
-                # A record that filled its segment to the last byte (no blank after it): the next
-                # segment's start is reached here, as recovery's scan_log records it; without it,
-                # _forget_behind asked the index for a checkpoint it never had (KeyError).
-                self.index.add_segment_end(self.parsed_end)
-                if self.ghost is not None:
-                    self.ghost.add_segment_end(self.parsed_end)
         return None

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from reference.failover.drive import FailoverBudget, draw_scenario, fair_actions, heal_and_check, step_once
-from reference.failover.group import FailoverGroup
+from reference.failover.group import SIM_MAX_NOT_CATCHUP_MS, SSS_CHECK_INTERVAL_MS, FailoverGroup
 from reference.failover.refine import RefinementError, check_step, violated
 from spec.failover.config import FailoverConfig
 
@@ -100,13 +100,11 @@ class FailoverMachine(RuleBasedStateMachine):
         self._step(self.group.replica_disconnect(b))
 
     # --- SyncStateSet -------------------------------------------------------------
-    @rule(m=brokers, b=brokers)
-    def expand_sync_state_set(self, m, b):
-        self._step(self.group.expand_sync_state_set(m, b))
-
-    @rule(m=brokers, b=brokers)
-    def shrink_sync_state_set(self, m, b):
-        self._step(self.group.shrink_sync_state_set(m, b))
+    @rule(m=brokers, advance_ms=st.sampled_from((0, SSS_CHECK_INTERVAL_MS, SIM_MAX_NOT_CATCHUP_MS)))
+    def check_sync_state_set(self, m, advance_ms):
+        """The master's periodic SyncStateSet check after ``advance_ms`` (the policy of
+        reference/failover/sss_policy.py decides: expand, or shrink a member that lags)."""
+        self._step(self.group.check_sync_state_set(m, advance_ms))
 
     @rule(m=brokers)
     def alter_sync_state_set(self, m):
@@ -132,7 +130,7 @@ class FailoverMachine(RuleBasedStateMachine):
         included).  A rule that always moves, where the named rules mostly find theirs disabled."""
         for k in range(n):
             options = fair_actions(self.group) + [
-                (lambda m=m, b=b: self.group.expand_sync_state_set(m, b)) for m in BROKERS for b in BROKERS]
+                (lambda m=m: self.group.check_sync_state_set(m)) for m in BROKERS]
             for j in range(len(options)):
                 label = options[(start + 7 * k + j) % len(options)]()
                 if label is not None:

@@ -31,8 +31,11 @@ class FsyncLog:
 
 @attrs.frozen
 class WriteEpochFile:
-    """Persist the epoch checkpoint (reference/real/epochfile.write_epoch_file)."""
+    """Persist the epoch checkpoint (reference/real/epochfile.write_epoch_file).
+    ``durable=False`` is RocketMQ's MixAll.string2File without fsync
+    (BugEpochFileNotDurable, decided by the core that emits it)."""
     entries: tuple[EpochEntry, ...]
+    durable: bool = True
 
 
 @attrs.frozen
@@ -56,6 +59,15 @@ class StopHaClient:
 class CloseConnections:
     """A demoted master destroys its HA connections (its slaves reconnect and handshake)."""
     slave_ids: tuple[str, ...]
+
+
+@attrs.frozen
+class ProposeSyncStateSet:
+    """Master -> controller: AlterSyncStateSet to ``sss`` (``action`` drops or adds ``member``,
+    reference/failover/sss_policy.py).  Acks already count over the union (#5663)."""
+    action: str
+    member: str
+    sss: frozenset[str]
 
 
 @attrs.frozen

@@ -14,7 +14,7 @@ import random
 
 import attrs
 
-from reference.failover.group import GROUP, FailoverGroup
+from reference.failover.group import GROUP, SIM_MAX_NOT_CATCHUP_MS, SSS_CHECK_INTERVAL_MS, FailoverGroup
 from reference.failover.refine import RefinementError, check_step, violated
 from spec.failover.config import FailoverConfig
 from spec.failover.properties import stable_master
@@ -76,7 +76,8 @@ class Scenario:
     put_rate: float = 0.25                   # share of the steps (beyond faults) that are producers' puts ...
     put_rate_in_faults: float | None = None  # ... and from faults_from on (None: the same)
     cuts_hold: float = 0.0                   # how often a broker cut from the controller stays cut (this step)
-    prompt_shrinks: float = 0.0              # how often the master's housekeeping also looks for members to drop
+    prompt_shrinks: float = 0.0              # how often a master's check comes after haMaxTimeSlaveNotCatchup
+    check_ms: int = SSS_CHECK_INTERVAL_MS    # virtual time before a master's SyncStateSet check otherwise
 
     def __attrs_post_init__(self) -> None:
         assert 0 < self.fault_rate < 1 and set(self.aimed) <= {"brokerCrash", "powerLoss", "cutOff"}, self
@@ -125,7 +126,7 @@ def draw_scenario(rng: random.Random) -> Scenario:
                     _weights(brokerCrash=3.0, powerLoss=2.0, cutOff=0.5, disconnect=0.5, sssProposal=0.5),
                     aimed=("brokerCrash", "powerLoss"), faults_from=degrade_step + rng.randrange(5, 40),
                     slow=((0, None), (degrade_step, lagging)), slow_skip=1.0, late_acks=late, put_rate=0.08,
-                    put_rate_in_faults=0.3)
+                    put_rate_in_faults=0.3, check_ms=SSS_CHECK_INTERVAL_MS // 10)   # the lagging member stays a while
 
 
 def _faults(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: Scenario) -> list:
@@ -145,7 +146,8 @@ def _faults(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: Sc
         if c["cutOff"] < budget.cut_offs:
             out.append((w("cutOff"), lambda b=b: g.cut_from_controller(b)))
         if c["sssProposal"] < budget.sss_proposals:
-            out += [(sc.weight("sssProposal"), lambda b=b, o=o: g.shrink_sync_state_set(b, o)) for o in g.names]
+            # time passes at a master: members that lag that long are dropped
+            out.append((sc.weight("sssProposal"), lambda b=b: g.check_sync_state_set(b, SIM_MAX_NOT_CATCHUP_MS)))
     return out
 
 
@@ -170,9 +172,8 @@ def _choices(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: S
         out = fair_actions(g, sc.slow_at(step) if rng.random() < sc.slow_skip else None,
                            sc.late_acks if rng.random() < sc.slow_skip else None, rng.random() < sc.cuts_hold)
         if g.counters["sssProposal"] < budget.sss_proposals:     # the master's housekeeping: isInSyncSlave
-            out += [lambda b=b, o=o: g.expand_sync_state_set(b, o) for b in g.names for o in g.names]
-            if rng.random() < sc.prompt_shrinks:
-                out += [lambda b=b, o=o: g.shrink_sync_state_set(b, o) for b in g.names for o in g.names]
+            advance_ms = SIM_MAX_NOT_CATCHUP_MS if rng.random() < sc.prompt_shrinks else sc.check_ms
+            out += [lambda b=b: g.check_sync_state_set(b, advance_ms) for b in g.names]
     rng.shuffle(out)
     return out
 

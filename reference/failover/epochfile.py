@@ -207,3 +207,14 @@ def decode_epoch_file(data: bytes, source: str, *, check_order: bool = True) -> 
                 raise EpochFileError(source, _HEAD.size + k * _ENTRY.size,
                                      f"entry {k} {tuple(entries[k])} does not follow {tuple(entries[k - 1])} (E1)")
     return EpochFileCache(tuple(entries))
+
+
+def epoch_file_durable(bugs: frozenset[str]) -> bool:
+    """Whether the epoch file is fsynced when written (BugEpochFileNotDurable: not, B21)."""
+    return "BugEpochFileNotDurable" not in bugs
+
+
+def epoch_file_checks_order(bugs: frozenset[str]) -> bool:
+    """Whether a loaded epoch file must be in E1 order (BugEpochAppendUnchecked wrote one that
+    is not, and reads it back as it wrote it)."""
+    return "BugEpochAppendUnchecked" not in bugs

@@ -31,11 +31,15 @@ from reference.failover import effects as cfx
 from reference.failover.controller import CONTROLLER_BUG_NAMES, ControllerConfig, ControllerCore
 from reference.failover.epochfile import EpochFileCache
 from reference.failover.roles import MASTER, SLAVE, ReplicasManager
+from reference.failover.sss_policy import SyncStateSetPolicy
 from spec.failover.config import FailoverConfig
 from spec.failover.state import CLIENT_TIMEOUT, FLUSH_SLAVE_TIMEOUT, PUT_OK, WAITING, FCounters, FRequest, FState
 
 GROUP = "g"
 HEARTBEAT_TIMEOUT_MS = 10_000
+SSS_CHECK_INTERVAL_MS = 5_000        # checkSyncStateSetAndDoReport's period
+SIM_MAX_NOT_CATCHUP_MS = 3 * SSS_CHECK_INTERVAL_MS     # haMaxTimeSlaveNotCatchup in the simulator
+SIM_ALTER_TIMEOUT_MS = 1 << 62       # never: an unanswered alter is AlterSyncStateSet's, enabled while pending
 MAX_REQUESTS = 100_000          # bound on the requests one run keeps
 
 
@@ -82,6 +86,10 @@ class FailoverGroup:
         self.by_id = {k + 1: b for k, b in enumerate(self.names)}
         self.broker_bugs = frozenset(b for b in cfg.bugs if b not in CONTROLLER_BUG_NAMES)
         self.now_ms = 0
+        # The controller's clock jumps past its heartbeat timeout before every request (see the
+        # module doc); the masters' SyncStateSet checks run on a clock of their own, so how long
+        # a member lags is the schedule's choice, not a side effect of controller traffic.
+        self.check_clock_ms = 0
         self.req_ids = 0
         self.controller = ControllerCore(ControllerConfig(controller_broker_heartbeat_timeout_ms=HEARTBEAT_TIMEOUT_MS,
                                                           design="pipelined",
@@ -93,9 +101,9 @@ class FailoverGroup:
         self.counters = {a.name: 0 for a in attrs.fields(FCounters)}
         # Init: the initial master registers first (the controller makes it master of epoch 1).
         for b in sorted(self.names, key=lambda b: b != cfg.initial_master):
-            rm = ReplicasManager.initial(b, cfg.initial_master, bugs=self.broker_bugs)
+            rm = ReplicasManager.initial(b, cfg.initial_master, bugs=self.broker_bugs, policy=self._policy(b))
             broker = self.brokers[b] = Broker(b, self.ids[b], rm)
-            self._perform(broker, () if rm.role == SLAVE else (bfx.WriteEpochFile(rm.epoch_cache.entries),))
+            self._perform(broker, () if rm.role == SLAVE else (bfx.WriteEpochFile(rm.epoch_cache.entries, True),))
             broker.epoch_file_durable = broker.epoch_file
             reply = self._ask(self.controller.register_broker, GROUP, self.ids[b])
             assert reply.code == cfx.SUCCESS, reply
@@ -104,6 +112,10 @@ class FailoverGroup:
         # could connect before a crash or a role change.
 
     # ------------------------------------------------------------------ plumbing
+
+    @staticmethod
+    def _policy(b: str) -> SyncStateSetPolicy:
+        return SyncStateSetPolicy(b, max_not_catchup_ms=SIM_MAX_NOT_CATCHUP_MS, alter_timeout_ms=SIM_ALTER_TIMEOUT_MS)
 
     def _ask(self, request, *args):
         """One controller request; its metadata made durable at once; its reply."""
@@ -155,7 +167,7 @@ class FailoverGroup:
                 pass                # the spec's power loss keeps any prefix: fsync is not modelled
             elif isinstance(e, bfx.WriteEpochFile):
                 broker.epoch_file = tuple(e.entries)
-                if "BugEpochFileNotDurable" not in self.cfg.bugs:
+                if e.durable:
                     broker.epoch_file_durable = broker.epoch_file
             elif isinstance(e, (bfx.ReportOffset, bfx.StartHaClient)):
                 pass                # the report is ReplicaAck's; the client connects in ReplicaConnect
@@ -166,6 +178,11 @@ class FailoverGroup:
                     self._unlink(self.brokers[s])
             elif isinstance(e, bfx.HandshakeFailed):
                 pass
+            elif isinstance(e, bfx.ProposeSyncStateSet):
+                # the request is on its way to the controller (AlterSyncStateSet takes it there)
+                assert e.action != "Resend", "the simulator never gives up an alter: SIM_ALTER_TIMEOUT_MS"
+                broker.alter_pending = True
+                self.counters["sssProposal"] += 1
             else:
                 raise AssertionError(f"unexpected effect {e!r}")
         if broker.rm is not None:
@@ -289,24 +306,21 @@ class FailoverGroup:
 
     # ------------------------------------------------------------------ SyncStateSet
 
-    def shrink_sync_state_set(self, m: str, b: str) -> str | None:
+    def check_sync_state_set(self, m: str, advance_ms: int = SSS_CHECK_INTERVAL_MS) -> str | None:
+        """ShrinkSyncStateSet(m, s) / ExpandSyncStateSet(m, s): ``advance_ms`` pass on the
+        virtual clock, then master m's periodic check (checkSyncStateSetAndDoReport) runs the
+        policy (reference/failover/sss_policy.py, the node's too) and proposes what it says."""
         master = self.brokers[m]
-        if not (master.up and master.rm.may_shrink(b)):
+        if not (master.up and master.rm.role == MASTER):
             return None
-        master.rm.propose_sync_state_set(master.rm.sss - {b})
-        master.alter_pending = True
-        self.counters["sssProposal"] += 1
-        return f"ShrinkSyncStateSet({m},{b})"
-
-    def expand_sync_state_set(self, m: str, b: str) -> str | None:
-        master = self.brokers[m]
-        slave = self.brokers[b]
-        if not (master.up and slave.linked and self._master_of(slave) is master and master.rm.may_expand(b)):
+        assert advance_ms >= 0, advance_ms
+        self.check_clock_ms += advance_ms
+        effects = master.rm.check_sync_state_set(self.check_clock_ms)
+        self._perform(master, effects)
+        proposal = next((e for e in effects if isinstance(e, bfx.ProposeSyncStateSet)), None)
+        if proposal is None:
             return None
-        master.rm.propose_sync_state_set(master.rm.sss | {b})
-        master.alter_pending = True
-        self.counters["sssProposal"] += 1
-        return f"ExpandSyncStateSet({m},{b})"
+        return f"{proposal.action}({m},{proposal.member})"
 
     def alter_sync_state_set(self, m: str) -> str | None:
         """AlterSyncStateSet(m): the controller's compare-and-set; a refusal clears the proposal."""
@@ -434,7 +448,7 @@ class FailoverGroup:
         broker.rm = ReplicasManager.recover(b, epoch_cache=EpochFileCache(broker.epoch_file),
                                             log_end_offset=len(broker.log),
                                             checkpoint_confirm_offset=broker.confirm_checkpoint,
-                                            bugs=self.broker_bugs)
+                                            bugs=self.broker_bugs, policy=self._policy(b))
         # Recovery drops epoch entries past the log; the file is rewritten to match (and synced).
         broker.epoch_file = broker.epoch_file_durable = broker.rm.epoch_cache.entries
         return f"BrokerRestart({b})"

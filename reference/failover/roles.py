@@ -32,7 +32,8 @@ import attrs
 
 from reference.failover import broker_effects as fx
 from reference.failover.bugs import check_bugs
-from reference.failover.epochfile import EpochEntry, EpochFileCache
+from reference.failover import sss_policy
+from reference.failover.epochfile import EpochEntry, EpochFileCache, epoch_file_durable
 from reference.failover.truncation import SlaveHandshake, consistent_point, handshake_header, HANDSHAKE_FAILED
 
 MASTER, SLAVE = "MASTER", "SLAVE"
@@ -60,6 +61,16 @@ def sss_view(sss: frozenset[str], remote_sss: frozenset[str]) -> frozenset[str]:
 def ack_view(sss: frozenset[str], remote_sss: frozenset[str], *, bugs: frozenset[str] = frozenset()) -> frozenset[str]:
     """AckView(m): what acks are counted over (BugCommittedSssOnly: the committed SSS only, B11)."""
     return sss if "BugCommittedSssOnly" in bugs else sss_view(sss, remote_sss)
+
+
+def ack_members(me: str, sss: frozenset[str], remote_sss: frozenset[str], *,
+                bugs: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The brokers other than master ``me`` whose acks a PUT_OK waits for: AckView(m) less
+    the master itself; none under BugNoAllAck (B10).  What a byte-level master
+    (reference/master.py, ALL_IN_SYNC) is told to count over."""
+    if "BugNoAllAck" in bugs:
+        return frozenset()
+    return ack_view(sss, remote_sss, bugs=bugs) - {me}
 
 
 def ack_covered(me: str, view: frozenset[str], connections: Mapping[str, HaConnection], end_offset: int, *,
@@ -156,7 +167,7 @@ class ReplicasManager:
     """One broker's role and replication state (see the module doc)."""
 
     def __init__(self, broker_id: str, *, epoch_cache: EpochFileCache, log_end_offset: int, confirm_offset: int,
-                 bugs: frozenset[str] = frozenset()) -> None:
+                 bugs: frozenset[str] = frozenset(), policy: sss_policy.SyncStateSetPolicy | None = None) -> None:
         assert log_end_offset >= 0 and confirm_offset >= 0
         self.broker_id = broker_id
         self.bugs = check_bugs(bugs)
@@ -171,15 +182,17 @@ class ReplicasManager:
         self.confirm_offset = confirm_offset
         self.connections: dict[str, HaConnection] = {}  # master: one per slave in TRANSFER
         self.client: SlaveHandshake | None = None        # slave: the HA client while following
+        self.policy = policy or sss_policy.SyncStateSetPolicy(broker_id)   # as master: when to alter the SSS
 
     # --- construction: Init and BrokerRestart ------------------------------------------------
 
     @classmethod
-    def initial(cls, broker_id: str, initial_master: str, *, bugs: frozenset[str] = frozenset()) -> ReplicasManager:
+    def initial(cls, broker_id: str, initial_master: str, *, bugs: frozenset[str] = frozenset(),
+                policy: sss_policy.SyncStateSetPolicy | None = None) -> ReplicasManager:
         """Init: the master of epoch 1 with SSS {itself}, or a slave following it."""
         first = broker_id == initial_master
         rm = cls(broker_id, epoch_cache=EpochFileCache(((1, 0),) if first else ()), log_end_offset=0,
-                 confirm_offset=0, bugs=bugs)
+                 confirm_offset=0, bugs=bugs, policy=policy)
         rm.role, rm.master_id, rm.master_epoch = (MASTER if first else SLAVE), initial_master, 1
         if first:
             rm.sss, rm.sss_epoch = frozenset({broker_id}), 1
@@ -190,7 +203,8 @@ class ReplicasManager:
 
     @classmethod
     def recover(cls, broker_id: str, *, epoch_cache: EpochFileCache, log_end_offset: int,
-                checkpoint_confirm_offset: int, bugs: frozenset[str] = frozenset()) -> ReplicasManager:
+                checkpoint_confirm_offset: int, bugs: frozenset[str] = frozenset(),
+                policy: sss_policy.SyncStateSetPolicy | None = None) -> ReplicasManager:
         """BrokerRestart: after the log's recovery scan.  confirmOffset is the checkpoint's
         clamped into the recovered log (#6703; BugConfirmNotClamped keeps it); epoch
         entries starting past the log end are dropped (the spec drops them at the power
@@ -200,7 +214,7 @@ class ReplicasManager:
         confirm = checkpoint_confirm_offset if "BugConfirmNotClamped" in bugs else min(checkpoint_confirm_offset,
                                                                                          log_end_offset)
         rm = cls(broker_id, epoch_cache=epoch_cache.truncate_beyond(log_end_offset), log_end_offset=log_end_offset,
-                 confirm_offset=confirm, bugs=bugs)
+                 confirm_offset=confirm, bugs=bugs, policy=policy)
         rm.check_invariants()
         return rm
 
@@ -227,11 +241,12 @@ class ReplicasManager:
         self.client = None
         self.role, self.master_id, self.master_epoch = MASTER, self.broker_id, master_epoch
         self.sss, self.sss_epoch, self.remote_sss = sss, sss_epoch, frozenset()
+        self.policy.reset()
         self.epoch_cache = self.epoch_cache.truncate_suffix_by_epoch(master_epoch).append_entry(
             (master_epoch, self.log_end_offset), bugs=self.bugs)
         self.confirm_offset = self._confirm(sss)
         self.check_invariants()
-        return effects + (fx.WriteEpochFile(self.epoch_cache.entries),)
+        return effects + (fx.WriteEpochFile(self.epoch_cache.entries, epoch_file_durable(self.bugs)),)
 
     def change_to_slave(self, master_id: str, master_epoch: int) -> tuple:
         """ChangeToSlave(b): metadata names another broker master.  E5 as above.  Following
@@ -268,21 +283,52 @@ class ReplicasManager:
         self.check_invariants()
         return True
 
+    def ack_members(self) -> frozenset[str]:
+        """The other brokers a PUT_OK of this master waits for now (roles.ack_members)."""
+        return ack_members(self.broker_id, self.sss, self.remote_sss, bugs=self.bugs) if self.role == MASTER \
+            else frozenset()
+
+    def _acks(self) -> dict[str, int]:
+        return {name: conn.ack_offset for name, conn in self.connections.items()}
+
     def may_shrink(self, slave_id: str) -> bool:
-        """ShrinkSyncStateSet's guard: a member without a connection, or not caught up."""
-        if self.role != MASTER or self.remote_sss or slave_id not in self.sss or slave_id == self.broker_id:
-            return False
-        conn = self.connections.get(slave_id)
-        return conn is None or conn.ack_offset < self.log_end_offset
+        """ShrinkSyncStateSet's guard (sss_policy.may_shrink over this master's connections)."""
+        return self.role == MASTER and sss_policy.may_shrink(self.broker_id, self.sss, self.remote_sss, self._acks(),
+                                                             self.log_end_offset, slave_id)
 
     def may_expand(self, slave_id: str) -> bool:
-        """ExpandSyncStateSet's guard: a connected slave whose ack is our max offset, at
-        least confirmOffset and inside the current epoch."""
-        if self.role != MASTER or self.remote_sss or slave_id in self.sss:
-            return False
-        conn = self.connections.get(slave_id)
-        return (conn is not None and conn.ack_offset == self.log_end_offset
-                and conn.ack_offset >= self.confirm_offset and conn.ack_offset >= self.epoch_cache.last_start())
+        """ExpandSyncStateSet's guard (sss_policy.may_expand over this master's connections)."""
+        return self.role == MASTER and sss_policy.may_expand(
+            self.broker_id, self.sss, self.remote_sss, self._acks(), self.log_end_offset, self.confirm_offset,
+            self.epoch_cache.last_start(), slave_id)
+
+    def check_sync_state_set(self, now_ms: int, acks: Mapping[str, int] | None = None,
+                             log_end_offset: int | None = None, confirm_offset: int | None = None) -> tuple:
+        """checkSyncStateSetAndDoReport: the policy (sss_policy.py) decides; a proposal joins
+        the ack view at once (the union rule) and goes out as ProposeSyncStateSet; an
+        unanswered one is given up.  ``acks``/``log_end_offset``/``confirm_offset`` default
+        to this manager's own (the simulator); a byte-level master passes its own (the node),
+        in the same step on its loop thread as its next ack check.  An unanswered proposal
+        is sent again (action "Resend"), never dropped locally."""
+        if self.role != MASTER:
+            return ()
+        if log_end_offset is not None:
+            assert log_end_offset >= self.log_end_offset or "BugEpochAppendUnchecked" in self.bugs, \
+                (log_end_offset, self.log_end_offset)
+            self.log_end_offset = max(self.log_end_offset, log_end_offset)
+        decision = self.policy.decide(
+            now_ms, sss=self.sss, remote_sss=self.remote_sss, acks=self._acks() if acks is None else acks,
+            log_end_offset=self.log_end_offset, confirm_offset=self.confirm_offset if confirm_offset is None
+            else confirm_offset, epoch_start_offset=self.epoch_cache.last_start())
+        if decision is None:
+            return ()
+        if decision == sss_policy.ALTER_TIMED_OUT:
+            # Sent again, never given up here: a reply lost is not a refusal, and the controller
+            # may still commit the first request; acks keep counting over the union until the
+            # metadata's sssEpoch moves (ChangeSyncStateSet) or the controller refuses.
+            return (fx.ProposeSyncStateSet("Resend", "", self.remote_sss),)
+        self.propose_sync_state_set(decision.sss)
+        return (fx.ProposeSyncStateSet(decision.action, decision.member, decision.sss),)
 
     def propose_sync_state_set(self, new_sss: frozenset[str]) -> frozenset[str]:
         """Shrink/ExpandSyncStateSet: the proposal goes out; from now on acks count over the
@@ -294,6 +340,15 @@ class ReplicasManager:
         assert self.broker_id in new_sss and len(new_sss) <= MAX_SLAVES, new_sss
         self.remote_sss = new_sss
         return new_sss
+
+    def alter_answered(self, accepted: bool, master_epoch: int, sss: frozenset[str], sss_epoch: int) -> None:
+        """The controller's answer to our AlterSyncStateSet, with its metadata as of then.
+        The metadata is learned first (ChangeSyncStateSet): a refusal of a proposal sent
+        again, because the first one was committed meanwhile, then finds nothing to drop;
+        only a proposal the controller holds no trace of is dropped from the ack view."""
+        self.change_sync_state_set(master_epoch, sss, sss_epoch)
+        if not accepted and self.remote_sss:
+            self.alter_refused()
 
     def alter_refused(self) -> None:
         """AlterSyncStateSet refused by the controller: the proposal is dropped (alone again:

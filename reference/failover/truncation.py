@@ -22,7 +22,7 @@ import attrs
 
 from reference.failover import broker_effects as fx
 from reference.failover.bugs import check_bugs
-from reference.failover.epochfile import EpochEntry, EpochFileCache
+from reference.failover.epochfile import EpochEntry, EpochFileCache, epoch_file_durable
 
 HANDSHAKE_FAILED = -1
 
@@ -101,7 +101,7 @@ def slave_handshake(local: EpochFileCache, local_end_offset: int, master: EpochF
     else:
         cut = (fx.TruncateLog(point), fx.FsyncLog(point))
     return HandshakeOutcome(point, cache, min(header_confirm_offset, point),
-                            cut + (fx.WriteEpochFile(cache.entries), fx.ReportOffset(point)))
+                            cut + (fx.WriteEpochFile(cache.entries, epoch_file_durable(bugs)), fx.ReportOffset(point)))
 
 
 READY, HANDSHAKE, TRANSFER = "READY", "HANDSHAKE", "TRANSFER"
@@ -161,7 +161,8 @@ class SlaveHandshake:
         self.cache, self.confirm_offset = receive_transfer(self.cache, self.log_end_offset, EpochEntry(*label),
                                                            header_confirm_offset, bugs=self.bugs)
         self.log_end_offset += length
-        written = () if self.cache == before else (fx.WriteEpochFile(self.cache.entries),)
+        written = () if self.cache == before else (fx.WriteEpochFile(self.cache.entries,
+                                                                      epoch_file_durable(self.bugs)),)
         return written + (fx.ReportOffset(self.log_end_offset),)
 
     def disconnected(self) -> None:

@@ -7,8 +7,9 @@ file is renamed to ``<name>``; the directory is fsync'd.  Both files are
 written and fsync'd before any rename names them, so at every point a power
 loss leaves ``<name>`` or ``<name>.bak`` whole, and once the call returns the
 new content survives.  RocketMQ's CheckpointFile does the renames without
-any fsync (MixAll.string2File; B21, #10863): ``BugEpochFileNotDurable`` skips
-both fsyncs, and a power loss may then take the last write with it.
+any fsync (MixAll.string2File; B21, #10863): ``durable=False`` (what a core's
+WriteEpochFile says under BugEpochFileNotDurable) skips both fsyncs, and a
+power loss may then take the last write with it.
 
 Read (``load_epoch_file``): ``<name>`` if it decodes; else ``<name>.bak``
 (the reason is reported, never dropped); neither present: a new broker's
@@ -35,13 +36,12 @@ def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
 
 
-def write_epoch_file(path: Path, cache: EpochFileCache, *, bugs: frozenset[str] = frozenset(),
+def write_epoch_file(path: Path, cache: EpochFileCache, *, durable: bool = True, check_order: bool = True,
                      ops: FileOps | None = None) -> None:
     """Persist ``cache`` at ``path`` (refines the durable epochCache of the spec's
     ChangeToMaster / ReplicaConnect / Transfer; the bug is BrokerPowerLoss's lastLost)."""
     ops = ops or FileOps()
     path = Path(path)
-    durable = "BugEpochFileNotDurable" not in bugs
     data = encode_epoch_file(cache)
     tmp = _sibling(path, TMP_SUFFIX)
     fd = ops.open(tmp)
@@ -54,18 +54,18 @@ def write_epoch_file(path: Path, cache: EpochFileCache, *, bugs: frozenset[str] 
             ops.fdatasync(tmp, fd)
     finally:
         ops.close(fd)
-    if _decodes(path, bugs):         # a bad current file must not replace a good .bak
+    if _decodes(path, check_order):         # a bad current file must not replace a good .bak
         ops.rename(path, _sibling(path, BAK_SUFFIX))
     ops.rename(tmp, path)
     if durable:
         ops.fsync_dir(path.parent)
 
 
-def _decodes(path: Path, bugs: frozenset[str]) -> bool:
+def _decodes(path: Path, check_order: bool) -> bool:
     if not path.exists():
         return False
     try:
-        decode_epoch_file(path.read_bytes(), str(path), check_order="BugEpochAppendUnchecked" not in bugs)
+        decode_epoch_file(path.read_bytes(), str(path), check_order=check_order)
     except EpochFileError:
         return False
     return True
@@ -78,11 +78,10 @@ class LoadedEpochFile:
     fallback_reason: str | None  # why <name> was not used, when .bak was
 
 
-def load_epoch_file(path: Path, *, bugs: frozenset[str] = frozenset()) -> LoadedEpochFile:
+def load_epoch_file(path: Path, *, check_order: bool = True) -> LoadedEpochFile:
     """Read the checkpoint at ``path``, falling back to ``<name>.bak`` (see the module doc)."""
     path = Path(path)
     bak = _sibling(path, BAK_SUFFIX)
-    check_order = "BugEpochAppendUnchecked" not in bugs
     if not path.exists() and not bak.exists():
         return LoadedEpochFile(EpochFileCache(), None, None)
     errors: list[EpochFileError] = []

@@ -58,6 +58,7 @@ TREE = Path(reference.__file__).resolve().parents[1]     # children run this ver
 SETTLE_TIMEOUT_S = 30.0
 FAILOVER_TIMEOUT_S = 30.0
 SLOW_MEMBER = NODES          # --slow-member-lag-ms: the broker whose link lags
+SLOW_MEMBER_STAYS_LAGS = 30  # the slow member's haMaxTimeSlaveNotCatchup, in lags
 TAIL_KEY_BASE = 10**15       # keys of the unreplicated tail: never sent by a producer, never acknowledged
 
 
@@ -79,6 +80,13 @@ class FailoverChaosOptions:
     failover_bugs: tuple[str, ...] = ()
     slow_member_lag_ms: int = 0     # b3's link lags; the other slave is killed, then the master
     peer_secret_file: Path | None = None   # the controller and the nodes authenticate each other with it
+
+    @property
+    def node_shrink_after_ms(self) -> int:
+        """haMaxTimeSlaveNotCatchup of the nodes: short, so a killed member leaves the SyncStateSet
+        soon; with a slow member, long beside its lag (RocketMQ's 15 s against a lag of
+        milliseconds), so the slow member stays in the set, which is what that run is about."""
+        return max(self.shrink_after_ms, SLOW_MEMBER_STAYS_LAGS * self.slow_member_lag_ms)
 
     @property
     def peer_secret(self) -> bytes | None:
@@ -227,7 +235,7 @@ class Cluster:
         argv = ["broker", "node", "--controller", f"127.0.0.1:{self.controller_port}", "--id", str(i),
                 "--dir", str(self.node_dir(i)), "--port", str(port), "--ha-port", str(ha_port),
                 "--heartbeat-interval-ms", str(opts.node_heartbeat_interval_ms),
-                "--shrink-after-ms", str(opts.shrink_after_ms),
+                "--shrink-after-ms", str(opts.node_shrink_after_ms),
                 "--mapped-file-size-commit-log", str(opts.segment_bytes),
                 "--max-message-size", str(opts.size + 64), *self._secret_flag()]
         for bug in opts.failover_bugs:

@@ -24,7 +24,7 @@ from reference.failover.effects import NO_MASTER
 from reference.frames import FrameDecoder, FrameError, Put, Read, ReadReply, Response, encode
 from reference.real.controller_client import ControllerClient, ControllerClientError
 from reference.real.load import Acked, body_for
-from reference.record import BLANK_MAGIC, HEADER_SIZE, MESSAGE_MAGIC
+from reference.record import BLANK, END_FILE_MIN_BLANK_LENGTH, HEADER_SIZE, read_head
 from reference.status import PutStatus
 
 REQUEST_TIMEOUT_S = 10.0       # longer than the store's flush and slave timeouts: the master answers first
@@ -205,15 +205,17 @@ class FailoverConsumer:
     def _take(self, base: int, data: bytes) -> int:
         """The whole records at the start of ``data`` (log offset ``base``); the next offset to read."""
         pos = 0
-        while pos + 8 <= len(data):
-            total, magic = struct.unpack_from(">II", data, pos)
-            if magic == BLANK_MAGIC:            # the rest of the segment is padding
-                at = base + pos
+        while pos + END_FILE_MIN_BLANK_LENGTH <= len(data):
+            at = base + pos
+            segment_end = pos + self.segment_bytes - at % self.segment_bytes    # in data's coordinates
+            head = read_head(data, pos, segment_end) if pos + END_FILE_MIN_BLANK_LENGTH <= segment_end else "no room"
+            if head == BLANK:                   # the rest of the segment is padding
                 return at - at % self.segment_bytes + self.segment_bytes
-            if magic != MESSAGE_MAGIC or total < HEADER_SIZE:
+            if isinstance(head, str):           # unwritten space is not readable below confirmOffset either
                 self.bad_records.append(base + pos)
                 self._stop.set()
                 return base + pos
+            total = head
             if pos + total > len(data):
                 break
             key = struct.unpack_from(">Q", data, pos + 12)[0]

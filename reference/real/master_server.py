@@ -60,7 +60,7 @@ class MasterRuntime(ConnServer):
         self.store.fail_fsync_after = opts.inject_fsync_eio_after
         self.store.fail_write_after = opts.inject_write_fault_after
         self.store.fail_write_kind = opts.inject_write_fault
-        self.recovery = self.store.recover(keep_torn=cfg.bug("BugRecoveryKeepsTorn"))
+        self.recovery = self.store.recover(keep_torn=cfg.recovery_keeps_torn)
         commitlog = CommitLog.recovered(cfg.mapped_file_size_commit_log, cfg.transient_store_pool_enable,
                                         self.recovery)
         self.core = MasterCore(cfg, opts.replicas, now_ms(), log=commitlog)

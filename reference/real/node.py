@@ -19,15 +19,15 @@ The supervisor only moves data: it runs one MasterRuntime or ReplicaRuntime
 at a time over the same --dir in a thread, stopping one and starting the
 other on a role change, and performs the effects the cores emit in order.
 
-The SyncStateSet: a master proposes AlterSyncStateSet to shrink a member that
-has had no HA connection for ``shrink_after_ms`` (haMaxTimeSlaveNotCatchup)
-and to expand by a connected slave that holds everything ever acknowledged
-(and at least this epoch's start).  While a proposal is in flight acks count
-over the union of the committed and the proposed set (#5663): an expansion
-joins the ack view in the same step on the master's loop thread as its
-check, so no acknowledgement can slip past the new member.  A connected but
-slow member is not shrunk (it slows acks; puts time out with
-FLUSH_SLAVE_TIMEOUT rather than lose anything).
+The SyncStateSet: when to shrink or expand it is the policy of
+reference/failover/sss_policy.py (the one the failover simulator checks
+against the spec): a member with no connection, or whose ack has not caught
+up for ``shrink_after_ms`` (haMaxTimeSlaveNotCatchup), is dropped; a
+connected slave whose ack is the log end joins.  The node runs that check on
+the master's loop thread with the master's own acks, and pushes the ack view
+it implies (the committed set and a proposal in flight, #5663) in the same
+step, so no acknowledgement can slip past a new member.  The node only
+carries the proposal to the controller and its answer back.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ from reference.config import StoreConfig
 from reference.failover import broker_effects as bfx
 from reference.failover.bugs import check_bugs
 from reference.failover.effects import NO_MASTER, SUCCESS
-from reference.failover.epochfile import EpochFileCache
-from reference.failover.roles import MASTER, SLAVE, HandshakeReply, ReplicasManager, TransferBatch, ack_view
+from reference.failover.epochfile import EpochFileCache, epoch_file_checks_order
+from reference.failover.roles import MASTER, SLAVE, HandshakeReply, ReplicasManager, TransferBatch
+from reference.failover.sss_policy import HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT, SyncStateSetPolicy
 from reference.failover.truncation import SlaveHandshake
 from reference.frames import EpochQuery, EpochReply, FrameDecoder, FrameError, decode_frame, encode
 from reference.real.controller_client import ControllerClient, ControllerClientError, PeerAuthError
@@ -58,12 +59,10 @@ from reference.real.replica_server import ReplicaRuntime, SlaveStopped
 from spec.config import ConfigError, ascii_digits
 
 BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT = 1_000     # BrokerConfig.brokerHeartbeatInterval
-HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT = 15_000  # MessageStoreConfig.haMaxTimeSlaveNotCatchup
 EPOCH_QUERY_TIMEOUT_S = 2.0
 CONTROLLER_CALL_TIMEOUT_S = 5.0
 CONTROLLER_CONNECT_TIMEOUT_S = 30.0
 EPOCH_FILE = "epochfile"
-UNANSWERED_ALTER_TICKS = 10
 
 
 def broker_name(broker_id: int) -> str:
@@ -170,20 +169,20 @@ class Node:
         opts.directory.mkdir(parents=True, exist_ok=True)
         self.epoch_path = opts.directory / EPOCH_FILE
         self.runtime: MasterRuntime | ReplicaRuntime | None = None
-        loaded = load_epoch_file(self.epoch_path, bugs=opts.failover_bugs)
+        self.check_order = epoch_file_checks_order(opts.failover_bugs)
+        loaded = load_epoch_file(self.epoch_path, check_order=self.check_order)
         if loaded.fallback_reason:
             log(f"epoch file: {loaded.fallback_reason}; using {loaded.source}")
         end = self._recover_log_end()
         self.rm = ReplicasManager.recover(self.me, epoch_cache=loaded.cache, log_end_offset=end,
-                                          checkpoint_confirm_offset=0, bugs=opts.failover_bugs)
+                                          checkpoint_confirm_offset=0, bugs=opts.failover_bugs,
+                                          policy=SyncStateSetPolicy(self.me, max_not_catchup_ms=opts.shrink_after_ms))
         self.thread: threading.Thread | None = None
         self.runtime_failure: str | None = None
         self.following: str | None = None         # the master whose HA port a ReplicaRuntime follows
         self.addresses: dict[int, tuple[str, int, int]] = {}
-        self.absent_since_ms: dict[str, int] = {}
         self.stopping = False
         self.truncations = 0
-        self.unanswered_alter_ticks = 0
         log(f"node {self.me} (group {opts.group}): log ends at {end}, epochs {list(self.rm.epoch_cache.entries)}")
 
     # ------------------------------------------------------------------ the log on disk
@@ -221,7 +220,8 @@ class Node:
                 finally:
                     store.close()
             elif isinstance(e, bfx.WriteEpochFile):
-                write_epoch_file(self.epoch_path, EpochFileCache(e.entries), bugs=self.opts.failover_bugs)
+                write_epoch_file(self.epoch_path, EpochFileCache(e.entries), durable=e.durable,
+                                 check_order=self.check_order)
             elif isinstance(e, bfx.HandshakeFailed):
                 self.log(f"handshake failed: {e.reason}")
             elif isinstance(e, (bfx.ReportOffset, bfx.StartHaClient, bfx.StopHaClient, bfx.CloseConnections)):
@@ -255,13 +255,6 @@ class Node:
     def _others(self) -> tuple[str, ...]:
         return tuple(broker_name(b) for b in sorted(self.addresses) if b != self.opts.broker_id)
 
-    def _ack_view(self) -> frozenset[str]:
-        """The members (other than this master) acks wait for: the committed SSS and a
-        proposal in flight (roles.ack_view); none at all under BugNoAllAck (B10)."""
-        if "BugNoAllAck" in self.opts.failover_bugs:
-            return frozenset()
-        return ack_view(self.rm.sss, self.rm.remote_sss, bugs=self.opts.failover_bugs) - {self.me}
-
     def _become_master(self, info: dict) -> None:
         """ChangeToMaster.  A master re-elected (the controller lost its heartbeats for a
         while) keeps serving: its new epoch starts at its log end, taken on its loop thread.
@@ -279,8 +272,7 @@ class Node:
                 runtime.epoch_entries = entries
                 core = runtime.core
                 core.confirm_floor = max(core.confirm_floor, min(floor, core.log.committed))
-            runtime.call(new_epoch)
-            self._push_view()
+            self._on_master_loop(new_epoch)
             self.log(f"role MASTER epoch {self.rm.master_epoch} (re-elected) from offset {self.rm.log_end_offset}")
             return
         self._stop_runtime()
@@ -303,9 +295,8 @@ class Node:
         self._perform(effects)             # the epoch file, fsynced, before the first put is taken
         runtime.epoch_entries = self.rm.epoch_cache.entries
         runtime.core.confirm_floor = self.rm.log_end_offset     # this epoch's start: the group's truth
-        runtime.core.change_sync_state_set(runtime.core.replicas, self._ack_view())   # not serving yet
+        runtime.core.change_sync_state_set(runtime.core.replicas, self.rm.ack_members())   # not serving yet
         self._start(runtime)
-        self.absent_since_ms = {}
         self.log(f"role MASTER epoch {self.rm.master_epoch} from offset {self.rm.log_end_offset} "
                  f"sss {sorted(self.rm.sss)} epochs {list(self.rm.epoch_cache.entries)}")
 
@@ -384,67 +375,49 @@ class Node:
 
     # ------------------------------------------------------------------ the SyncStateSet
 
-    def _snapshot(self) -> tuple[int, int, dict[str, int]]:
-        core = self.runtime.core
-        return core.log.committed, core.acked_upto, {n: hc.ack_offset for n, hc in core.conns.items()}
-
     def _push_view(self) -> None:
-        replicas, view = self._others(), self._ack_view()
-        self.runtime.call(lambda: self.runtime.core.change_sync_state_set(
-            tuple(dict.fromkeys(self.runtime.core.replicas + replicas)), view))
+        """On the master's loop thread: the slaves it may take and the members its PUT_OKs
+        wait for (ReplicasManager.ack_members: the committed SSS and a proposal in flight)."""
+        core = self.runtime.core
+        core.change_sync_state_set(tuple(dict.fromkeys(core.replicas + self._others())), self.rm.ack_members())
+
+    def _on_master_loop(self, fn: Callable[[], object]) -> object:
+        """``fn`` then the ack view, in one step on the master's loop thread: no PUT_OK is
+        answered between a SyncStateSet decision and the view it implies."""
+        def step():
+            out = fn()
+            self._push_view()
+            return out
+        return self.runtime.call(step)
 
     async def _maintain_sss(self, client: ControllerClient, info: dict) -> None:
-        rm, runtime = self.rm, self.runtime
-        if info["master_epoch"] == rm.master_epoch and info["sss_epoch"] > rm.sss_epoch:
-            rm.change_sync_state_set(rm.master_epoch, frozenset(broker_name(b) for b in info["sync_state_set"]),
-                                     info["sss_epoch"])
-        if rm.remote_sss:
-            # an AlterSyncStateSet whose answer was lost: acks keep counting over the union
-            # until the controller's SyncStateSet epoch moves, or for a few ticks at most
-            self.unanswered_alter_ticks += 1
-            if self.unanswered_alter_ticks < UNANSWERED_ALTER_TICKS:
-                return
-            rm.alter_refused()
-        self.unanswered_alter_ticks = 0
-        self._push_view()
-        end, acked, conns = runtime.call(self._snapshot)
-        rm.log_end_offset = max(rm.log_end_offset, end)
-        now = int(time.monotonic() * 1000)
-        members = rm.sss - {self.me}
-        for m in members:
-            if m in conns:
-                self.absent_since_ms.pop(m, None)
-            else:
-                self.absent_since_ms.setdefault(m, now)
-        drop = {m for m in members if now - self.absent_since_ms.get(m, now) >= self.opts.shrink_after_ms}
-        new = rm.sss - drop
-        floor = rm.epoch_cache.last_start()
-        for name in sorted(set(conns) - rm.sss):
-            # the check and the union switch in one step on the master's loop thread
-            def join(name=name) -> bool:
-                core = runtime.core
-                if not core.covers_acked(name, floor):
-                    return False
-                if not {"BugNoAllAck", "BugCommittedSssOnly"} & self.opts.failover_bugs:
-                    core.change_sync_state_set(core.replicas, core.sync_state_set | {name})
-                return True
-            if runtime.call(join):
-                new = new | {name}
-        if new == rm.sss:
-            return
-        rm.propose_sync_state_set(new)
-        self._push_view()
-        reply = await asyncio.wait_for(client.alter(self.opts.group, self.opts.broker_id, rm.master_epoch,
-                                                    rm.sss_epoch, {broker_id_of(n) for n in new}),
-                                       CONTROLLER_CALL_TIMEOUT_S)
-        if reply["code"] == SUCCESS and reply["info"] is not None:
-            rm.change_sync_state_set(rm.master_epoch, frozenset(broker_name(b) for b in reply["info"]["sync_state_set"]),
-                                     reply["info"]["sss_epoch"])
-            self.log(f"SyncStateSet {sorted(rm.sss)} (sssEpoch {rm.sss_epoch})")
-        else:
-            rm.alter_refused()
-            self.log(f"AlterSyncStateSet {sorted(new)} refused: {reply['code']} {reply.get('reason')}")
-        self._push_view()
+        """checkSyncStateSetAndDoReport: the metadata's SyncStateSet, then the policy's check
+        (ReplicasManager.check_sync_state_set, reference/failover/sss_policy.py) on the
+        master's own acks; a proposal goes to the controller and its answer back to the core."""
+        rm, opts = self.rm, self.opts
+
+        def names(metadata: dict) -> frozenset[str]:
+            return frozenset(broker_name(b) for b in metadata["sync_state_set"])
+        self._on_master_loop(lambda: rm.change_sync_state_set(info["master_epoch"], names(info), info["sss_epoch"]))
+        now_ms = int(time.monotonic() * 1000)
+
+        def check() -> tuple:
+            core = self.runtime.core
+            return rm.check_sync_state_set(now_ms, {n: hc.ack_offset for n, hc in core.conns.items()},
+                                           core.log.committed, core.readable_end())
+        for e in self._on_master_loop(check):
+            assert isinstance(e, bfx.ProposeSyncStateSet), e
+            reply = await asyncio.wait_for(client.alter(opts.group, opts.broker_id, rm.master_epoch, rm.sss_epoch,
+                                                        {broker_id_of(n) for n in e.sss}), CONTROLLER_CALL_TIMEOUT_S)
+            accepted = reply["code"] == SUCCESS and reply["info"] is not None
+            now = reply["info"] if accepted else \
+                (await asyncio.wait_for(client.get_replica_info(opts.group), CONTROLLER_CALL_TIMEOUT_S))["info"]
+            if now is None:
+                continue
+            self._on_master_loop(lambda: rm.alter_answered(accepted, now["master_epoch"], names(now), now["sss_epoch"]))
+            self.log(f"SyncStateSet {sorted(rm.sss)} (sssEpoch {rm.sss_epoch})" if accepted else
+                     f"AlterSyncStateSet {sorted(e.sss)} ({e.action} {e.member}) refused: {reply['code']} "
+                     f"{reply.get('reason')}")
 
     # ------------------------------------------------------------------ the controller
 

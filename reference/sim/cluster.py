@@ -743,7 +743,7 @@ class Cluster:
         self.master_disk.close()
         self.master_disk = self.disk_factory("master", self.cfg.mapped_file_size_commit_log, self.master_disk)
         seg = self.cfg.mapped_file_size_commit_log
-        scan, ghost = _recover(self.master_disk, seg, keep_torn=self.cfg.bug("BugRecoveryKeepsTorn"),
+        scan, ghost = _recover(self.master_disk, seg, keep_torn=self.cfg.recovery_keeps_torn,
                                previous=self.down["index"])
         self.durable_end = self.page_end = scan.end_offset
         log = CommitLog.recovered(seg, self.cfg.transient_store_pool_enable, scan, ghost)

@@ -170,7 +170,7 @@ def test_write_fsyncs_the_file_and_the_directory_and_keeps_a_bak(tmp_path, monke
 
 def test_bug_epoch_file_not_durable_makes_no_fsync(tmp_path, monkeypatch):
     syncs = SyncCounter(monkeypatch)
-    write_epoch_file(tmp_path / "e", EpochFileCache(((1, 0),)), bugs=frozenset({"BugEpochFileNotDurable"}))
+    write_epoch_file(tmp_path / "e", EpochFileCache(((1, 0),)), durable=False)
     assert syncs.calls == []
     assert load_epoch_file(tmp_path / "e").cache.entries == ((1, 0),)      # the page cache has it
 
@@ -260,8 +260,7 @@ def test_power_loss_keeps_the_last_write_unless_bug_epoch_file_not_durable(tmp_p
     work.mkdir()
     write_epoch_file(work / "e", EpochFileCache(a), ops=ops)
     first = len(ops.ops)
-    write_epoch_file(work / "e", EpochFileCache(b), ops=ops,
-                     bugs=frozenset({"BugEpochFileNotDurable"}) if bug else frozenset())
+    write_epoch_file(work / "e", EpochFileCache(b), ops=ops, durable=not bug)
     seen, k = set(), 0
     for point in range(first, len(ops.ops) + 1):
         for state in power_loss_states(ops.ops[:point]):

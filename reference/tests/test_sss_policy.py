@@ -1,0 +1,120 @@
+"""The SyncStateSet policy (reference/failover/sss_policy.py): the one definition the failover
+simulator checks against the spec and the running node drives."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference.failover import sss_policy
+from reference.failover.roles import HaConnection, ReplicasManager
+from reference.failover.sss_policy import ALTER_TIMED_OUT, Proposal, SyncStateSetPolicy
+
+SSS = frozenset({"b1", "b2"})
+
+
+def _decide(policy: SyncStateSetPolicy, now_ms: int, acks: dict, log_end: int, *, sss=SSS, remote=frozenset()):
+    return policy.decide(now_ms, sss=sss, remote_sss=remote, acks=acks, log_end_offset=log_end, confirm_offset=0,
+                         epoch_start_offset=0)
+
+
+def test_a_member_that_keeps_pace_under_load_stays_while_a_slow_one_is_dropped_after_the_bound():
+    """Under load the log end moves between every two checks.  b2's ack always reaches where
+    the log ended at the previous check (caught up, RocketMQ's lastMasterMaxOffset): it stays.
+    b3's is always two checks behind: dropped once it has not caught up for 1,000 ms."""
+    policy = SyncStateSetPolicy("b1", max_not_catchup_ms=1_000)
+    sss = frozenset({"b1", "b2", "b3"})
+    ends = [100 * k for k in range(1, 40)]
+    out = []
+    for k, end in enumerate(ends):
+        acks = {"b2": ends[k - 1] if k else 0, "b3": ends[k - 2] if k > 1 else 0}
+        out.append(_decide(policy, 200 * k, acks, end, sss=sss))
+    first = next(k for k, d in enumerate(out) if d is not None)
+    assert out[first] == Proposal("ShrinkSyncStateSet", "b3", frozenset({"b1", "b2"}))
+    assert 200 * first >= 1_000 and 200 * (first - 1) < 1_000 + 200, first     # not before the bound
+
+
+def test_a_member_without_a_connection_is_dropped_after_the_bound_not_at_once():
+    policy = SyncStateSetPolicy("b1", max_not_catchup_ms=1_000)
+    assert _decide(policy, 0, {}, 50) is None
+    assert _decide(policy, 999, {}, 50) is None
+    assert _decide(policy, 1_000, {}, 50) == Proposal("ShrinkSyncStateSet", "b2", frozenset({"b1"}))
+
+
+def test_a_caught_up_member_is_never_dropped_however_long():
+    policy = SyncStateSetPolicy("b1", max_not_catchup_ms=10)
+    assert all(_decide(policy, t, {"b2": 70}, 70) is None for t in range(0, 10_000, 100))
+
+
+def test_expansion_takes_a_slave_whose_ack_is_the_log_end_only():
+    policy = SyncStateSetPolicy("b1")
+    alone = frozenset({"b1"})
+    assert _decide(policy, 0, {"b2": 69}, 70, sss=alone) is None
+    assert _decide(policy, 1, {"b2": 70}, 70, sss=alone) == Proposal("ExpandSyncStateSet", "b2", SSS)
+    assert not sss_policy.may_expand("b1", alone, frozenset(), {"b2": 70}, 70, 80, 0, "b2")   # below confirmOffset
+    assert not sss_policy.may_expand("b1", alone, frozenset(), {"b2": 70}, 70, 0, 71, "b2")   # before the epoch
+
+
+def test_one_proposal_at_a_time_and_an_unanswered_one_is_sent_again_never_dropped():
+    rm = ReplicasManager.initial("b1", "b1", policy=SyncStateSetPolicy("b1", alter_timeout_ms=5_000))
+    rm.connections["b2"] = HaConnection(0, 0)
+    (first,) = rm.check_sync_state_set(0)
+    assert first.action == "ExpandSyncStateSet" and rm.remote_sss == SSS
+    assert rm.check_sync_state_set(4_999) == ()
+    (again,) = rm.check_sync_state_set(5_000)
+    assert again.action == "Resend" and again.sss == SSS
+    assert rm.remote_sss == SSS and rm.ack_members() == {"b2"}       # the union holds meanwhile
+
+
+def test_a_refusal_of_a_proposal_already_committed_keeps_the_member():
+    """The first AlterSyncStateSet was committed but its answer lost; the second is refused (the
+    sssEpoch moved).  The core learns the metadata first, so b2 never leaves the ack view."""
+    rm = ReplicasManager.initial("b1", "b1")
+    rm.connections["b2"] = HaConnection(0, 0)
+    rm.check_sync_state_set(0)
+    rm.alter_answered(False, 1, SSS, 2)
+    assert rm.sss == SSS and not rm.remote_sss and rm.ack_members() == {"b2"}
+    rm2 = ReplicasManager.initial("b1", "b1")
+    rm2.connections["b2"] = HaConnection(0, 0)
+    rm2.check_sync_state_set(0)
+    rm2.alter_answered(False, 1, frozenset({"b1"}), 1)           # a real refusal: nothing committed
+    assert rm2.sss == {"b1"} and not rm2.remote_sss and rm2.ack_members() == frozenset()
+
+
+def test_the_policy_keeps_a_bounded_table():
+    policy = SyncStateSetPolicy("b1")
+    for k in range(500):
+        _decide(policy, k, {f"b{k + 2}": 0}, 10, sss=frozenset({"b1"}))
+    assert len(policy.caught_up_ms) <= sss_policy.MAX_TRACKED_MEMBERS
+
+
+def _wrong_expand(me, sss, remote_sss, acks, log_end_offset, confirm_offset, epoch_start_offset, slave):
+    """A seeded defect (no named bug switch): a connected slave inside this epoch joins,
+    whatever it holds."""
+    if remote_sss or slave in sss or slave == me or slave not in acks:
+        return False
+    return acks[slave] >= epoch_start_offset
+
+
+def test_a_defect_seeded_in_the_policy_is_caught_by_the_failover_fuzzer_within_1000_seeds(monkeypatch):
+    """The policy the node runs is the one every fuzz seed (reference/failover/drive.simulate,
+    what `ackorder fuzz --model failover` fans out) checks step by step against the spec.
+    (The shrink guard's own checks are all implied by the policy's timer and its one-at-a-time
+    rule, so a defect seeded there alone changes nothing: not a test of anything.)"""
+    from reference.failover.drive import simulate
+
+    name = "may_expand"
+    monkeypatch.setattr(sss_policy, name, _wrong_expand)
+    for seed in range(1_000):
+        run = simulate(seed)
+        if run.violation:
+            assert run.violation == "Refinement" and "SyncStateSet" in run.detail, run.detail
+            return
+    pytest.fail(f"a wrong {name} survived 1,000 failover seeds")
+
+
+def test_alone_the_policy_proposes_nothing_and_a_timed_out_alter_is_named():
+    policy = SyncStateSetPolicy("b1", alter_timeout_ms=10)
+    assert _decide(policy, 0, {}, 0, sss=frozenset({"b1"})) is None
+    assert _decide(policy, 0, {}, 0, remote=SSS) is None
+    assert _decide(policy, 10, {}, 0, remote=SSS) == ALTER_TIMED_OUT
+    assert _decide(policy, 11, {}, 0, remote=SSS) is None        # the clock restarts at the resend
