@@ -81,9 +81,13 @@ TransferLabel(m, s, o) ==
 ConnectedTo(s, m) == connected[s] /\ bMasterId[s] = m
 
 \* What a master counts acks over: its local SSS, and while an alter is in
-\* flight also the proposed set (the #5663 union rule; B11 drops it).
+\* flight also the proposed set (the #5663 union rule; B11 drops the proposal,
+\* BugShrinkBeforeCommit drops the committed set: a member the master proposed
+\* to shrink no longer holds acks back, though the controller may still elect it).
 SSSView(m) == bSSS[m] \cup bRemoteSSS[m]
-AckView(m) == IF BugCommittedSssOnly THEN bSSS[m] ELSE SSSView(m)
+AckView(m) == IF BugCommittedSssOnly THEN bSSS[m]
+              ELSE IF BugShrinkBeforeCommit /\ bRemoteSSS[m] # {} THEN bRemoteSSS[m]
+              ELSE SSSView(m)
 
 (***************************************************************************)
 (* GroupTransferService.doWaitTransfer under allAckInSyncStateSet (GTS    *)

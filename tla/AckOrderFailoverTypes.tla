@@ -41,7 +41,8 @@ CONSTANTS
     BugEpochAppendUnchecked,   \* plausible: EpochFileCache.appendEntry without its order check (E1)
     BugAlterWithoutFencing,    \* plausible: AlterSyncStateSet without its compare-and-set (E3)
     BugSlaveConfirmFromMaxOffset, \* plausible: a slave takes confirmOffset from the master's max offset
-    BugElectOnlyOnMasterDeath  \* plausible: no broker-requested election when there is no master
+    BugElectOnlyOnMasterDeath, \* plausible: no broker-requested election when there is no master
+    BugShrinkBeforeCommit      \* plausible: a proposed shrink counts at once (acks over the proposal only)
 
 VARIABLES
     \* --- controller (ReplicasInfoManager / SyncStateInfo) ---

@@ -28,7 +28,7 @@ BugNames == {"none", "BugNoAllAck", "BugCommittedSssOnly", "BugConfirmOverConnec
              "BugTransferCursorNotReset", "BugTruncateNotDurable", "BugUncleanElection",
              "BugConfirmNotClamped", "BugEpochFileNotDurable", "BugElectKeepsEpoch",
              "BugEpochAppendUnchecked", "BugAlterWithoutFencing", "BugSlaveConfirmFromMaxOffset",
-             "BugElectOnlyOnMasterDeath"}
+             "BugElectOnlyOnMasterDeath", "BugShrinkBeforeCommit"}
 
 ASSUME ActiveBug \in BugNames
 ASSUME {MaxPuts, MaxBrokerCrashes, MaxPowerLosses, MaxCutOffs, MaxDisconnects, MaxSssProposals,
@@ -47,7 +47,8 @@ FO == INSTANCE AckOrderFailoverProperties WITH
         BugEpochAppendUnchecked   <- ActiveBug = "BugEpochAppendUnchecked",
         BugAlterWithoutFencing    <- ActiveBug = "BugAlterWithoutFencing",
         BugSlaveConfirmFromMaxOffset <- ActiveBug = "BugSlaveConfirmFromMaxOffset",
-        BugElectOnlyOnMasterDeath <- ActiveBug = "BugElectOnlyOnMasterDeath"
+        BugElectOnlyOnMasterDeath <- ActiveBug = "BugElectOnlyOnMasterDeath",
+        BugShrinkBeforeCommit     <- ActiveBug = "BugShrinkBeforeCommit"
 
 ASSUME FO!ConfigOK
 

@@ -22,6 +22,7 @@ BROKER_BUG_NAMES = (
     "BugEpochFileNotDurable",       # real/epochfile.write_epoch_file: no fsync (B21)
     "BugEpochAppendUnchecked",      # epochfile.EpochFileCache.append_entry: no order check (E1)
     "BugSlaveConfirmFromMaxOffset",  # roles.ReplicasManager.header_confirm: ships the max offset
+    "BugShrinkBeforeCommit",        # roles.ack_view: acks over the proposal only while altering
 )
 assert set(BROKER_BUG_NAMES) <= set(FAILOVER_BUG_NAMES)
 

@@ -59,8 +59,13 @@ def sss_view(sss: frozenset[str], remote_sss: frozenset[str]) -> frozenset[str]:
 
 
 def ack_view(sss: frozenset[str], remote_sss: frozenset[str], *, bugs: frozenset[str] = frozenset()) -> frozenset[str]:
-    """AckView(m): what acks are counted over (BugCommittedSssOnly: the committed SSS only, B11)."""
-    return sss if "BugCommittedSssOnly" in bugs else sss_view(sss, remote_sss)
+    """AckView(m): what acks are counted over (BugCommittedSssOnly: the committed SSS only, B11;
+    BugShrinkBeforeCommit: the proposal only while one is in flight)."""
+    if "BugCommittedSssOnly" in bugs:
+        return sss
+    if "BugShrinkBeforeCommit" in bugs and remote_sss:
+        return remote_sss
+    return sss_view(sss, remote_sss)
 
 
 def ack_members(me: str, sss: frozenset[str], remote_sss: frozenset[str], *,

@@ -415,7 +415,7 @@ class Node:
             if now is None:
                 continue
             self._on_master_loop(lambda: rm.alter_answered(accepted, now["master_epoch"], names(now), now["sss_epoch"]))
-            self.log(f"SyncStateSet {sorted(rm.sss)} (sssEpoch {rm.sss_epoch})" if accepted else
+            self.log(f"{e.action} {e.member}: SyncStateSet {sorted(rm.sss)} (sssEpoch {rm.sss_epoch})" if accepted else
                      f"AlterSyncStateSet {sorted(e.sss)} ({e.action} {e.member}) refused: {reply['code']} "
                      f"{reply.get('reason')}")
 

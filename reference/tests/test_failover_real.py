@@ -17,6 +17,7 @@ loopback (real TCP, real files and fsync), the master killed with SIGKILL.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -162,6 +163,10 @@ def test_chaos_failover_catches_acks_without_the_slaves(tmp_path: Path):
 @pytest.mark.parametrize("argv, needle", [
     (("chaos", "--failover", "--failovers", "0"), "--failovers: expected a positive integer, got 0"),
     (("chaos", "--failover", "--failover-bug", "BugNope"), "BugNope"),
+    # a switch no chaos run reaches said "nothing lost" (exit 0) about a defect it never exercised
+    (("chaos", "--failover", "--failover-bug", "BugUncleanElection"), "no chaos --failover run is shown to reach"),
+    (("chaos", "--failover", "--failover-bug", "BugShrinkBeforeCommit"), "fuzz --model failover --bug"),
+    (("chaos", "--failover", "--failover-bug", "BugNoAllAck"), "bites only with --slow-member-lag-ms"),
     # a flag of another mode was ignored, and the run went on (exit 0)
     (("chaos", "--failovers", "2"), "--failovers: a flag of --failover, not of the kill -9 run"),
     (("chaos", "--failover-bug", "BugNoAllAck"), "--failover-bug: a flag of --failover"),
@@ -213,3 +218,65 @@ def test_a_node_whose_port_is_taken_stops_before_it_registers(tmp_path: Path):
     assert done.returncode == 3 and done.stdout == "", (done.stdout, done.stderr)
     assert done.stderr.strip() == f"ackorder broker node: environment: cannot listen on 127.0.0.1:{port}: " \
                                   "Address already in use"
+
+
+def test_the_chaos_reach_table_names_a_catching_test_for_each_switch_it_lets_through():
+    """reference/real/failover_chaos.CHAOS_CATCHES: each switch a chaos --failover run accepts has
+    a test here that runs it and asserts exit 1; every other failover switch is refused."""
+    import sys
+
+    from reference.real.failover_chaos import CHAOS_CATCHES, check_chaos_reach
+    from spec.config import ConfigError
+    from spec.failover.config import FAILOVER_BUG_NAMES
+
+    here = sys.modules[__name__]
+    for bug, catch in CHAOS_CATCHES.items():
+        test = getattr(here, catch.test, None)
+        assert test is not None, f"{bug}: no test {catch.test}"
+        assert bug in inspect.getsource(test) or "_slow_member_run" in inspect.getsource(test), catch.test
+        assert "returncode == 1" in inspect.getsource(test), f"{catch.test} does not assert exit 1"
+        check_chaos_reach((bug,), 300)
+    for bug in set(FAILOVER_BUG_NAMES) - set(CHAOS_CATCHES):
+        with pytest.raises(ConfigError, match="no chaos --failover run is shown to reach"):
+            check_chaos_reach((bug,), 300)
+
+
+def test_a_connected_but_stalled_member_leaves_the_sync_state_set_and_rejoins_when_it_catches_up(tmp_path: Path):
+    """haMaxTimeSlaveNotCatchup for real (reference/failover/sss_policy.py, run by the node): b3 is
+    stopped (SIGSTOP: a GC pause, a stuck disk) with its HA connection open, and the nodes drop a
+    member that has not caught up for 1 s.  Under load the master proposes to drop b3, the
+    controller commits it and PUT_OKs go on without it; resumed, b3 catches up and is taken back.
+    Before, a member with a connection was never dropped: every put timed out while it stalled.
+    (A member that is only slow — a link lagging 300 ms — keeps pace under ALL_IN_SYNC, since every
+    PUT_OK waits for it, and stays: RocketMQ's rule measures catching up, not latency.)"""
+    import signal
+
+    opts = FailoverChaosOptions(failovers=1, shrink_after_ms=1_000, settle_timeout_s=30)
+    cluster = Cluster(tmp_path, opts)
+    try:
+        info = cluster.settled()
+        assert info is not None, "no full SyncStateSet"
+        stalled = next(b for b in (3, 2) if b != info["master_id"])
+        load = FailoverLoad(("127.0.0.1", cluster.controller_port), "broker-a", producers=4, size=opts.size)
+        load.start()
+        try:
+            _wait(lambda: len(load.acked) >= 100, 20, "100 PUT_OKs before the stall")
+            cluster.nodes[stalled].popen.send_signal(signal.SIGSTOP)
+            try:
+                dropped = _wait(lambda: (i := cluster.info()) and stalled not in i["sync_state_set"] and i, 20,
+                                f"b{stalled} dropped from the SyncStateSet")
+                acked_then = len(load.acked)
+                _wait(lambda: len(load.acked) >= acked_then + 50, 20, "50 more PUT_OKs after the shrink")
+            finally:
+                cluster.nodes[stalled].popen.send_signal(signal.SIGCONT)
+        finally:
+            load.stop()
+        assert dropped["master_id"] == info["master_id"] and dropped["sss_epoch"] > info["sss_epoch"]
+        assert f"ShrinkSyncStateSet b{stalled}" in cluster.nodes[info["master_id"]].text()
+        back = cluster.settled()
+        assert back is not None and stalled in back["sync_state_set"], f"b{stalled} was not taken back"
+        acked = {a.acked.key: a.acked for a in load.acked}
+        check = check_log(cluster.node_dir(info["master_id"]) / "commitlog", opts.segment_bytes, acked, opts.size)
+        assert (check.lost, check.corrupt) == ((), ()), check
+    finally:
+        cluster.stop()

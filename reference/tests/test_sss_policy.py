@@ -118,3 +118,20 @@ def test_alone_the_policy_proposes_nothing_and_a_timed_out_alter_is_named():
     assert _decide(policy, 0, {}, 0, remote=SSS) is None
     assert _decide(policy, 10, {}, 0, remote=SSS) == ALTER_TIMED_OUT
     assert _decide(policy, 11, {}, 0, remote=SSS) is None        # the clock restarts at the resend
+
+
+@pytest.mark.parametrize("bugs", [frozenset(), frozenset({"BugShrinkBeforeCommit"})])
+def test_bug_shrink_before_commit_stops_waiting_for_a_member_the_controller_still_holds(bugs):
+    """b2 lags; the policy proposes to drop it.  Until the controller commits that, b2 may still
+    be elected, so a PUT_OK must still wait for it (the union rule).  BugShrinkBeforeCommit
+    counts over the proposal alone: the master's next put is acknowledged without b2."""
+    rm = ReplicasManager.initial("b1", "b1", bugs=bugs, policy=SyncStateSetPolicy("b1", max_not_catchup_ms=10))
+    rm.change_sync_state_set(1, SSS, 2)
+    rm.put(100)
+    assert rm.check_sync_state_set(0) == ()          # b2's clock starts at the first check
+    (proposal,) = rm.check_sync_state_set(10)
+    assert proposal.action == "ShrinkSyncStateSet" and proposal.member == "b2"
+    if bugs:
+        assert rm.ack_members() == frozenset() and rm.ack_covered(100)
+    else:
+        assert rm.ack_members() == {"b2"} and not rm.ack_covered(100)

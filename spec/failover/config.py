@@ -24,6 +24,7 @@ FAILOVER_BUG_NAMES = (
     "BugAlterWithoutFencing",
     "BugSlaveConfirmFromMaxOffset",
     "BugElectOnlyOnMasterDeath",
+    "BugShrinkBeforeCommit",
 )
 
 

@@ -99,7 +99,11 @@ def sss_view(s: FState, k: int) -> frozenset[str]:
 
 
 def ack_view(cfg: FailoverConfig, s: FState, k: int) -> frozenset[str]:
-    return s.bSSS[k] if cfg.bug("BugCommittedSssOnly") else sss_view(s, k)
+    if cfg.bug("BugCommittedSssOnly"):
+        return s.bSSS[k]
+    if cfg.bug("BugShrinkBeforeCommit") and s.bRemoteSSS[k]:
+        return s.bRemoteSSS[k]
+    return sss_view(s, k)
 
 
 def ack_covered(cfg: FailoverConfig, s: FState, k: int, off: int) -> bool:

@@ -135,7 +135,12 @@ def applied_view(s: FS, m: int, x: int) -> z3.BoolRef:
 
 
 def ack_view(a: Abstract, s: FS, m: int, x: int) -> z3.BoolRef:
-    return s[("lss", m, x)] if a.bug("BugCommittedSssOnly") else view(s, m, x)
+    if a.bug("BugCommittedSssOnly"):
+        return s[("lss", m, x)]
+    if a.bug("BugShrinkBeforeCommit"):
+        proposing = z3.Or([s[("rss", m, y)] for y in range(a.n)])
+        return z3.If(proposing, s[("rss", m, x)], view(s, m, x))
+    return view(s, m, x)
 
 
 def connected_to(s: FS, x: int, m: int) -> z3.BoolRef:

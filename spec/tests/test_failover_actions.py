@@ -54,6 +54,17 @@ def test_union_rule_waits_for_the_proposed_member():
     assert ack_covered(buggy, s, 0, 1) and respond(buggy, s, 1)
 
 
+def test_union_rule_waits_for_a_member_proposed_to_be_dropped():
+    # b1's SSS is {b1, b2}; dropping b2 is proposed but not committed: b2 may still be elected, so
+    # an ack still needs it.  BugShrinkBeforeCommit counts over the proposal {b1} alone.
+    s = attrs.evolve(S0, bSSS=(frozenset({"b1", "b2"}), frozenset(), frozenset()), syncStateSet=frozenset({"b1", "b2"}),
+                     bRemoteSSS=(frozenset({"b1"}), frozenset(), frozenset()), alterPending=(True, False, False))
+    (s,) = put(CFG, s, "b1")
+    assert not ack_covered(CFG, s, 0, 1) and respond(CFG, s, 1) == []
+    buggy = attrs.evolve(CFG, bugs={"BugShrinkBeforeCommit"})
+    assert ack_covered(buggy, s, 0, 1) and respond(buggy, s, 1)
+
+
 def test_election_only_from_live_sss_members_and_a_failed_one_still_bumps_the_epoch():
     dead_master = attrs.evolve(S0, up=(False, True, True), syncStateSet=frozenset({"b1", "b2"}))
     assert {t.masterId for t in elect_master(CFG, dead_master)} == {"b2"}          # E4

@@ -31,7 +31,7 @@ BUGS = manifest_configs("bug")
 # against the twin's path is left to `ackorder run --full` for them.
 DEEP_BMC = frozenset({"BugNoAllAck", "BugCommittedSssOnly", "BugConfirmOverConnected", "BugTransferCursorNotReset",
                       "BugTruncateNotDurable", "BugElectKeepsEpoch", "BugAlterWithoutFencing",
-                      "BugSlaveConfirmFromMaxOffset"})
+                      "BugSlaveConfirmFromMaxOffset", "BugShrinkBeforeCommit"})
 BMC_BUGS = [pytest.param(*c, marks=pytest.mark.full) if c[0] in DEEP_BMC else c for c in BUGS]
 # No xdist_group: both workers take these tests, and tla/tests/conftest.py shares each proof
 # result between them (spec/proofmemo.py), so none is computed twice.
