@@ -30,7 +30,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("trace-check", help="validate implementation traces against the spec (TLC, or --twin)",
                        description="Check one trace, or the files of one run's processes (merged by causality), "
                                    "against the bound-free spec with every bug switch off. Exit 0 valid, 1 a step "
-                                   "no spec step explains, 2 a malformed trace.")
+                                   "no spec step explains, 2 a malformed trace. A failover trace (its header says "
+                                   "\"model\": \"failover\", as `fuzz --model failover` writes them) is replayed by "
+                                   "the failover twin.")
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="NDJSON trace files (docs/traces.md)")
     p.add_argument("--twin", action="store_true", help="check with the Python twin instead of TLC")
     p.add_argument("--workers", type=positive_int, default=1,
@@ -51,11 +53,59 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
 
 
+def _is_failover_trace(path: Path) -> bool:
+    from spec.failover.tracecheck import MAX_LINE_CHARS, is_failover_header
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return is_failover_header(f.readline(MAX_LINE_CHARS))
+    except OSError:
+        return False                # the write-path reader names the problem
+
+
+def check_failover(args: argparse.Namespace, console) -> int:
+    """A failover trace (spec/failover/tracecheck.py): the twin replays its labels."""
+    import time
+
+    from spec.failover.tracecheck import check_failover_lines
+
+    if len(args.files) != 1:
+        raise errors.UsageError("a failover trace is one file (one simulated group); give one at a time")
+    for flag in ("merged", "keep", "coverage", "strict"):
+        if getattr(args, flag):
+            raise errors.UsageError(f"--{flag}: not for failover traces (yet)")
+    path = args.files[0]
+    start = time.perf_counter()
+    with open(path, encoding="utf-8", errors="strict") as f:
+        try:
+            v = check_failover_lines(f, str(path))
+        except UnicodeDecodeError as err:
+            raise errors.UsageError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    seconds = time.perf_counter() - start
+    console.print(f"{v.steps:,} failover step(s) from {escape(str(path))}, checked by the twin in {seconds:.2f} s "
+                  "(TLC does not check failover traces yet; liveness is not judged on a finite trace)")
+    if v.bugs:
+        console.print(f"[dim]the writer ran with {', '.join(v.bugs)}; the check uses the spec with no switch on[/]")
+    if args.json:
+        args.json.write_text(json.dumps({"valid": v.ok, "checker": "the twin", "model": "failover",
+                                         "files": [str(path)], "steps": v.steps, "failed_line": v.line,
+                                         "failed_action": v.label, "bugs": list(v.bugs),
+                                         "seconds": round(seconds, 3)}, indent=2) + "\n")
+    if v.ok:
+        console.print("[green]valid[/]: a behaviour of AckOrderFailover (every switch off) explains every step")
+        return errors.OK
+    console.print(f"[bold red]invalid[/]: step {v.steps} ({escape(str(path))}:{v.line}, {escape(v.label)}): no state "
+                  "of AckOrderFailover the steps before it reach can take it")
+    return errors.VIOLATION
+
+
 def main(args: argparse.Namespace) -> int:
     from tla.tlc import TlcUnavailable
     from tla.tracecheck import TraceCheckError, check_files
 
     console = make_console()
+    if any(_is_failover_trace(p) for p in args.files):
+        return check_failover(args, console)
     from spec.coverage import Coverage
 
     coverage = Coverage() if args.coverage else None

@@ -207,9 +207,11 @@ class Reproducer:
         if self.overrides == FAILOVER:
             from reference.failover.drive import simulate
 
-            run = simulate(self.seed, self.steps, (self.bug,) if self.bug else ())
-            path.write_text("".join(json.dumps({"step": k, "action": label}) + "\n"
-                                    for k, label in enumerate(run.labels, start=1)))
+            from reference.failover.drive import trace_lines
+
+            states: list = []
+            run = simulate(self.seed, self.steps, (self.bug,) if self.bug else (), states=states)
+            path.write_text("".join(trace_lines(run, states, self.command())))
             return
         with open(path, "w") as out:
             World(_params(self.seed, dict(self.overrides), self.bug), trace=out).run(self.steps)

@@ -215,7 +215,8 @@ def step_once(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: 
     return None
 
 
-def heal_and_check(cfg: FailoverConfig, g: FailoverGroup, pre, labels: list[str] | None = None):
+def heal_and_check(cfg: FailoverConfig, g: FailoverGroup, pre, labels: list[str] | None = None,
+                   states: list | None = None):
     """The faults stop; the fair actions run round-robin until nothing is enabled (at
     most HEAL_STEPS rounds), every step checked; then MasterEventuallyStable and
     EveryRequestAnswered.  None, or (property, what was wrong)."""
@@ -229,6 +230,8 @@ def heal_and_check(cfg: FailoverConfig, g: FailoverGroup, pre, labels: list[str]
             if labels is not None:
                 labels.append(label)
             post = g.abstract()
+            if states is not None:
+                states.append(post)
             try:
                 check_step(cfg, pre, label, post)
             except RefinementError as err:
@@ -249,10 +252,11 @@ def heal_and_check(cfg: FailoverConfig, g: FailoverGroup, pre, labels: list[str]
 
 
 def simulate(seed: int, steps: int = 400, bugs: tuple[str, ...] = (), budget: FailoverBudget = FailoverBudget(),
-             check: bool = True, heal: bool = True) -> FailoverRun:
+             check: bool = True, heal: bool = True, states: list | None = None) -> FailoverRun:
     """One seeded run of up to ``steps`` actions; stops at the first violation.  Then
     (``heal``) the faults stop, the fair actions run round-robin, and the liveness
-    properties MasterEventuallyStable and EveryRequestAnswered are checked at the end."""
+    properties MasterEventuallyStable and EveryRequestAnswered are checked at the end.  ``states``:
+    a list the spec state after each labelled step is appended to (a trace's ``state``)."""
     cfg = FailoverConfig(BROKERS, "b1", bugs=frozenset(bugs))
     rng = random.Random(seed)
     g = FailoverGroup(cfg)
@@ -266,6 +270,8 @@ def simulate(seed: int, steps: int = 400, bugs: tuple[str, ...] = (), budget: Fa
             continue
         labels.append(label)
         post = g.abstract()
+        if states is not None:
+            states.append(post)
         if label.startswith("ReplicaConnect"):
             k = cfg.index(label[15:-1])
             truncations += len(post.blog[k]) < len(pre.blog[k])
@@ -279,7 +285,7 @@ def simulate(seed: int, steps: int = 400, bugs: tuple[str, ...] = (), budget: Fa
                 return _run(seed, bugs, sc, labels, bad[0], f"{bad[0]} violated after {label}", g, truncations)
         pre = post
     if heal:
-        problem = heal_and_check(cfg, g, pre, labels) if check else None
+        problem = heal_and_check(cfg, g, pre, labels, states) if check else None
         if problem is not None:
             return _run(seed, bugs, sc, labels, problem[0], problem[1], g, truncations)
     return _run(seed, bugs, sc, labels, None, "", g, truncations)
@@ -291,3 +297,17 @@ def _run(seed, bugs, sc: Scenario, labels, violation, detail, g: FailoverGroup, 
     counts["sssChanges"] = sum(1 for s in g.controller.steps if s.action == "AlterSyncStateSet" and s.accepted)
     counts["acked"] = sum(1 for r in g.requests if r.status == "PUT_OK")
     return FailoverRun(seed, len(labels), tuple(sorted(bugs)), violation, detail, tuple(labels), counts, sc.name)
+
+
+def trace_lines(run: FailoverRun, states: list, source: str = "") -> list[str]:
+    """A failover trace of ``run`` (spec/failover/tracecheck.py): the header, then each step's label
+    and the spec state after it."""
+    import json
+
+    from spec.failover.state import state_json
+    from spec.failover.tracecheck import header
+
+    assert len(states) == len(run.labels), (len(states), len(run.labels))
+    return [header(BROKERS, "b1", run.bugs, source)] + [
+        json.dumps({"step": k, "action": label, "state": state_json(s)}, separators=(",", ":")) + "\n"
+        for k, (label, s) in enumerate(zip(run.labels, states), start=1)]

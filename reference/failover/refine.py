@@ -6,16 +6,13 @@ the twin's action functions say which successors are allowed."""
 
 from __future__ import annotations
 
-import re
-
 import attrs
 
-from spec.failover import actions
+from spec.failover.labels import allowed
 from spec.failover.config import FailoverConfig
 from spec.failover.properties import INVARIANTS, SAFETY
 from spec.failover.state import FState
 
-_LABEL = re.compile(r"^(\w+)(?:\(([^)]*)\))?$")
 # Verdicts already reached, by (cfg, state) and (cfg, pre, label, post): both checks are pure
 # functions of frozen values (FState caches its hash), and a group's runs revisit states often
 # (a Hypothesis machine's test cases share their beginnings; healing passes the same states),
@@ -29,33 +26,8 @@ MEMO_ENTRIES = 1 << 12
 _VIOLATED: dict[tuple, tuple[str, ...]] = {}
 _STEPS_OK: set[tuple] = set()
 
-# label name -> (twin action, how its arguments are parsed)
-_ACTIONS = {
-    "Put": actions.put, "ChangeToMaster": actions.change_to_master, "ChangeToSlave": actions.change_to_slave,
-    "ChangeSyncStateSet": actions.change_sync_state_set, "ReplicaConnect": actions.replica_connect,
-    "Transfer": actions.transfer, "ReplicaAck": actions.replica_ack, "ReplicaDisconnect": actions.replica_disconnect,
-    "ShrinkSyncStateSet": actions.shrink_sync_state_set, "ExpandSyncStateSet": actions.expand_sync_state_set,
-    "AlterSyncStateSet": actions.alter_sync_state_set, "BrokerCrash": actions.broker_crash,
-    "BrokerPowerLoss": actions.broker_power_loss, "BrokerRestart": actions.broker_restart,
-    "CutFromController": actions.cut_from_controller, "ReconnectToController": actions.reconnect_to_controller,
-    "Respond": actions.respond, "Timeout": actions.timeout, "ElectMaster": actions.elect_master,
-}
-
-
 class RefinementError(AssertionError):
     """A concrete step the twin does not allow."""
-
-
-def allowed(cfg: FailoverConfig, pre: FState, label: str) -> list[FState]:
-    """The twin's successors of ``pre`` under the action ``label`` names."""
-    m = _LABEL.match(label)
-    if m is None or m.group(1) not in _ACTIONS:
-        raise ValueError(f"not a failover action label: {label!r}")
-    fn = _ACTIONS[m.group(1)]
-    args = [a.strip() for a in m.group(2).split(",")] if m.group(2) else []
-    if m.group(1) in ("Respond", "Timeout"):
-        args = [int(args[0])]
-    return fn(cfg, pre, *args)
 
 
 def _diff(a: FState, b: FState) -> str:

@@ -75,3 +75,20 @@ PER_BROKER = ("reachable", "up", "role", "bMasterId", "bEpoch", "bSSS", "bSssEpo
               "blog", "epochCache", "confirm", "staleTail", "connected", "ack", "cursorEpoch")
 BROKER_VALUED = ("bMasterId",)                  # per-broker fields whose values name brokers
 BROKER_SET_VALUED = ("bSSS", "bRemoteSSS")      # per-broker fields whose values are sets of brokers
+
+
+def _plain(value):
+    """A field's value as JSON: sets sorted, tuples as lists, records as objects."""
+    if isinstance(value, (frozenset, set)):
+        return sorted(_plain(v) for v in value)
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if attrs.has(type(value)):
+        return {f.name: _plain(getattr(value, f.name)) for f in attrs.fields(type(value))}
+    return value
+
+
+def state_json(s: FState) -> dict:
+    """The state as a JSON object, one key per TLA+ variable, in one canonical form: two states are
+    equal exactly when their objects are (what a failover trace's ``state`` holds)."""
+    return {f.name: _plain(getattr(s, f.name)) for f in attrs.fields(FState)}

@@ -1,0 +1,95 @@
+"""`ackorder trace-check` on failover traces (spec/failover/tracecheck.py): the simulator's trace of a
+correct run is a behaviour of AckOrderFailover; the trace of a run with any safety switch is not,
+and the verdict names the step; malformed input is exit 2 and one line naming file:line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli import errors
+from cli.tests.test_exit_codes import ackorder_in_process, assert_usage_error
+from reference.failover.drive import simulate, trace_lines
+from spec.failover.config import FAILOVER_BUG_NAMES
+from spec.failover.tracecheck import check_failover_lines, header
+
+LIVENESS_ONLY = {"BugElectOnlyOnMasterDeath"}      # MasterEventuallyStable: no finite trace shows it
+
+
+def _trace(seed: int, bugs: tuple[str, ...] = ()) -> tuple[object, list[str]]:
+    states: list = []
+    run = simulate(seed, bugs=bugs, states=states)
+    return run, trace_lines(run, states, f"seed {seed}")
+
+
+def test_a_correct_runs_trace_is_valid_and_exit_0(tmp_path):
+    run, lines = _trace(3)
+    path = tmp_path / "green.ndjson"
+    path.write_text("".join(lines))
+    p = ackorder_in_process("trace-check", str(path), "--json", str(tmp_path / "v.json"))
+    assert p.returncode == errors.OK, p.stdout + p.stderr
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["valid"] and verdict["steps"] == len(run.labels) > 100 and verdict["model"] == "failover"
+
+
+@pytest.mark.parametrize("bug", sorted(set(FAILOVER_BUG_NAMES) - LIVENESS_ONLY))
+def test_the_trace_of_each_failover_bug_is_rejected(bug):
+    """The first failing seed's trace, written with the switch on, checked with every switch off: the
+    step the bug changed is the first one no spec state can take (at or before the violation)."""
+    for seed in range(300):
+        run, lines = _trace(seed, (bug,))
+        if run.violation:
+            verdict = check_failover_lines(lines, bug)
+            assert not verdict.ok and verdict.steps <= len(run.labels), (bug, seed, verdict)
+            return
+    pytest.fail(f"{bug}: no failing seed in 300")
+
+
+def test_a_liveness_bug_is_not_judged_on_a_finite_trace():
+    bug = "BugElectOnlyOnMasterDeath"
+    run, lines = next((r, t) for r, t in (_trace(s, (bug,)) for s in range(50)) if r.violation)
+    assert run.violation == "MasterEventuallyStable" and check_failover_lines(lines, bug).ok
+
+
+def test_a_forged_state_is_exit_1_at_its_step(tmp_path):
+    run, lines = _trace(3)
+    step = json.loads(lines[20])
+    step["state"]["confirm"][0] += 1          # the master claims a confirmOffset its acks do not give
+    lines[20] = json.dumps(step) + "\n"
+    path = tmp_path / "forged.ndjson"
+    path.write_text("".join(lines))
+    p = ackorder_in_process("trace-check", str(path))
+    assert p.returncode == errors.VIOLATION, p.stdout + p.stderr
+    assert f"step 20 ({path}:21, {step['action']})" in p.stdout, p.stdout
+
+
+HEAD = header(("b1", "b2", "b3"), "b1")
+
+
+@pytest.mark.parametrize("text, where, needle", [
+    ('{"ackorder_trace": 1, "model": "failover", "brokers": ["b1"], "initial_master": "b1"}\n', 1, "header.brokers"),
+    ('{"ackorder_trace": 1, "model": "failover", "brokers": ["b1", "b2"], "initial_master": "b9"}\n', 1,
+     "header.initial_master"),
+    ('{"ackorder_trace": 2, "model": "failover", "brokers": ["b1", "b2"], "initial_master": "b1"}\n', 1, "version"),
+    (HEAD + '{"step": 1, "action": "ReplicaConnect(b9)"}\n', 2, "of the brokers b1, b2, b3"),
+    (HEAD + '{"step": 1, "action": "Respond(x)"}\n', 2, "names one request by its number"),
+    (HEAD + '{"step": 1, "action": "Nope(b1)"}\n', 2, "not a failover action label"),
+    (HEAD + '{"step": 2, "action": "Put(b1)"}\n', 2, "step 2, expected 1"),
+    (HEAD + '{"step": 1, "action": "Put(b1)", "state": []}\n', 2, "state: expected a JSON object"),
+    (HEAD + '{"step": 1, "action": "Put(b1)", "extra": 1}\n', 2, "the fields step and action"),
+    (HEAD + '{"step": 1, "action": "Put(b1)", "state": ' + "[" * 50_000 + "\n", 2, "invalid JSON"),
+], ids=["one-broker", "unknown-master", "version", "unknown-broker", "request-not-a-number", "unknown-action",
+        "step-gap", "state-not-object", "extra-field", "deep"])
+def test_malformed_failover_traces_are_exit_2_and_one_line(tmp_path, text, where, needle):
+    path = tmp_path / "t.ndjson"
+    path.write_text(text)
+    p = ackorder_in_process("trace-check", str(path))
+    assert_usage_error(p, f"{path}:{where}: ", needle)
+
+
+def test_flags_that_do_not_apply_to_failover_traces_are_refused(tmp_path):
+    path = tmp_path / "t.ndjson"
+    path.write_text(HEAD)
+    assert_usage_error(ackorder_in_process("trace-check", str(path), "--coverage"), "--coverage")
+    assert_usage_error(ackorder_in_process("trace-check", str(path), str(path)), "one file")

@@ -1,0 +1,143 @@
+"""Failover traces checked by the twin: is this sequence of AckOrderFailover actions a behaviour of
+the bound-free spec with every bug switch off?
+
+A failover trace is NDJSON: a header
+
+    {"ackorder_trace": 1, "model": "failover", "brokers": ["b1", "b2", "b3"], "initial_master": "b1",
+     "bugs": [...], "source": "..."}
+
+then one line per step, ``{"step": k, "action": "ReplicaConnect(b2)", "state": {...}}`` with
+k = 1, 2, ...  The labels are the spec's action names with their arguments; ``state`` (optional) is
+the spec state the writer's abstraction maps its own state to after the step, one key per TLA+
+variable (spec/failover/state.state_json), as reference/failover/drive.py writes it.  The check
+follows every spec state the trace so far allows (without ``state``, a power loss may keep any
+prefix): a step none of them can take under its label, or not to the state observed, is the
+verdict's first bad step.  ``bugs`` names the switches the writer ran with; the check never turns
+them on.  Liveness properties (MasterEventuallyStable) are not judged: a finite trace cannot show
+that nothing happens forever.  (TLC does not check these traces yet: issue 35.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+import attrs
+
+from spec.config import ConfigError
+from spec.failover.actions import initial_state
+from spec.failover.config import FAILOVER_BUG_NAMES, FailoverConfig
+from spec.failover.labels import LabelError, allowed
+from spec.failover.state import FState, state_json
+
+VERSION = 1
+MAX_LINE_CHARS = 1 << 20
+MAX_BROKERS = 8
+MAX_FRONTIER = 4096          # spec states one label prefix may leave; past it the check gives up (exit 2)
+LABEL = re.compile(r"[A-Z][A-Za-z]{0,40}(\([A-Za-z0-9_]{1,32}(,[A-Za-z0-9_]{1,32}){0,3}\))?")
+BROKER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
+
+
+class FailoverTraceError(ConfigError):
+    """A malformed failover trace: the file and line, and what is wrong there."""
+
+
+@attrs.frozen
+class FailoverVerdict:
+    steps: int
+    ok: bool
+    line: int | None = None          # the first step no spec state can take
+    label: str | None = None
+    bugs: tuple[str, ...] = ()
+    source: str = ""
+
+
+def is_failover_header(first_line: str) -> bool:
+    """Whether a trace's first line is a failover header (the write-path header has no "model")."""
+    try:
+        head = json.loads(first_line)
+    except ValueError:
+        return False
+    return isinstance(head, dict) and head.get("model") == "failover"
+
+
+def header(brokers: tuple[str, ...], initial_master: str, bugs: Iterable[str] = (), source: str = "") -> str:
+    return json.dumps({"ackorder_trace": VERSION, "model": "failover", "brokers": list(brokers),
+                       "initial_master": initial_master, "bugs": sorted(bugs), "source": source}) + "\n"
+
+
+def _object(raw: str, where: str) -> dict:
+    if len(raw) > MAX_LINE_CHARS:
+        raise FailoverTraceError(f"{where}: line longer than {MAX_LINE_CHARS} characters")
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise FailoverTraceError(f"{where}: invalid JSON: {str(err)[:120]}") from None
+    if not isinstance(obj, dict):
+        raise FailoverTraceError(f"{where}: expected a JSON object")
+    return obj
+
+
+def _config(head: dict, where: str) -> tuple[FailoverConfig, tuple[str, ...], str]:
+    unknown = set(head) - {"ackorder_trace", "model", "brokers", "initial_master", "bugs", "source"}
+    if unknown:
+        raise FailoverTraceError(f"{where}: header: unknown fields {', '.join(sorted(unknown))}")
+    if head.get("ackorder_trace") != VERSION or isinstance(head.get("ackorder_trace"), bool):
+        raise FailoverTraceError(f"{where}: trace format version {head.get('ackorder_trace')!r}; this ackorder "
+                                 f"reads {VERSION}")
+    brokers = head.get("brokers")
+    if (not isinstance(brokers, list) or not 2 <= len(brokers) <= MAX_BROKERS or len(set(brokers)) != len(brokers)
+            or not all(isinstance(b, str) and BROKER.fullmatch(b) for b in brokers)):
+        raise FailoverTraceError(f"{where}: header.brokers: expected 2..{MAX_BROKERS} distinct broker names")
+    master = head.get("initial_master")
+    if master not in brokers:
+        raise FailoverTraceError(f"{where}: header.initial_master: expected one of header.brokers")
+    bugs = head.get("bugs", [])
+    if not isinstance(bugs, list) or not all(isinstance(b, str) and b in FAILOVER_BUG_NAMES for b in bugs):
+        raise FailoverTraceError(f"{where}: header.bugs: expected a list of failover bug switch names")
+    source = head.get("source", "")
+    if not isinstance(source, str):
+        raise FailoverTraceError(f"{where}: header.source: expected a text")
+    return FailoverConfig(tuple(brokers), master), tuple(bugs), source[:200]
+
+
+def check_failover_lines(lines: Iterable[str], name: str) -> FailoverVerdict:
+    """Read the trace ``lines`` of file ``name`` and replay them through the twin (see the module doc).
+    FailoverTraceError for malformed input."""
+    it = iter(enumerate(lines, start=1))
+    first = next(((n, raw) for n, raw in it if raw.strip()), None)
+    if first is None:
+        raise FailoverTraceError(f"{name}: empty trace (no header line)")
+    cfg, bugs, source = _config(_object(first[1], f"{name}:{first[0]}"), f"{name}:{first[0]}")
+    frontier: set[FState] = {initial_state(cfg)}
+    if len(first[1]) > MAX_LINE_CHARS:
+        raise FailoverTraceError(f"{name}:{first[0]}: line longer than {MAX_LINE_CHARS} characters")
+    steps = 0
+    for n, raw in it:
+        if not raw.strip():
+            continue
+        where = f"{name}:{n}"
+        obj = _object(raw, where)
+        if not {"step", "action"} <= set(obj) <= {"step", "action", "state"}:
+            raise FailoverTraceError(f"{where}: expected the fields step and action (and maybe state)")
+        observed = obj.get("state")
+        if observed is not None and not isinstance(observed, dict):
+            raise FailoverTraceError(f"{where}: state: expected a JSON object (one key per spec variable)")
+        if obj["step"] != steps + 1 or isinstance(obj["step"], bool):
+            raise FailoverTraceError(f"{where}: step {obj['step']!r}, expected {steps + 1}")
+        label = obj["action"]
+        if not isinstance(label, str) or not LABEL.fullmatch(label):
+            raise FailoverTraceError(f"{where}: action: expected a spec action label such as ReplicaConnect(b2)")
+        steps += 1
+        try:
+            frontier = {t for s in frontier for t in allowed(cfg, s, label)
+                        if observed is None or state_json(t) == observed}
+        except LabelError as err:
+            raise FailoverTraceError(f"{where}: {err}") from None
+        if not frontier:
+            return FailoverVerdict(steps, False, n, label, bugs, source)
+        if len(frontier) > MAX_FRONTIER:
+            raise FailoverTraceError(f"{where}: {len(frontier)} spec states fit the labels so far (more than "
+                                     f"{MAX_FRONTIER}): the trace says too little to check")
+    return FailoverVerdict(steps, True, None, None, bugs, source)
