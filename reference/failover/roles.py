@@ -318,8 +318,8 @@ class ReplicasManager:
         if self.role != MASTER:
             return ()
         if log_end_offset is not None:
-            assert log_end_offset >= self.log_end_offset or "BugEpochAppendUnchecked" in self.bugs, \
-                (log_end_offset, self.log_end_offset)
+            # the node's master: its committed end (a re-elected master took its written end, which
+            # may be ahead for a moment, as its new epoch's start: never go back below it)
             self.log_end_offset = max(self.log_end_offset, log_end_offset)
         decision = self.policy.decide(
             now_ms, sss=self.sss, remote_sss=self.remote_sss, acks=self._acks() if acks is None else acks,
