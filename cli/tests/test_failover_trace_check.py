@@ -93,3 +93,25 @@ def test_flags_that_do_not_apply_to_failover_traces_are_refused(tmp_path):
     path.write_text(HEAD)
     assert_usage_error(ackorder_in_process("trace-check", str(path), "--coverage"), "--coverage")
     assert_usage_error(ackorder_in_process("trace-check", str(path), str(path)), "one file")
+
+
+def test_replay_writes_a_failover_trace_and_emits_a_test_that_passes(tmp_path):
+    """`ackorder replay --failover --seed S --bug B --trace F --emit-test T`: the trace is what
+    trace-check rejects, and the emitted pytest (with the bug: the violation and a rejected trace;
+    without: none) passes against today's reference."""
+    bug = "BugShrinkBeforeCommit"
+    seed = next(s for s in range(300) if simulate(s, bugs=(bug,)).violation)
+    trace, test = tmp_path / "t.ndjson", tmp_path / "test_emitted.py"
+    p = ackorder_in_process("replay", "--failover", "--seed", str(seed), "--steps", "400", "--bug", bug,
+                            "--trace", str(trace), "--emit-test", str(test))
+    assert p.returncode == errors.VIOLATION, p.stdout + p.stderr
+    assert ackorder_in_process("trace-check", str(trace)).returncode == errors.VIOLATION
+    namespace: dict = {}
+    exec(compile(test.read_text(), str(test), "exec"), namespace)
+    tests = [f for name, f in namespace.items() if name.startswith("test_")]
+    assert len(tests) == 2
+    for f in tests:
+        f()
+    clean = ackorder_in_process("replay", "--failover", "--seed", str(seed), "--steps", "400",
+                                "--emit-test", str(tmp_path / "x.py"))
+    assert_usage_error(clean, "--emit-test", ran_first=True)
