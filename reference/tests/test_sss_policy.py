@@ -135,3 +135,17 @@ def test_bug_shrink_before_commit_stops_waiting_for_a_member_the_controller_stil
         assert rm.ack_members() == frozenset() and rm.ack_covered(100)
     else:
         assert rm.ack_members() == {"b2"} and not rm.ack_covered(100)
+
+
+def test_a_node_refuses_controller_metadata_past_what_a_master_serves():
+    """The controller's GetReplicaInfo is network input: a group of more brokers than a master may
+    take is refused with a log line by the node, before MasterCore.change_sync_state_set's
+    assertion (at most 64 replicas) could stop the master."""
+    from reference.failover.roles import MAX_SLAVES
+    from reference.real.node import metadata_past_bounds
+
+    ok = {"addresses": {str(b): f"127.0.0.1:{b}:{b}" for b in range(1, MAX_SLAVES + 2)},
+          "sync_state_set": list(range(1, MAX_SLAVES + 1))}
+    assert metadata_past_bounds(ok) is None
+    assert "at most 65 brokers" in metadata_past_bounds({**ok, "addresses": {**ok["addresses"], "999": "h:1:2"}})
+    assert "SyncStateSet of 65" in metadata_past_bounds({**ok, "sync_state_set": list(range(1, MAX_SLAVES + 2))})
