@@ -47,10 +47,24 @@ class Fsync:
 @attrs.frozen
 class SendData:
     """Master -> slave: log bytes starting at ``offset`` (an HA DATA frame) on
-    HA connection ``conn`` (the runtime's id for it)."""
+    HA connection ``conn`` (the runtime's id for it), with the transfer header: the
+    epoch entry (epoch, its start offset) the bytes lie in and the confirmOffset."""
     conn: int
     offset: int
     data: bytes
+    epoch: int = 0
+    epoch_start: int = 0
+    confirm_offset: int = 0
+
+
+@attrs.frozen
+class SendEpochs:
+    """Master -> a following slave, on the HA connection it asked on (EPOCH_REPLY): the
+    master's epoch entries, its log end (a record boundary) and its confirmOffset."""
+    conn: int
+    entries: tuple[tuple[int, int], ...]
+    log_end_offset: int
+    confirm_offset: int
 
 
 @attrs.frozen
@@ -96,6 +110,20 @@ class SendHandshake:
     offset: int
     chain: bytes
     records: int      # message records up to offset (diagnostics; the 4.9.x-style bug reads it)
+
+
+@attrs.frozen
+class SendEpochQuery:
+    """Slave (under failover) -> master: the first frame of a connection, before the
+    HANDSHAKE: the master's epoch entries, to cut this log against."""
+
+
+@attrs.frozen
+class RescanLog:
+    """Slave: the log was cut at ``upto`` (TruncateLog): index it again from the files, as if
+    they ended there, and answer with ``rescanned`` (a cut in memory only, BugTruncateNotDurable,
+    leaves the bytes on disk: the scan must not see them, recovery after a crash will)."""
+    upto: int
 
 
 @attrs.frozen

@@ -30,11 +30,11 @@ class FrameType(enum.IntEnum):
     PUT = 1         # producer -> master: req_id u64, key u64, body
     RESPONSE = 2    # master -> producer: req_id u64, status u8, next_offset u64
     HANDSHAKE = 3   # slave -> master: offset u64, records u64, chain 16 bytes, name utf-8
-    DATA = 4        # master -> slave: offset u64, log bytes
+    DATA = 4        # master -> slave: offset u64, epoch u64, epoch_start u64, confirm u64, log bytes
     ACK = 5         # slave -> master: offset u64, records u64
     REFUSE = 6      # master -> slave: reason utf-8, then the master closes
-    EPOCH_QUERY = 7  # a broker node -> a master's HA port: (empty) what is your epoch history?
-    EPOCH_REPLY = 8  # master -> node: log_end u64, confirm u64, then (epoch u64, start_offset u64)*
+    EPOCH_QUERY = 7  # a following slave -> master, first on its HA connection: (empty) your epoch entries?
+    EPOCH_REPLY = 8  # master -> that slave: log_end u64, confirm u64, then (epoch u64, start_offset u64)*
     READ = 9        # consumer -> master (producer port): req_id u64, offset u64, max_bytes u32
     READ_REPLY = 10  # master -> consumer: req_id u64, confirm_offset u64, offset u64, log bytes below confirm
 
@@ -67,8 +67,14 @@ class Handshake:
 
 @attrs.frozen
 class Data:
+    """A TRANSFER batch: its bytes and its header (AutoSwitchHAConnection's transfer header):
+    the epoch entry the batch lies in (a batch never spans two epochs) and the master's
+    confirmOffset.  A master outside failover sends epoch 0 from 0."""
     offset: int
     data: bytes
+    epoch: int = 0
+    epoch_start: int = 0
+    confirm_offset: int = 0
 
 
 @attrs.frozen
@@ -84,8 +90,9 @@ class Refuse:
 
 @attrs.frozen
 class EpochQuery:
-    """A following node asks the master for its epoch entries before it truncates
-    (AutoSwitchHAClient's HANDSHAKE, the master's half; reference/real/node.py)."""
+    """A following slave's first frame on its HA connection: the master's epoch entries,
+    please (AutoSwitchHAClient's HANDSHAKE state); it cuts its log against them before its
+    HANDSHAKE (reference/failover/follower.py)."""
 
 
 @attrs.frozen
@@ -116,6 +123,7 @@ MAX_EPOCH_REPLY_ENTRIES = 65_536
 MAX_READ_BYTES = 1 << 20
 _READ = struct.Struct(">QQI")
 _READ_REPLY = struct.Struct(">QQQ")
+_DATA = struct.Struct(">QQQQ")
 _U64 = struct.Struct(">Q")
 _ENTRY = struct.Struct(">QQ")
 _PUT = struct.Struct(">QQ")
@@ -134,7 +142,8 @@ def encode(frame) -> bytes:
         kind, payload = (FrameType.HANDSHAKE,
                          _U64.pack(frame.offset) + _U64.pack(frame.records) + frame.chain + frame.name.encode())
     elif isinstance(frame, Data):
-        kind, payload = FrameType.DATA, _U64.pack(frame.offset) + frame.data
+        kind, payload = (FrameType.DATA, _DATA.pack(frame.offset, frame.epoch, frame.epoch_start, frame.confirm_offset)
+                         + frame.data)
     elif isinstance(frame, Ack):
         kind, payload = FrameType.ACK, _U64.pack(frame.offset) + _U64.pack(frame.records)
     elif isinstance(frame, Refuse):
@@ -173,7 +182,7 @@ def _decode(kind: int, payload: bytes):
     except ValueError:
         raise FrameError(f"unknown frame type {kind}") from None
     need = {FrameType.PUT: 16, FrameType.RESPONSE: 17, FrameType.HANDSHAKE: 32,
-            FrameType.DATA: 8, FrameType.ACK: 16, FrameType.REFUSE: 0, FrameType.EPOCH_QUERY: 0,
+            FrameType.DATA: 32, FrameType.ACK: 16, FrameType.REFUSE: 0, FrameType.EPOCH_QUERY: 0,
             FrameType.EPOCH_REPLY: 16, FrameType.READ: 20, FrameType.READ_REPLY: 24}[t]
     if len(payload) < need:
         raise FrameError(f"{t.name} frame has {len(payload)} payload bytes, needs at least {need}")
@@ -192,7 +201,8 @@ def _decode(kind: int, payload: bytes):
         offset, records = _U64.unpack_from(payload)[0], _U64.unpack_from(payload, 8)[0]
         return Handshake(offset, payload[16:32], name, records)
     if t is FrameType.DATA:
-        return Data(_U64.unpack_from(payload)[0], payload[8:])
+        offset, epoch, epoch_start, confirm = _DATA.unpack_from(payload)
+        return Data(offset, payload[32:], epoch, epoch_start, confirm)
     if t is FrameType.ACK:
         if len(payload) != 16:
             raise FrameError(f"ACK frame has {len(payload)} payload bytes, expected 16")

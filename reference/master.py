@@ -58,7 +58,8 @@ import attrs
 from reference.commitlog import CommitLog, LogIndex
 from reference.config import StoreConfig
 from reference.decisions import INF, covered_count, deadline_status, replica_coverage
-from reference.effects import CloseReplica, Fsync, ReadSegment, Respond, SendData, WriteData
+from reference.effects import CloseReplica, Fsync, ReadSegment, Respond, SendData, SendEpochs, WriteData
+from reference.failover.epochfile import EpochFileCache
 from reference.status import PutStatus
 
 MAX_WRITES_IN_FLIGHT = 1 << 16     # WriteData effects awaiting write_done / write_failed
@@ -142,7 +143,9 @@ class MasterCore:
         self.push2SlaveMaxOffset = 0
         self.push2_records = 0
         self.acked_upto = 0       # the largest nextOffset answered PUT_OK (a member joins the SSS above it)
-        self.confirm_floor = 0    # failover: this master's epoch start (its whole log is the group's truth)    # the same maximum, in records the slaves reported
+        self.confirm_floor = 0    # failover: this master's epoch start (its whole log is the group's truth)
+        self.epochs = EpochFileCache()                  # failover: the epoch entries (none: epoch 0 from 0)
+        self.epoch_queried: set[int] = set()            # connections that asked for them (once each)
         # segments read back for slaves that lag: start -> (index, bytes), least recently used first
         self._old: OrderedDict[int, tuple[LogIndex, bytes]] = OrderedDict()
         self._old_capacity = max(2, len(self.replicas) + 1)
@@ -191,6 +194,7 @@ class MasterCore:
         assert not self.writes or self.writes[0].offset >= log.committed, "a write in flight below committed"
         # What the HA port's peers feed stays within its bounds (the core closes, never grows past them).
         assert len(self.ungreeted) <= self.cfg.ha_max_ungreeted_connections, "ungreeted connections past the bound"
+        assert self.epoch_queried <= self.ungreeted.keys(), "an epoch query outlived its connection's greeting"
         assert all(len(p) <= self.cfg.ha_max_parked_events for p in self._parked.values()), "parked frames past the bound"
 
     def _answer(self, req: Request, status: PutStatus, step: str) -> None:
@@ -450,6 +454,7 @@ class MasterCore:
         for conn, opened_ms in list(self.ungreeted.items()):
             if now_ms - opened_ms >= limit:
                 del self.ungreeted[conn]
+                self.epoch_queried.discard(conn)
                 self._emit(CloseReplica(conn, f"no HANDSHAKE in {now_ms - opened_ms} ms"))
         for name, hc in list(self.conns.items()):
             if hc.next_transfer > hc.ack_offset and now_ms - hc.last_ack_ms >= limit:
@@ -652,14 +657,17 @@ class MasterCore:
         A slave behind the segments in memory is served from a segment read back."""
         limit = self._transfer_limit()
         cfg, log = self.cfg, self.log
+        confirm = None
         for hc in self.conns.values():
             while hc.next_transfer < limit and hc.next_transfer - hc.ack_offset < cfg.ha_send_window_bytes:
                 start = hc.next_transfer
-                end = min(limit, log.segment_end(start), start + cfg.ha_transfer_batch_size)
+                epoch, epoch_start, epoch_end = self.transfer_label(start)
+                end = min(limit, log.segment_end(start), start + cfg.ha_transfer_batch_size, epoch_end)
                 data = self._data(start, end)
                 if data is None:
                     break            # a ReadSegment is under way: segment_read resumes the stream
-                self._emit(SendData(hc.conn, start, data))
+                confirm = self.readable_end() if confirm is None else confirm
+                self._emit(SendData(hc.conn, start, data, epoch, epoch_start, confirm))
                 hc.next_transfer = end
 
     # --- segments read back ---------------------------------------------------------
@@ -761,6 +769,40 @@ class MasterCore:
             del self.connecting[name]
         self._emit(CloseReplica(conn, reason, bound))
 
+    def begin_epoch(self, entries: tuple[tuple[int, int], ...]) -> None:
+        """ChangeToMaster, the store's part (reference/failover/broker.py): this master's epoch
+        entries, the last its own epoch starting at its log end.  Every transfer header is
+        labelled from them and no batch spans two; the epoch's start becomes readable: every
+        later master comes from a SyncStateSet this master fills, so no election cuts below it."""
+        epochs = EpochFileCache(entries)
+        assert epochs.entries, "a master has at least its own epoch"
+        assert epochs.last_start() <= self.log.wrote, (epochs.entries, self.log.wrote)
+        self.epochs = epochs
+        self.confirm_floor = max(self.confirm_floor, min(epochs.last_start(), self.log.committed))
+
+    def replica_epoch_query(self, conn: int, now_ms: int) -> None:
+        """EPOCH_QUERY, a following slave's first frame (AutoSwitchHAConnection's HANDSHAKE
+        answer): our entries, our log end at a record boundary and confirmOffset, on the same
+        connection, which must then send its HANDSHAKE within the housekeeping interval as any
+        new connection.  Asked twice, or after a HANDSHAKE, it is not a slave: closed."""
+        if conn in self.epoch_queried or conn not in self.ungreeted:
+            self.replica_bad_input(conn, "a second EPOCH_QUERY, or one after the HANDSHAKE")
+            return
+        self.epoch_queried.add(conn)
+        end = self.log.index.boundary_at_or_below(self.log.committed)
+        self._emit(SendEpochs(conn, tuple((e.epoch, e.start_offset) for e in self.epochs.entries), end,
+                              min(self.readable_end(), end)))
+
+    def transfer_label(self, offset: int) -> tuple[int, int, int]:
+        """The transfer header for a batch from ``offset``: (epoch, its start, where the epoch
+        ends — the next entry's start, or no end), from the entries (H2)."""
+        k = self.epochs.covering_index(offset)
+        if k is None:
+            return 0, 0, INF
+        entry = self.epochs.entries[k]
+        end = self.epochs.entries[k + 1].start_offset if k + 1 < len(self.epochs.entries) else INF
+        return entry.epoch, entry.start_offset, end
+
     def change_sync_state_set(self, replicas: tuple[str, ...], sync_state_set: frozenset[str]) -> None:
         """Controller-driven failover (reference/real/node.py): the slaves this master may
         take and the SyncStateSet its ALL_IN_SYNC acks count over — the controller's, or its
@@ -775,13 +817,13 @@ class MasterCore:
         self._complete_covered()
 
     def readable_end(self) -> int:
-        """confirmOffset as consumers see it (reputEndOffset): every byte below is acknowledged —
-        below the largest PUT_OK (answers release in offset order once the flush and the
-        SyncStateSet cover them), or below this master's epoch start, which no later election
-        can cut (every later master comes from a SyncStateSet this master fills)."""
-        end = max(self.acked_upto, self.confirm_floor)
-        assert end <= self.log.committed, (end, self.log.committed)
-        return end
+        """confirmOffset as consumers and transfer headers see it (reputEndOffset): every byte
+        below is acknowledged — below the largest PUT_OK (answers release in offset order once
+        the flush and the SyncStateSet cover them), or below this master's epoch start, which no
+        later election can cut (every later master comes from a SyncStateSet this master fills) —
+        and in the page cache: a PUT_OK may run ahead of it (ASYNC_FLUSH with the transient store
+        pool answers at the append), a read never does."""
+        return min(max(self.acked_upto, self.confirm_floor), self.log.committed)
 
     def covers_acked(self, name: str, floor_offset: int) -> bool:
         """ExpandSyncStateSet's guard, as the union rule needs it: the slave is connected and
@@ -829,6 +871,7 @@ class MasterCore:
             # connection silent the longest is the least likely to be one.
             oldest = next(iter(self.ungreeted))
             del self.ungreeted[oldest]
+            self.epoch_queried.discard(oldest)
             self._emit(CloseReplica(oldest, f"{bound} HA connections have not sent their HANDSHAKE "
                                             f"(ha_max_ungreeted_connections = {bound}): the oldest is closed",
                                     bound="ha_max_ungreeted_connections"))
@@ -840,6 +883,7 @@ class MasterCore:
         Every decision is here, none in a runtime: a second HANDSHAKE, an unknown name, a name
         already connected (or whose handshake is being checked on another connection)."""
         self.ungreeted.pop(conn, None)
+        self.epoch_queried.discard(conn)
         self._run_or_park(conn, ("handshake", name, offset, chain, records), now_ms)
 
     def _handshake(self, conn: int, name: str, offset: int, chain: bytes, records: int, now_ms: int) -> bool:
@@ -933,6 +977,7 @@ class MasterCore:
         """The runtime could not decode what connection ``conn`` sent (or it sent a
         frame a slave never sends): close it."""
         self.ungreeted.pop(conn, None)
+        self.epoch_queried.discard(conn)
         name = self.name_of(conn)
         self._close_unaccepted(conn, reason)
         if name is not None:
@@ -949,6 +994,7 @@ class MasterCore:
     def replica_disconnected(self, conn: int) -> None:
         """The connection is gone (network, slave crash, or our CloseReplica)."""
         self.ungreeted.pop(conn, None)
+        self.epoch_queried.discard(conn)
         self._parked.pop(conn, None)
         for name in [n for n, c in self.connecting.items() if c == conn]:
             del self.connecting[name]

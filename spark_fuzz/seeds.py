@@ -180,7 +180,7 @@ FAULT_KEYS = ("master_process_crash_per_s", "master_machine_crash_per_s", "repli
               "replica_disconnect_per_s", "fsync_failure_probability", "write_failure_probability",
               "forged_ack_per_s", "impostor_per_s", "duplicate_frame_per_s", "reorder_frame_per_s",
               "truncate_frame_per_s", "garbage_frame_per_s", "corrupt_frame_per_s", "flood_per_s",
-              "greetless_per_s")
+              "greetless_per_s", "epoch_query_per_s")
 
 
 @attrs.frozen

@@ -20,7 +20,7 @@ SLAVE_RULES = ("connect", "disconnect", "deliver", "replicate", "replica_crash",
 CRASH_RULES = ("master_process_crash", "master_machine_crash", "master_restart")
 # Impostors get past the two broken handshakes (a different failure than the one the bug is
 # about), and a short write leaves a partial record that the broken recovery keeps.
-HA_INPUT_RULES = ("forge_ack", "impostor", "mangle", "flood", "greetless")
+HA_INPUT_RULES = ("forge_ack", "impostor", "mangle", "flood", "greetless", "epoch_queries")
 RULES_OFF = {
     "BugAcceptAckBeyondLog": ("fsync_returns", "flush_round", "disconnect", "replica_crash",
                               "past_its_deadlines", "master_process_crash", "deliver", "fail_a_write",
@@ -39,7 +39,8 @@ RULES_OFF = {
     "BugFlushTimeoutHidesSlaveTimeout": CRASH_RULES + HA_INPUT_RULES + ("fail_a_write",),
     # A forged ACK in the write buffer is the whole bug: crashes, impostors and mangled frames
     # only dilute the search (it was found or not depending on how pytest was invoked).
-    "BugAckCheckedAgainstWrote": CRASH_RULES + ("impostor", "mangle", "flood", "greetless", "fail_a_write"),
+    "BugAckCheckedAgainstWrote": CRASH_RULES + ("impostor", "mangle", "flood", "greetless", "epoch_queries",
+                                                "fail_a_write"),
 }
 
 

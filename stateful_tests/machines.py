@@ -352,6 +352,11 @@ class RefinementMachine(RuleBasedStateMachine):
         """HA connections that never send their HANDSHAKE."""
         self.cluster.greetless(count)
 
+    @rule(times=st.integers(1, 3))
+    def epoch_queries(self, times: int) -> None:
+        """EPOCH_QUERY on the HA port: answered once per connection before its HANDSHAKE, else closed."""
+        self.cluster.epoch_queries(times)
+
     @precondition(lambda self: bool(self.cluster.open_links()))
     @rule(how=st.sampled_from(MANGLINGS), pick=st.integers(0, 7), at=st.integers(0, 1 << 16))
     def mangle(self, how: str, pick: int, at: int) -> None:

@@ -2,7 +2,8 @@
 nodes (reference/real/node.py) on loopback under SYNC_FLUSH + SYNC_MASTER +
 ALL_IN_SYNC load from the failover load client (reference/real/failover_load.py);
 the current master is killed with SIGKILL at seeded random moments and
-restarted on its directory (it rejoins as a slave and truncates).
+restarted on its directory (it rejoins as a slave and truncates), and killed
+and restarted once more right after its cut (the cut must survive a crash).
 
 After each election:
 
@@ -367,6 +368,7 @@ def run_failover_chaos(opts: FailoverChaosOptions,
             unreplicated_tail(cluster.node_dir(victim) / "commitlog", opts.segment_bytes, opts.size,
                               TAIL_KEY_BASE + 10 * n, rng.randint(1, 5))
             cluster.start_node(victim)
+            crash_after_cut(cluster, victim)
             for b in also:
                 cluster.start_node(b)
             report.rounds.append(FailoverRound(n, victim, first.broker_id, round(load_s, 3),
@@ -442,6 +444,21 @@ def _controller_sees_dead(cluster: Cluster, broker: int) -> bool:
         if info is not None and broker not in info.get("alive", ()):
             return True
         time.sleep(0.05)
+    return False
+
+
+def crash_after_cut(cluster: Cluster, broker: int, timeout_s: float = 10.0) -> bool:
+    """The restarted broker cuts its diverged tail on its first handshake; kill -9 it right after
+    and start it again: the cut must survive a crash (B14).  A cut made in memory only
+    (BugTruncateNotDurable) comes back with the restart, under the epoch the cut's epoch file
+    names, and the master refuses the diverged log (not_rejoined) or it is kept (diverged)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if "truncated the log at" in cluster.nodes[broker].text():
+            cluster.kill(broker)
+            cluster.start_node(broker)
+            return True
+        time.sleep(0.02)
     return False
 
 

@@ -67,7 +67,6 @@ class MasterRuntime(ConnServer):
         self.core.spec_steps = DISCARD
         if opts.sync_state_set is not None:
             self.core.change_sync_state_set(opts.replicas, frozenset(opts.sync_state_set))
-        self.epoch_entries = tuple(opts.epoch_entries)
         self.trace_out = None
         if opts.trace is not None:
             self._start_trace(opts.trace)
@@ -262,12 +261,9 @@ class MasterRuntime(ConnServer):
         for frame in frames:
             if conn.closed:
                 return
-            if isinstance(frame, EpochQuery):       # a node about to follow: our epochs, then close
-                conn.queue(EpochReply(core.log.committed, core.acked_upto, self.epoch_entries))
-                conn.flush()
-                self._close(conn, "epoch query answered")
-                return
-            if isinstance(frame, Handshake):
+            if isinstance(frame, EpochQuery):       # a following slave: our epochs, then its HANDSHAKE
+                core.replica_epoch_query(conn.id, now)
+            elif isinstance(frame, Handshake):
                 core.replica_handshake(conn.id, frame.name, frame.offset, frame.chain, now, frame.records)
                 if core.name_of(conn.id) == frame.name:
                     self.log(f"slave {frame.name} connected at offset {frame.offset} (connection {conn.id})")
@@ -322,6 +318,13 @@ class MasterRuntime(ConnServer):
                 self.loop.call_at(now + self.opts.ha_lag_ms, lambda e=e: self._send_data(e, flush=True))
             else:
                 self._send_data(e)
+        elif isinstance(e, fx.SendEpochs):
+            conn = self.conns.get(e.conn)
+            if conn is not None and not conn.closed:
+                if conn.queue(EpochReply(e.log_end_offset, e.confirm_offset, e.entries)):
+                    self._dirty.add(conn)
+                else:
+                    self._close(conn, "the slave does not read what it is sent")
         elif isinstance(e, fx.Fsync):
             seg = self.cfg.mapped_file_size_commit_log
             if e.upto > e.start + seg or e.upto % seg == 0:
@@ -360,7 +363,7 @@ class MasterRuntime(ConnServer):
     def _send_data(self, e: fx.SendData, flush: bool = False) -> None:
         conn = self.conns.get(e.conn)
         if conn is not None and not conn.closed:
-            if not conn.queue(Data(e.offset, e.data)):
+            if not conn.queue(Data(e.offset, e.data, e.epoch, e.epoch_start, e.confirm_offset)):
                 self._close(conn, "the slave does not read what it is sent")
             elif flush:
                 self._flush(conn)

@@ -8,12 +8,14 @@ decision is a sans-IO core's:
 * role changes: reference/failover/roles.py ``ReplicasManager`` — only on a
   strictly larger master epoch (E5); a new master appends (epoch, its log
   end) to its epoch cache, which is written (fsynced, .bak) before it serves;
-* the slave's truncation: roles / truncation.py ``SlaveHandshake`` — the
-  master's epoch entries (an EPOCH_QUERY on its HA port) against ours, the
-  consistent point, then TruncateLog → FsyncLog → WriteEpochFile (B14);
-* the write path: reference/master.py ``MasterCore`` (SYNC_MASTER with
-  ALL_IN_SYNC: PUT_OK only when every SyncStateSet member holds the data) or
-  reference/replica.py ``ReplicaCore``, each run by its real runtime.
+* the slave: reference/failover/follower.py ``FollowerCore`` — on the HA
+  connection itself, the master's epoch entries (EPOCH_QUERY) against ours,
+  the consistent point, TruncateLog → FsyncLog → WriteEpochFile (B14), then
+  the HANDSHAKE; each DATA frame's header labels its bytes with their epoch
+  and carries confirmOffset — run by the ReplicaRuntime;
+* the master's write path: reference/master.py ``MasterCore`` (SYNC_MASTER
+  with ALL_IN_SYNC: PUT_OK only when every SyncStateSet member holds the
+  data; ``begin_epoch`` labels its transfer headers), run by MasterRuntime.
 
 The supervisor only moves data: it runs one MasterRuntime or ReplicaRuntime
 at a time over the same --dir in a thread, stopping one and starting the
@@ -45,21 +47,17 @@ from reference.failover import broker_effects as bfx
 from reference.failover.bugs import check_bugs
 from reference.failover.effects import NO_MASTER, SUCCESS
 from reference.failover.epochfile import EpochFileCache, epoch_file_checks_order
-from reference.failover.roles import MASTER, MAX_SLAVES, SLAVE, HandshakeReply, ReplicasManager, TransferBatch
+from reference.failover.roles import MASTER, MAX_SLAVES, SLAVE, ReplicasManager
 from reference.failover.sss_policy import HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT, SyncStateSetPolicy
-from reference.failover.truncation import SlaveHandshake
-from reference.frames import EpochQuery, EpochReply, FrameDecoder, FrameError, decode_frame, encode
 from reference.real.controller_client import ControllerClient, ControllerClientError, PeerAuthError
 from reference.real.disk import SegmentStore
 from reference.real.epochfile import load_epoch_file, write_epoch_file
 from reference.real.master_server import MasterRuntime
 from reference.real.options import MasterOptions, ReplicaOptions, require_secret
-from reference.real.peerauth import AuthError, AuthFrame, ClientAuth, auth_aware
-from reference.real.replica_server import ReplicaRuntime, SlaveStopped
+from reference.real.replica_server import FollowerSetup, ReplicaRuntime, SlaveStopped
 from spec.config import ConfigError, ascii_digits
 
 BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT = 1_000     # BrokerConfig.brokerHeartbeatInterval
-EPOCH_QUERY_TIMEOUT_S = 2.0
 CONTROLLER_CALL_TIMEOUT_S = 5.0
 CONTROLLER_CONNECT_TIMEOUT_S = 30.0
 EPOCH_FILE = "epochfile"
@@ -133,34 +131,6 @@ class NodeOptions:
         return f"{self.host}:{self.port}:{self.ha_port}"
 
 
-async def query_epochs(host: str, ha_port: int, timeout_s: float = EPOCH_QUERY_TIMEOUT_S,
-                       secret: bytes | None = None) -> EpochReply:
-    """Ask a master for its epoch entries, log end and acknowledged offset (EPOCH_QUERY)."""
-    async def ask() -> EpochReply:
-        reader, writer = await asyncio.open_connection(host, ha_port)
-        try:
-            auth = ClientAuth(secret, "ha") if secret is not None else None
-            writer.write(auth.hello() if auth else encode(EpochQuery()))
-            decoder = FrameDecoder(decode=auth_aware(decode_frame))
-            while True:
-                data = await reader.read(65536)
-                if not data:
-                    raise ConnectionError(f"{host}:{ha_port} closed before its EPOCH_REPLY")
-                for frame in decoder.feed(data):
-                    if isinstance(frame, AuthFrame) and auth is not None and not auth.done:
-                        try:
-                            writer.write(auth.receive(frame) + encode(EpochQuery()))
-                        except AuthError as err:
-                            raise ConnectionError(f"{host}:{ha_port}: {err}") from None
-                        continue
-                    if isinstance(frame, EpochReply):
-                        return frame
-                    raise ConnectionError(f"{host}:{ha_port} answered an EPOCH_QUERY with {type(frame).__name__}")
-        finally:
-            writer.close()
-    return await asyncio.wait_for(ask(), timeout_s)
-
-
 def metadata_past_bounds(info: dict) -> str | None:
     """Why the controller's GetReplicaInfo names more brokers than one master serves (MAX_SLAVES
     slaves, a SyncStateSet of at most MAX_SLAVES), or None."""
@@ -210,32 +180,14 @@ class Node:
             store.close()
 
     def _perform(self, effects: tuple) -> None:
-        """The failover cores' effects, in order (broker_effects.py)."""
-        seg = self.opts.config.mapped_file_size_commit_log
+        """ReplicasManager's effects of a role change, in order (broker_effects.py): the new
+        master's epoch file; the HA client and connections go with the runtime that held them."""
         for e in effects:
-            if isinstance(e, bfx.TruncateLog):
-                if e.on_disk:          # zero from the point (fdatasync'd), later segments unlinked, dir fsynced
-                    store = self._store()
-                    try:
-                        store.zero_tail(e.offset - e.offset % seg, e.offset % seg)
-                    finally:
-                        store.close()
-                self.truncations += 1
-                self.log(f"truncated the log at {e.offset}" + ("" if e.on_disk else " (in memory only)"))
-            elif isinstance(e, bfx.FsyncLog):
-                store = self._store()
-                try:
-                    if e.upto > 0 and store.segments():
-                        store.fsync((e.upto - 1) - (e.upto - 1) % seg, e.upto)
-                finally:
-                    store.close()
-            elif isinstance(e, bfx.WriteEpochFile):
+            if isinstance(e, bfx.WriteEpochFile):
                 write_epoch_file(self.epoch_path, EpochFileCache(e.entries), durable=e.durable,
                                  check_order=self.check_order)
-            elif isinstance(e, bfx.HandshakeFailed):
-                self.log(f"handshake failed: {e.reason}")
-            elif isinstance(e, (bfx.ReportOffset, bfx.StartHaClient, bfx.StopHaClient, bfx.CloseConnections)):
-                pass            # the runtimes report, connect and close by themselves
+            elif isinstance(e, (bfx.StartHaClient, bfx.StopHaClient, bfx.CloseConnections)):
+                pass            # a role change stops one runtime and starts the other
             else:
                 raise AssertionError(f"unexpected effect {e!r}")
 
@@ -259,6 +211,12 @@ class Node:
         self.runtime.stop()
         self.thread.join(30)
         assert not self.thread.is_alive(), "a runtime did not stop within 30 s"
+        if isinstance(self.runtime, ReplicaRuntime):
+            # what the follower learned on its HA connection: the epochs, the confirmOffset
+            follower, rm = self.runtime.follower, self.rm
+            rm.log_end_offset = follower.log_end_offset
+            rm.epoch_cache = follower.cache.truncate_beyond(rm.log_end_offset)
+            rm.confirm_offset = min(follower.confirm_offset, rm.log_end_offset)
         self.runtime = self.thread = None
         self.following = None
 
@@ -276,13 +234,8 @@ class Node:
             self.rm.log_end_offset = max(self.rm.log_end_offset, runtime.call(lambda: runtime.core.log.wrote))
             effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
             self._perform(effects)
-            entries, floor = self.rm.epoch_cache.entries, self.rm.epoch_cache.last_start()
-
-            def new_epoch() -> None:
-                runtime.epoch_entries = entries
-                core = runtime.core
-                core.confirm_floor = max(core.confirm_floor, min(floor, core.log.committed))
-            self._on_master_loop(new_epoch)
+            entries = self.rm.epoch_cache.entries
+            self._on_master_loop(lambda: runtime.core.begin_epoch(entries))
             self.log(f"role MASTER epoch {self.rm.master_epoch} (re-elected) from offset {self.rm.log_end_offset}")
             return
         self._stop_runtime()
@@ -303,85 +256,38 @@ class Node:
         self.rm.confirm_offset = min(self.rm.confirm_offset, self.rm.log_end_offset)
         effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
         self._perform(effects)             # the epoch file, fsynced, before the first put is taken
-        runtime.epoch_entries = self.rm.epoch_cache.entries
-        runtime.core.confirm_floor = self.rm.log_end_offset     # this epoch's start: the group's truth
+        runtime.core.begin_epoch(self.rm.epoch_cache.entries)      # not serving yet: its loop has not started
         runtime.core.change_sync_state_set(runtime.core.replicas, self.rm.ack_members())   # not serving yet
         self._start(runtime)
         self.log(f"role MASTER epoch {self.rm.master_epoch} from offset {self.rm.log_end_offset} "
                  f"sss {sorted(self.rm.sss)} epochs {list(self.rm.epoch_cache.entries)}")
 
     def _become_slave(self, info: dict) -> None:
+        """ChangeToSlave: a ReplicaRuntime following the new master, its FollowerCore starting
+        from our epochs; the handshake (and any cut) happens on the HA connection."""
         master = broker_name(info["master_id"])
         if not (self.rm.role == SLAVE and self.rm.master_id == master):
-            self._stop_runtime()
-            self.rm.log_end_offset = self._recover_log_end()
-            self.rm.confirm_offset = min(self.rm.confirm_offset, self.rm.log_end_offset)
+            self._stop_runtime()            # a demoted master takes no put from here on
         was = self.rm.master_epoch
         self._perform(self.rm.change_to_slave(master, info["master_epoch"]))
         if self.rm.master_epoch != was:
             self.log(f"role SLAVE of {master} epoch {self.rm.master_epoch}")
 
-    async def _follow(self) -> None:
-        """Handshake with the master (its epochs against ours), cut, then run the slave."""
+    def _follow(self) -> None:
+        """Start following the master the metadata names, once its address is known."""
         master = self.rm.master_id
         addr = self.addresses.get(broker_id_of(master))
         if addr is None:
             return
-        try:
-            reply = await query_epochs(addr[0], addr[2], secret=self.opts.peer_secret)
-        except (OSError, asyncio.TimeoutError, FrameError, ConnectionError) as err:
-            self.log(f"epoch query to {master} at {addr[0]}:{addr[2]} failed: {err}")
-            return
-        await asyncio.to_thread(self._handshake_and_start, reply, master, addr)
-
-    def _handshake_and_start(self, reply: EpochReply, master: str, addr: tuple[str, int, int]) -> None:
-        """The slave's side of the handshake (in a thread: the cut and the recovery take a while)."""
-        rm = self.rm
-        if rm.client is None:
-            rm.client = SlaveHandshake(rm.epoch_cache, rm.log_end_offset, rm.confirm_offset, bugs=rm.bugs)
-        if rm.client.state != "READY":
-            rm.follower_disconnected()
-        before = rm.log_end_offset
-        rm.start_following()
-        effects = rm.handshake_reply(HandshakeReply(0, reply.entries, reply.log_end_offset, reply.confirm_offset))
-        self._perform(effects)
-        if any(isinstance(e, bfx.HandshakeFailed) for e in effects):
-            # No epoch in common (an epoch file lost): this log cannot be trusted against the
-            # master's, which holds everything acknowledged; cut it all and follow from 0.
-            self._perform((bfx.TruncateLog(0), bfx.FsyncLog(0), bfx.WriteEpochFile(())))
-            rm.epoch_cache, rm.log_end_offset, rm.confirm_offset = EpochFileCache(), 0, 0
-            rm.client = SlaveHandshake(rm.epoch_cache, 0, 0, bugs=rm.bugs)
-            return
-        self.log(f"following {master}: log {before} -> {rm.log_end_offset}, epochs {list(rm.epoch_cache.entries)}")
-        ropts = ReplicaOptions(directory=self.opts.directory, name=self.me, master=(addr[0], addr[2]),
-                               segment_size=self.opts.config.mapped_file_size_commit_log,
-                               heartbeat_interval_ms=self.opts.heartbeat_interval_ms,
-                               peer_secret=self.opts.peer_secret)
-        self._start(ReplicaRuntime(ropts, log=lambda m: self.log(f"[slave] {m}")))
+        opts, rm = self.opts, self.rm
+        ropts = ReplicaOptions(directory=opts.directory, name=self.me, master=(addr[0], addr[2]),
+                               segment_size=opts.config.mapped_file_size_commit_log,
+                               heartbeat_interval_ms=opts.heartbeat_interval_ms, peer_secret=opts.peer_secret)
+        setup = FollowerSetup(rm.epoch_cache, rm.confirm_offset, rm.bugs, self.epoch_path, self.check_order)
+        self._start(ReplicaRuntime(ropts, log=lambda m: self.log(f"[slave] {m}"), follower=setup))
         self.following = master
-
-    async def _record_transfers(self) -> None:
-        """What the slave received since the last tick goes through the HA client's Transfer
-        (receive_transfer): the epoch labels of the master's entries covering it."""
-        rm, runtime = self.rm, self.runtime
-        end = runtime.core.received_end
-        if end <= rm.log_end_offset:
-            return
-        addr = self.addresses.get(broker_id_of(rm.master_id))
-        try:
-            reply = await query_epochs(addr[0], addr[2], secret=self.opts.peer_secret)
-        except (OSError, asyncio.TimeoutError, FrameError, ConnectionError):
-            return
-        master = EpochFileCache(reply.entries)
-        start = rm.log_end_offset
-        while start < end:
-            k = master.covering_index(start)
-            if k is None:
-                return
-            batch_end = end if k + 1 == len(master.entries) else min(end, master.entries[k + 1].start_offset)
-            self._perform(rm.transfer_received(TransferBatch(start, batch_end, master.entries[k],
-                                                             reply.confirm_offset)))
-            start = batch_end
+        self.log(f"following {master} from offset {self.runtime.recovery.end_offset}, "
+                 f"epochs {list(rm.epoch_cache.entries)}")
 
     # ------------------------------------------------------------------ the SyncStateSet
 
@@ -437,11 +343,15 @@ class Node:
         opts, rm = self.opts, self.rm
         while client.error is None and not self.stopping:
             runtime = self.runtime
-            end = runtime.core.received_end if isinstance(runtime, ReplicaRuntime) else rm.log_end_offset
+            if isinstance(runtime, ReplicaRuntime):       # what its FollowerCore holds now
+                follower = runtime.follower
+                cache, end, confirm = follower.cache, follower.received_end, follower.confirm_offset
+            else:
+                cache, end, confirm = rm.epoch_cache, rm.log_end_offset, rm.confirm_offset
             try:
                 await asyncio.wait_for(client.heartbeat(opts.group, opts.broker_id,
-                                                        epoch=rm.epoch_cache.last_epoch(), max_offset=end,
-                                                        confirm_offset=min(rm.confirm_offset, end),
+                                                        epoch=cache.last_epoch(), max_offset=end,
+                                                        confirm_offset=min(confirm, end),
                                                         address=opts.address), CONTROLLER_CALL_TIMEOUT_S)
             except (ControllerClientError, asyncio.TimeoutError):
                 return
@@ -471,11 +381,8 @@ class Node:
                 await asyncio.to_thread(self._become_slave, info)
         if rm.role == MASTER and self.runtime is not None:
             await self._maintain_sss(client, info)
-        elif rm.role == SLAVE and rm.master_id is not None:
-            if self.following is None:
-                await self._follow()
-            elif isinstance(self.runtime, ReplicaRuntime):
-                await self._record_transfers()
+        elif rm.role == SLAVE and rm.master_id is not None and self.following is None:
+            await asyncio.to_thread(self._follow)       # its log's recovery takes a while
 
     async def run(self) -> None:
         opts = self.opts

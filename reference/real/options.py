@@ -160,9 +160,8 @@ class MasterOptions:
     inject_write_fault_after: int | None = attrs.field(default=None, validator=_count_or_none)
     inject_write_fault: str = "eio"
     trace: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path), validator=_trace_path)
-    # Controller-driven failover (reference/real/node.py): this master's epoch entries, answered
-    # to an EPOCH_QUERY, and the SyncStateSet (slave names) its acks start from; None: --replicas.
-    epoch_entries: tuple[tuple[int, int], ...] = ()
+    # Controller-driven failover (reference/real/node.py): the SyncStateSet (slave names) its acks
+    # start from; None: --replicas.
     sync_state_set: tuple[str, ...] | None = None
     # Fault injection, a slow link: DATA to the slave named ``ha_lag_to`` leaves ``ha_lag_ms``
     # after the core sent it (what a master's unsent transfer backlog is when it dies).

@@ -12,10 +12,19 @@ import signal
 import socket
 from collections.abc import Callable
 
+from pathlib import Path
+
+import attrs
+
 from reference import effects as fx
-from reference.frames import Ack, Data, Handshake, Refuse
+from reference.failover import broker_effects as bfx
+from reference.failover.epochfile import EpochFileCache
+from reference.failover.follower import FollowerCore
+from reference.frames import Ack, Data, EpochQuery, EpochReply, Handshake, Refuse
 from reference.master import DISCARD
 from reference.real.disk import FileOps, SegmentStore
+from reference.real.epochfile import write_epoch_file
+from reference.record import scan_log
 from reference.real.loop import Conn, Loop, Worker, now_ms
 from reference.real.peerauth import ClientAuth
 from reference.real.options import ReplicaOptions
@@ -32,14 +41,33 @@ class SlaveStopped(RuntimeError):
     """The slave's own disk failed: it cannot hold what it would acknowledge."""
 
 
+@attrs.frozen
+class FollowerSetup:
+    """A slave under failover (`broker node`): the epochs it starts from and where its epoch
+    file is; the FollowerCore decides, this runtime performs."""
+    cache: EpochFileCache
+    confirm_offset: int
+    bugs: frozenset[str]
+    epoch_path: Path
+    epoch_file_checks_order: bool
+
+
 class ReplicaRuntime:
-    def __init__(self, opts: ReplicaOptions, log: Callable[[str], None] = print, ops: FileOps | None = None) -> None:
+    def __init__(self, opts: ReplicaOptions, log: Callable[[str], None] = print, ops: FileOps | None = None,
+                 follower: FollowerSetup | None = None) -> None:
         self.opts = opts
         self.log = log
         self.store = SegmentStore(opts.directory / "commitlog", opts.segment_size, ops)
         self.recovery = self.store.recover()
         self.core = ReplicaCore.recovered(opts.name, opts.segment_size, self.recovery)
         self.core.spec_steps = DISCARD
+        self.setup = follower
+        self.follower: FollowerCore | None = None
+        if follower is not None:
+            if opts.trace is not None:
+                raise ConfigError("--trace: a following node writes no write-path trace")
+            self.follower = self.core = FollowerCore(self.core, follower.cache, follower.confirm_offset,
+                                                     bugs=follower.bugs)
         self.trace_out = None
         if opts.trace is not None:
             self._start_trace(opts.trace)
@@ -184,7 +212,13 @@ class ReplicaRuntime:
                 if self.conn is not conn:
                     return
                 if isinstance(frame, Data):
-                    self.core.on_data(frame.offset, frame.data)
+                    if self.follower is not None:
+                        self.follower.on_data(frame.offset, frame.data, frame.epoch, frame.epoch_start,
+                                              frame.confirm_offset)
+                    else:
+                        self.core.on_data(frame.offset, frame.data)
+                elif isinstance(frame, EpochReply) and self.follower is not None:
+                    self.follower.epoch_reply(frame.entries, frame.log_end_offset, frame.confirm_offset)
                 elif isinstance(frame, Refuse):
                     self.log(f"the master refused this slave: {frame.reason}")
                     self._refused = True
@@ -272,9 +306,50 @@ class ReplicaRuntime:
                         self._close("the master does not read what this slave sends")
             elif isinstance(e, fx.CloseMaster):
                 self._close(e.reason)
+            elif isinstance(e, fx.SendEpochQuery):
+                if self.conn is not None and not self.conn.queue(EpochQuery()):
+                    self._close("the master does not read what this slave sends")
+            elif self.follower is not None and self._perform_failover(e):
+                pass
             else:
                 raise AssertionError(f"unexpected effect {e!r}")
             i += 1
+
+
+    def _perform_failover(self, e) -> bool:
+        """The follower's effects on the log and the epoch file, in order (B14: the cut is
+        durable before the epoch file says so, and both before the HANDSHAKE)."""
+        seg = self.opts.segment_size
+        if isinstance(e, bfx.TruncateLog):
+            if e.on_disk:         # zeroed from the point (fdatasync'd), later segments unlinked, dir fsynced
+                self.store.zero_tail(e.offset - e.offset % seg, e.offset % seg)
+            self._unsynced_from = None if self._unsynced_from is None else min(self._unsynced_from, e.offset)
+            self.log(f"truncated the log at {e.offset}" + ("" if e.on_disk else " (in memory only)"))
+        elif isinstance(e, bfx.FsyncLog):
+            if e.upto > 0 and self.store.segments():
+                self.store.fsync((e.upto - 1) - (e.upto - 1) % seg, e.upto)
+        elif isinstance(e, bfx.WriteEpochFile):
+            write_epoch_file(self.setup.epoch_path, EpochFileCache(e.entries), durable=e.durable,
+                             check_order=self.setup.epoch_file_checks_order)
+        elif isinstance(e, bfx.HandshakeFailed):
+            self.log(f"handshake failed: {e.reason}")
+        elif isinstance(e, fx.RescanLog):
+            self.follower.rescanned(self._scan_upto(e.upto))
+        else:
+            return False
+        return True
+
+    def _scan_upto(self, upto: int):
+        """The log indexed from its files as if they ended at ``upto``: what is on disk beyond
+        (a cut in memory only) is not seen, and not touched."""
+        seg = self.opts.segment_size
+        starts = [s for s in self.store.segments() if s < upto]
+
+        def read(start: int) -> bytes:
+            data = self.store.read(start, 0, seg).ljust(seg, b"\0")
+            keep = max(0, min(seg, upto - start))
+            return data[:keep] + bytes(seg - keep)
+        return scan_log(starts, read, seg)
 
 
 def serve_replica(opts: ReplicaOptions) -> int:

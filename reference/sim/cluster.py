@@ -30,7 +30,7 @@ import attrs
 from reference import effects as fx
 from reference.commitlog import CommitLog, LogIndex
 from reference.config import StoreConfig
-from reference.frames import Ack, Data, FrameDecoder, FrameError, Handshake, encode
+from reference.frames import Ack, Data, EpochQuery, EpochReply, FrameDecoder, FrameError, Handshake, encode
 from reference.master import MasterCore
 from reference.record import CHAIN_START, HEADER_SIZE, Checkpoint
 from reference.refinement import PropertyViolation, RefinementChecker, spec_config
@@ -127,6 +127,7 @@ class Cluster:
         self.aborted: dict[int, bool] = {}
         self.last_aborted: list[int] = []               # the requests the last master death aborted
         self.history: dict[int, object] = {}           # every request of every incarnation (the cores forget)
+        self.epoch_answered: set[int] = set()          # connections an EPOCH_REPLY went to (at most one each)
         self.counters: Counter = Counter()             # spec fault kinds (aux_ctrs)
         self.faults: Counter = Counter()               # injected faults by kind (for reports)
         self.guards: Counter = Counter()               # bounds on peers' input that closed a connection
@@ -344,7 +345,11 @@ class Cluster:
                 responses.append(e.status)
             self.responded.append(e.req_id)
         elif kind is fx.SendData:
-            self._send(e.conn, TO_REPLICA, Data(e.offset, e.data))
+            self._send(e.conn, TO_REPLICA, Data(e.offset, e.data, e.epoch, e.epoch_start, e.confirm_offset))
+        elif kind is fx.SendEpochs:
+            assert e.conn not in self.epoch_answered, f"a second EPOCH_REPLY on connection {e.conn}"
+            self.epoch_answered.add(e.conn)
+            self._send(e.conn, TO_REPLICA, EpochReply(e.log_end_offset, e.confirm_offset, e.entries))
         elif kind is fx.CreateSegment:
             self.master_disk.create(e.start)
         elif kind is fx.ReadSegment:
@@ -388,6 +393,7 @@ class Cluster:
         c = self.connections.pop(conn, None)
         if c is None:
             return
+        self.epoch_answered.discard(conn)
         self.links.pop((conn, TO_MASTER), None)
         self.links.pop((conn, TO_REPLICA), None)
         if c.slave is not None and self.replicas[c.slave].conn == conn:
@@ -501,6 +507,8 @@ class Cluster:
             self.master.replica_handshake(conn, frame.name, frame.offset, frame.chain, self.now, frame.records)
         elif isinstance(frame, Ack):
             self.master.replica_ack(conn, frame.offset, self.now, frame.records)
+        elif isinstance(frame, EpochQuery):
+            self.master.replica_epoch_query(conn, self.now)
         else:
             self.master.replica_bad_input(conn, f"a slave sent a {type(frame).__name__} frame")
 
@@ -591,6 +599,18 @@ class Cluster:
             for _ in range(count):
                 self._open_conn(UNKNOWN_SLAVE, None)
         self._finish(f"{count} connections that never greet")
+
+    def epoch_queries(self, times: int) -> None:
+        """A connection that asks for the master's epochs (EPOCH_QUERY) ``times`` times: once is
+        a following slave's first frame, answered; a second is refused and the connection closed
+        (the environment checks that no connection is answered twice: an EPOCH_REPLY is up to
+        a megabyte, a peer must not be able to ask for it in a loop)."""
+        if self.mstate == UP:
+            self.faults["epoch_query"] += times
+            conn = self._open_conn(UNKNOWN_SLAVE, None)
+            for _ in range(times):
+                self._send(conn, TO_MASTER, EpochQuery())
+        self._finish(f"a connection asks for the epochs {times} time(s)")
 
     def impostor_conns(self) -> list[int]:
         return [c.conn for c in self.connections.values() if c.slave is None]

@@ -129,6 +129,7 @@ class World:
                 "impostor": f.impostor_per_s,
                 "flood": f.flood_per_s,
                 "greetless": f.greetless_per_s,
+                "epoch_query": f.epoch_query_per_s,
                 **{f"{how}_frame": getattr(f, f"{how}_frame_per_s") for how in MANGLINGS}}
 
     def _plan(self) -> None:
@@ -376,6 +377,11 @@ class World:
         c = self.cluster
         if self._fault("greetless") and c.mstate == UP:
             c.greetless(self._randint(1, min(self.cfg.ha_max_ungreeted_connections + 2, 16)))
+
+    def _on_epoch_query(self) -> None:
+        c = self.cluster
+        if self._fault("epoch_query") and c.mstate == UP:
+            c.epoch_queries(self._randint(1, 3))
 
     def _mangle(self, how: str) -> None:
         if self._fault(f"{how}_frame"):

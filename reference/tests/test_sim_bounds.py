@@ -70,3 +70,33 @@ def test_the_core_closes_the_oldest_ungreeted_connection_and_names_the_bound():
     assert [(e.conn, e.bound) for e in closes] == [(1, "ha_max_ungreeted_connections")]
     assert list(core.ungreeted) == [2, 3]
     core.check_invariants()
+
+
+# --- EPOCH_QUERY: one answer per connection, before its HANDSHAKE ----------------------------------
+
+ASKING = {"epoch_query_per_s": "40"}
+
+
+def test_the_simulator_asks_for_the_epochs_and_the_master_answers_each_connection_once():
+    asked = 0
+    for seed in range(1, 4):
+        outcome = World(draw(seed, ASKING)).run(2000)
+        assert outcome.ok, (seed, outcome.violation, outcome.message)
+        asked += outcome.faults.get("epoch_query", 0)
+    assert asked > 10, asked
+
+
+def _answer_every_query(self, conn, now_ms):
+    from reference.effects import SendEpochs
+    self._emit(SendEpochs(conn, (), 0, 0))
+
+
+def test_a_master_that_answers_every_epoch_query_fails_the_same_runs(monkeypatch):
+    monkeypatch.setattr(MasterCore, "replica_epoch_query", _answer_every_query)
+    failures = []
+    for seed in range(1, 4):
+        try:
+            World(draw(seed, ASKING)).run(2000)
+        except AssertionError as err:
+            failures.append(str(err))
+    assert failures and all("a second EPOCH_REPLY" in f for f in failures), failures

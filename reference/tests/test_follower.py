@@ -1,0 +1,208 @@
+"""Epochs on the HA wire: MasterCore labels every transfer header (no batch spans two epochs)
+and answers EPOCH_QUERY on the HA connection; FollowerCore (reference/failover/follower.py) cuts
+its log against the master's entries before its HANDSHAKE and learns each batch's epoch from the
+header.  Driven by hand, master and follower in one test, no runtime."""
+
+from __future__ import annotations
+
+import attrs
+
+from reference import effects as fx
+from reference.failover import broker_effects as bfx
+from reference.failover.epochfile import EpochEntry, EpochFileCache
+from reference.failover.follower import RESCANNING, FollowerCore
+from reference.record import scan_log
+from reference.replica import ReplicaCore
+from reference.tests.test_master_core import BASE, Driver
+
+SEG = BASE.mapped_file_size_commit_log
+
+
+def _master(sizes: list[int], epochs=None, then: list[int] = ()) -> Driver:
+    """A master whose log holds one record per size (keys 1, 2, ...), then ``epochs``
+    begun, then the ``then`` records."""
+    d = Driver(attrs.evolve(BASE, ha_transfer_batch_size=1 << 20), replicas=("s",))
+    for size in sizes:
+        d.put(size)
+    if epochs is not None:
+        d.core.begin_epoch(epochs)
+    for size in then:
+        d.put(size)
+    return d
+
+
+def _files_of(d: Driver) -> dict[int, bytes]:
+    return {start: bytes(seg) for start, seg in d.files.items()}
+
+
+def _scan(files: dict[int, bytes], upto: int):
+    def read(start: int) -> bytes:
+        keep = max(0, min(SEG, upto - start))
+        return files[start][:keep] + bytes(SEG - keep)
+    return scan_log([s for s in files if s < upto], read, SEG)
+
+
+def _replica_holding(files: dict[int, bytes], end: int) -> ReplicaCore:
+    return ReplicaCore.recovered("s", SEG, _scan(files, end))
+
+
+class Link:
+    """One HA connection between a hand-driven master and a follower."""
+
+    def __init__(self, d: Driver, follower: FollowerCore, files: dict[int, bytes] | None = None) -> None:
+        self.d, self.f, self.files, self.conn = d, follower, files or {}, 7
+        self.follower_effects: list = []
+        self.master_effects: list = []
+
+    def _from_master(self) -> list:
+        out = self.d.core.take_effects()
+        self.master_effects += out
+        return out
+
+    def connect(self) -> None:
+        self.d.core.replica_connection_opened(self.conn, self.d.now)
+        self.f.connect()
+        self.pump()
+
+    def pump(self) -> None:
+        for _ in range(100):
+            moved = False
+            for e in self.f.take_effects():
+                self.follower_effects.append(e)
+                moved = True
+                if isinstance(e, fx.SendEpochQuery):
+                    self.d.core.replica_epoch_query(self.conn, self.d.now)
+                elif isinstance(e, fx.SendHandshake):
+                    self.d.core.replica_handshake(self.conn, "s", e.offset, e.chain, self.d.now, e.records)
+                elif isinstance(e, fx.SendAck):
+                    self.d.core.replica_ack(self.conn, e.offset, self.d.now, e.records)
+                elif isinstance(e, fx.RescanLog):
+                    self.f.rescanned(_scan(self.files, e.upto))
+            for e in self._from_master():
+                moved = True
+                if isinstance(e, fx.SendEpochs) and e.conn == self.conn:
+                    self.f.epoch_reply(e.entries, e.log_end_offset, e.confirm_offset)
+                elif isinstance(e, fx.SendData) and e.conn == self.conn:
+                    self.f.on_data(e.offset, e.data, e.epoch, e.epoch_start, e.confirm_offset)
+            if not moved:
+                return
+        raise AssertionError("the link did not settle")
+
+
+def test_transfer_batches_never_span_an_epoch_and_carry_its_label_and_the_confirm_offset():
+    d = _master([40, 40], epochs=((1, 0), (2, 120)), then=[40])
+    assert d.core.readable_end() >= 120            # the epoch's start is readable (confirm_floor)
+    f = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0)
+    link = Link(d, f)
+    link.connect()
+    sent = [e for e in link.master_effects if isinstance(e, fx.SendData)]
+    assert [(e.offset, e.offset + len(e.data), e.epoch, e.epoch_start) for e in sent] == \
+        [(0, 120, 1, 0), (120, 180, 2, 120)]
+    assert all(e.confirm_offset == d.core.readable_end() for e in sent)
+    # the follower learned both epochs from the headers, each written to its epoch file before
+    # the bytes of that epoch were reported
+    assert f.cache.entries == (EpochEntry(1, 0), EpochEntry(2, 120)) and f.received_end == 180
+    kinds = [type(e).__name__ for e in link.follower_effects]
+    assert kinds.index("WriteEpochFile") < kinds.index("SendAck")
+    files = [e.entries for e in link.follower_effects if isinstance(e, bfx.WriteEpochFile)]
+    assert files[-1] == f.cache.entries and f.confirm_offset <= 180
+
+
+def test_a_deposed_masters_tail_is_cut_at_the_consistent_point_before_its_handshake():
+    old = _master([40, 40, 40], epochs=((1, 0),))               # wrote a third record no one else has
+    new = _master([40, 40], epochs=((1, 0), (2, 120)), then=[30, 30])
+    files = _files_of(old)
+    f = FollowerCore(_replica_holding(files, 180), EpochFileCache(((1, 0),)), 180)
+    link = Link(new, f, files)
+    link.connect()
+    follower = [e for e in link.follower_effects if not isinstance(e, (fx.WriteData, fx.CreateSegment,
+                                                                      fx.SendAck))]
+    assert follower[:5] == [fx.SendEpochQuery(), bfx.TruncateLog(120), bfx.FsyncLog(120),
+                            bfx.WriteEpochFile(((1, 0), (2, 120))), fx.RescanLog(120)]
+    assert isinstance(follower[5], fx.SendHandshake) and follower[5].offset == 120
+    assert new.core.name_of(link.conn) == "s"      # the master took the handshake: a prefix of its log
+    assert f.received_end == new.core.log.committed and f.cache.entries[-1] == EpochEntry(2, 120)
+
+
+def test_a_cut_in_memory_only_is_the_bug_switchs_and_nothing_else_decides_it():
+    old = _master([40, 40, 40], epochs=((1, 0),))
+    new = _master([40, 40], epochs=((1, 0), (2, 120)), then=[30])
+    files = _files_of(old)
+    link = Link(new, FollowerCore(_replica_holding(files, 180), EpochFileCache(((1, 0),)), 0,
+                                  bugs=frozenset({"BugTruncateNotDurable"})), files)
+    link.connect()
+    cut = [e for e in link.follower_effects if isinstance(e, (bfx.TruncateLog, bfx.FsyncLog))]
+    assert cut == [bfx.TruncateLog(120, on_disk=False)]
+    assert new.core.name_of(link.conn) == "s"      # the running slave holds the cut in memory
+
+
+def test_a_log_with_no_epoch_in_common_is_cut_whole_and_follows_from_zero():
+    old = _master([40, 40])
+    new = _master([30], epochs=((3, 0),))
+    files = _files_of(old)
+    f = FollowerCore(_replica_holding(files, 120), EpochFileCache(), 0)   # its epoch file was lost
+    link = Link(new, f, files)
+    link.connect()
+    kinds = [e for e in link.follower_effects if isinstance(e, (bfx.HandshakeFailed, bfx.TruncateLog,
+                                                                bfx.WriteEpochFile, fx.RescanLog))]
+    assert isinstance(kinds[0], bfx.HandshakeFailed)
+    assert kinds[1:] == [bfx.TruncateLog(0), bfx.WriteEpochFile(()), bfx.WriteEpochFile(((3, 0),)), fx.RescanLog(0)]
+    assert f.received_end == new.core.log.committed and f.cache.entries == (EpochEntry(3, 0),)
+
+
+def test_what_the_master_sends_out_of_turn_drops_the_link_never_an_assertion():
+    d = _master([40], epochs=((2, 0),))
+    f = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0)
+    f.on_data(0, b"x", 2, 0, 0)                              # DATA before any handshake
+    assert any(isinstance(e, fx.CloseMaster) for e in f.take_effects())
+    f.disconnected()
+    Link(d, f).connect()
+    f.take_effects()
+    assert f.cache.last_epoch() == 2
+    for bad in [(f.received_end, b"y" * 60, 1, 0, 0),         # an epoch going back
+                (f.received_end, b"y" * 60, 3, f.received_end + 1, 0)]:    # a label starting after its bytes
+        end = f.received_end
+        f.on_data(*bad)
+        closed = [e for e in f.take_effects() if isinstance(e, fx.CloseMaster)]
+        assert closed and "not a label" in closed[0].reason and f.received_end == end
+        f.disconnected()
+        f.connect()
+        f.epoch_reply(((2, 0),), end, 0)
+        f.take_effects()
+    f.epoch_reply(((2, 0),), 0, 0)                            # a second reply on one connection
+    assert any(isinstance(e, fx.CloseMaster) for e in f.take_effects())
+    f.disconnected()
+    f.connect()
+    f.epoch_reply(((3, 0), (2, 10)), 0, 0)                    # entries out of order
+    assert any(isinstance(e, fx.CloseMaster) and "not in order" in e.reason for e in f.take_effects())
+
+
+def test_the_master_answers_one_epoch_query_per_connection_before_its_handshake():
+    d = _master([40], epochs=((4, 0),))
+    d.core.replica_connection_opened(1, 0)
+    d.core.replica_epoch_query(1, 0)
+    assert [e for e in d.core.take_effects() if isinstance(e, fx.SendEpochs)] == \
+        [fx.SendEpochs(1, ((4, 0),), 60, min(d.core.readable_end(), 60))]
+    d.core.replica_epoch_query(1, 0)                          # asked twice: not a slave
+    assert [e.conn for e in d.core.take_effects() if isinstance(e, fx.CloseReplica)] == [1]
+    d.core.check_invariants()
+    d.core.replica_connection_opened(2, 0)
+    d.core.replica_handshake(2, "s", 0, ReplicaCore("s", SEG).index.chain_at(0), 0, 0)
+    d.core.take_effects()
+    d.core.replica_epoch_query(2, 0)                          # after its HANDSHAKE
+    assert [e.conn for e in d.core.take_effects() if isinstance(e, fx.CloseReplica)] == [2]
+    assert d.core.epoch_queried == set()
+    d.core.check_invariants()
+
+
+def test_rescanning_is_a_state_the_heartbeat_respects():
+    old = _master([40, 40, 40], epochs=((1, 0),))
+    files = _files_of(old)
+    f = FollowerCore(_replica_holding(files, 180), EpochFileCache(((1, 0),)), 0)
+    f.connect()
+    f.epoch_reply(((1, 0), (2, 60)), 60, 0)
+    assert f.state == RESCANNING
+    f.heartbeat()
+    assert not any(isinstance(e, fx.SendAck) for e in f.take_effects())
+    f.rescanned(_scan(files, 60))
+    assert f.state == "TRANSFER" and f.received_end == 60
