@@ -143,7 +143,12 @@ class MasterCore:
         self.push2SlaveMaxOffset = 0
         self.push2_records = 0
         self.acked_upto = 0       # the largest nextOffset answered PUT_OK (a member joins the SSS above it)
-        self.confirm_floor = 0    # failover: this master's epoch start (its whole log is the group's truth)
+        # failover (begin_epoch): computeConfirmOffset's value, over the SyncStateSet the node pushes
+        # (roles.confirm_with, the spec's ConfirmWith); None outside failover: the largest PUT_OK
+        self.confirm: int | None = None
+        self.confirm_committed: frozenset[str] = frozenset()   # the controller's SSS, less this master
+        self.confirm_view: frozenset[str] = frozenset()        # SSSView: that and a proposal in flight
+        self.failover_bugs: frozenset[str] = frozenset()
         self.epochs = EpochFileCache()                  # failover: the epoch entries (none: epoch 0 from 0)
         self.epoch_queried: set[int] = set()            # connections that asked for them (once each)
         # segments read back for slaves that lag: start -> (index, bytes), least recently used first
@@ -397,6 +402,7 @@ class MasterCore:
         if upto <= log.committed:
             return
         log.confirm(upto)
+        self._recompute_confirm(None)
         if self._pool:
             self.spec_steps.append(("Commit", log.records_upto(log.committed)))
             self._last_commit_done_ms = now_ms
@@ -666,7 +672,7 @@ class MasterCore:
                 data = self._data(start, end)
                 if data is None:
                     break            # a ReadSegment is under way: segment_read resumes the stream
-                confirm = self.readable_end() if confirm is None else confirm
+                confirm = self.header_confirm() if confirm is None else confirm
                 self._emit(SendData(hc.conn, start, data, epoch, epoch_start, confirm))
                 hc.next_transfer = end
 
@@ -769,16 +775,47 @@ class MasterCore:
             del self.connecting[name]
         self._emit(CloseReplica(conn, reason, bound))
 
-    def begin_epoch(self, entries: tuple[tuple[int, int], ...]) -> None:
-        """ChangeToMaster, the store's part (reference/failover/broker.py): this master's epoch
-        entries, the last its own epoch starting at its log end.  Every transfer header is
-        labelled from them and no batch spans two; the epoch's start becomes readable: every
-        later master comes from a SyncStateSet this master fills, so no election cuts below it."""
+    def begin_epoch(self, entries: tuple[tuple[int, int], ...], confirm_offset: int,
+                    bugs: frozenset[str] = frozenset()) -> None:
+        """ChangeToMaster, the store's part (reference/real/node.py): this master's epoch entries,
+        the last its own epoch starting at its log end, and the confirmOffset ReplicasManager
+        computed for it (ConfirmWith over its new SyncStateSet).  Every transfer header is
+        labelled from the entries and no batch spans two; from here on confirmOffset is
+        computeConfirmOffset over the SyncStateSet (``set_confirm_view``), the spec's rule."""
         epochs = EpochFileCache(entries)
         assert epochs.entries, "a master has at least its own epoch"
         assert epochs.last_start() <= self.log.wrote, (epochs.entries, self.log.wrote)
-        self.epochs = epochs
-        self.confirm_floor = max(self.confirm_floor, min(epochs.last_start(), self.log.committed))
+        self.epochs, self.failover_bugs = epochs, frozenset(bugs)
+        self.confirm = min(confirm_offset, self.log_end_offset())
+
+    def log_end_offset(self) -> int:
+        """The master's max offset as the failover rules count it: its last whole record in the
+        page cache (acks and epoch starts are record boundaries)."""
+        return self.log.index.boundary_at_or_below(self.log.committed)
+
+    def set_confirm_view(self, committed: frozenset[str], view: frozenset[str], confirm_offset: int) -> None:
+        """The node's SyncStateSet, as ReplicasManager holds it after a change (less this master):
+        the controller's set, the view with a proposal in flight, and the confirmOffset the
+        change left (ChangeSyncStateSet recomputes it over the new set, a refused alter alone
+        takes the log end, a proposal keeps it) — computed there over this core's acks."""
+        assert self.confirm is not None, "set_confirm_view before begin_epoch"
+        assert committed <= view and len(view) <= 64, (committed, view)
+        self.confirm_committed, self.confirm_view = frozenset(committed), frozenset(view)
+        self.confirm = min(confirm_offset, self.log_end_offset())
+
+    def _recompute_confirm(self, name: str | None) -> None:
+        """ReplicaConnect / ReplicaAck of a committed member (``name``), or Put with no other
+        member in the view (``name`` None): the spec's confirmOffset, roles.confirm_with."""
+        if self.confirm is None:
+            return
+        from reference.failover.roles import confirm_with     # failover only: not on the write path's imports
+        if name is None:
+            if not self.confirm_view:
+                self.confirm = self.log_end_offset()
+            return
+        if name in self.confirm_committed:
+            self.confirm = confirm_with("", self.confirm_view, self.conns, self.log_end_offset(), self.confirm,
+                                        bugs=self.failover_bugs)
 
     def replica_epoch_query(self, conn: int, now_ms: int) -> None:
         """EPOCH_QUERY, a following slave's first frame (AutoSwitchHAConnection's HANDSHAKE
@@ -789,9 +826,9 @@ class MasterCore:
             self.replica_bad_input(conn, "a second EPOCH_QUERY, or one after the HANDSHAKE")
             return
         self.epoch_queried.add(conn)
-        end = self.log.index.boundary_at_or_below(self.log.committed)
+        end = self.log_end_offset()
         self._emit(SendEpochs(conn, tuple((e.epoch, e.start_offset) for e in self.epochs.entries), end,
-                              min(self.readable_end(), end)))
+                              self.header_confirm()))
 
     def transfer_label(self, offset: int) -> tuple[int, int, int]:
         """The transfer header for a batch from ``offset``: (epoch, its start, where the epoch
@@ -817,21 +854,22 @@ class MasterCore:
         self._complete_covered()
 
     def readable_end(self) -> int:
-        """confirmOffset as consumers and transfer headers see it (reputEndOffset): every byte
-        below is acknowledged — below the largest PUT_OK (answers release in offset order once
-        the flush and the SyncStateSet cover them), or below this master's epoch start, which no
-        later election can cut (every later master comes from a SyncStateSet this master fills) —
-        and in the page cache: a PUT_OK may run ahead of it (ASYNC_FLUSH with the transient store
+        """confirmOffset as consumers see it (reputEndOffset).  Under failover the spec's rule
+        (computeConfirmOffset: the minimum of the log end and the SyncStateSet's acks, the old
+        value while a member has no connection).  Outside it, below the largest PUT_OK and in
+        the page cache: a PUT_OK may run ahead of that (ASYNC_FLUSH with the transient store
         pool answers at the append), a read never does."""
-        return min(max(self.acked_upto, self.confirm_floor), self.log.committed)
+        if self.confirm is not None:
+            return min(self.confirm, self.log.committed)
+        return min(self.acked_upto, self.log.committed)
 
-    def covers_acked(self, name: str, floor_offset: int) -> bool:
-        """ExpandSyncStateSet's guard, as the union rule needs it: the slave is connected and
-        holds everything ever answered PUT_OK and at least ``floor_offset`` (the start of this
-        master's epoch: what earlier masters acknowledged).  From the moment it joins the ack
-        view every later PUT_OK waits for it too, so nothing acknowledged is missing on it."""
-        hc = self.conns.get(name)
-        return hc is not None and hc.ack_offset >= max(self.acked_upto, floor_offset)
+    def header_confirm(self) -> int:
+        """The confirmOffset a transfer header carries (roles.header_confirm: one definition)."""
+        if self.confirm is None:
+            return self.readable_end()
+        from reference.failover.roles import header_confirm
+        return min(header_confirm(self.log_end_offset(), self.confirm, bugs=self.failover_bugs),
+                   self.log.committed)
 
     def name_of(self, conn: int) -> str | None:
         return next((name for name, hc in self.conns.items() if hc.conn == conn), None)
@@ -910,6 +948,7 @@ class MasterCore:
         self.push2SlaveMaxOffset = max(self.push2SlaveMaxOffset, offset)
         self.push2_records = max(self.push2_records, records)
         self.spec_steps.append(("ReplicaConnect", name))
+        self._recompute_confirm(name)
         self._transfer()
         self._complete_covered()
         return True
@@ -969,6 +1008,7 @@ class MasterCore:
         self.push2SlaveMaxOffset = max(self.push2SlaveMaxOffset, offset)
         self.push2_records = max(self.push2_records, claimed)
         self.spec_steps.append(("ReplicaAck", name, claimed))
+        self._recompute_confirm(name)
         self._transfer()
         self._complete_covered()
         return True

@@ -226,12 +226,12 @@ class ReplicaTraceHook(_Writer):
 # lists against the cores' public methods, so a new event cannot go untraced.
 MASTER_EVENTS = ("put", "tick", "writes_done", "write_done", "write_failed", "fsync_done", "fsync_failed",
                  "segment_read", "segment_read_failed", "replica_connection_opened", "replica_handshake",
-                 "replica_ack", "replica_bad_input", "replica_disconnected")
+                 "replica_ack", "replica_bad_input", "replica_disconnected", "replica_epoch_query")
 REPLICA_EVENTS = ("connect", "heartbeat", "disconnected", "on_data", "on_bad_input")
 # Events the write-path spec has no action for: a traced master refuses them.  Its SyncStateSet is
 # the --replicas it started with; controller-driven changes (reference/real/node.py) are checked
 # against spec/failover by reference/failover/refine.py, not by a trace.
-MASTER_UNTRACED = ("change_sync_state_set",)
+MASTER_UNTRACED = ("change_sync_state_set", "begin_epoch", "set_confirm_view")
 
 
 class UntracedEvent(RuntimeError):

@@ -104,6 +104,12 @@ def confirm_with(me: str, view: frozenset[str], connections: Mapping[str, HaConn
     return min([log_end_offset] + [connections[o].ack_offset for o in others])
 
 
+def header_confirm(log_end_offset: int, confirm_offset: int, *, bugs: frozenset[str] = frozenset()) -> int:
+    """HeaderConfirm(m): the confirmOffset a TRANSFER header carries (BugSlaveConfirmFromMaxOffset:
+    the master's max offset).  One definition: ReplicasManager and the byte-level MasterCore."""
+    return log_end_offset if "BugSlaveConfirmFromMaxOffset" in bugs else confirm_offset
+
+
 def cursor_epoch_at_connect(cache: EpochFileCache, *, bugs: frozenset[str] = frozenset()) -> int:
     """The epoch a new connection's cursor is fixed to: none (0) — each batch takes the
     epoch of its offset — unless BugTransferCursorNotReset (the master's last epoch)."""
@@ -388,7 +394,7 @@ class ReplicasManager:
     def header_confirm(self) -> int:
         """HeaderConfirm(m): the confirmOffset a TRANSFER header carries
         (BugSlaveConfirmFromMaxOffset: the max offset)."""
-        return self.log_end_offset if self._bug("BugSlaveConfirmFromMaxOffset") else self.confirm_offset
+        return header_confirm(self.log_end_offset, self.confirm_offset, bugs=self.bugs)
 
     def readable_end(self) -> int:
         """Consumers read below confirmOffset (reputEndOffset, V1)."""

@@ -47,7 +47,7 @@ from reference.failover import broker_effects as bfx
 from reference.failover.bugs import check_bugs
 from reference.failover.effects import NO_MASTER, SUCCESS
 from reference.failover.epochfile import EpochFileCache, epoch_file_checks_order
-from reference.failover.roles import MASTER, MAX_SLAVES, SLAVE, ReplicasManager
+from reference.failover.roles import MASTER, MAX_SLAVES, SLAVE, HaConnection, ReplicasManager, sss_view
 from reference.failover.sss_policy import HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT, SyncStateSetPolicy
 from reference.real.controller_client import ControllerClient, ControllerClientError, PeerAuthError
 from reference.real.disk import SegmentStore
@@ -230,12 +230,19 @@ class Node:
         starts at), the epoch file is written, and only then does it serve."""
         sss = frozenset(broker_name(b) for b in info["sync_state_set"])
         if self.rm.role == MASTER and isinstance(self.runtime, MasterRuntime):
-            runtime = self.runtime
-            self.rm.log_end_offset = max(self.rm.log_end_offset, runtime.call(lambda: runtime.core.log.wrote))
-            effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
-            self._perform(effects)
-            entries = self.rm.epoch_cache.entries
-            self._on_master_loop(lambda: runtime.core.begin_epoch(entries))
+            runtime, rm = self.runtime, self.rm
+
+            def written() -> int:
+                self._sync_from_core(runtime.core)
+                return runtime.core.log.wrote
+            rm.log_end_offset = max(rm.log_end_offset, runtime.call(written))
+            self._perform(rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"]))
+            entries, confirm = rm.epoch_cache.entries, rm.confirm_offset
+
+            def new_epoch() -> None:
+                rm.confirm_offset = confirm         # ChangeToMaster's, not the core's old one
+                runtime.core.begin_epoch(entries, confirm, rm.bugs)
+            self._on_master_loop(new_epoch)
             self.log(f"role MASTER epoch {self.rm.master_epoch} (re-elected) from offset {self.rm.log_end_offset}")
             return
         self._stop_runtime()
@@ -256,8 +263,9 @@ class Node:
         self.rm.confirm_offset = min(self.rm.confirm_offset, self.rm.log_end_offset)
         effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
         self._perform(effects)             # the epoch file, fsynced, before the first put is taken
-        runtime.core.begin_epoch(self.rm.epoch_cache.entries)      # not serving yet: its loop has not started
-        runtime.core.change_sync_state_set(runtime.core.replicas, self.rm.ack_members())   # not serving yet
+        # not serving yet (its loop has not started): the core's epochs, confirmOffset and SyncStateSet
+        runtime.core.begin_epoch(self.rm.epoch_cache.entries, self.rm.confirm_offset, self.rm.bugs)
+        self._push_view(runtime.core)
         self._start(runtime)
         self.log(f"role MASTER epoch {self.rm.master_epoch} from offset {self.rm.log_end_offset} "
                  f"sss {sorted(self.rm.sss)} epochs {list(self.rm.epoch_cache.entries)}")
@@ -291,18 +299,32 @@ class Node:
 
     # ------------------------------------------------------------------ the SyncStateSet
 
-    def _push_view(self) -> None:
-        """On the master's loop thread: the slaves it may take and the members its PUT_OKs
-        wait for (ReplicasManager.ack_members: the committed SSS and a proposal in flight)."""
-        core = self.runtime.core
-        core.change_sync_state_set(tuple(dict.fromkeys(core.replicas + self._others())), self.rm.ack_members())
+    def _push_view(self, core) -> None:
+        """On the master's loop thread, after a ReplicasManager decision: the slaves it may take,
+        the members its PUT_OKs wait for (ack_members: the committed SSS and a proposal in
+        flight) and the SyncStateSet and confirmOffset its computeConfirmOffset runs over."""
+        rm = self.rm
+        core.change_sync_state_set(tuple(dict.fromkeys(core.replicas + self._others())), rm.ack_members())
+        core.set_confirm_view(rm.sss - {self.me}, sss_view(rm.sss, rm.remote_sss) - {self.me}, rm.confirm_offset)
+
+    def _sync_from_core(self, core) -> None:
+        """On the master's loop thread, before a ReplicasManager decision: the MasterCore's
+        connections (their acks), its log end and confirmOffset are what the manager decides on."""
+        rm = self.rm
+        rm.log_end_offset = max(rm.log_end_offset, core.log_end_offset())
+        rm.connections = {name: HaConnection(hc.ack_offset, hc.ack_offset) for name, hc in core.conns.items()}
+        if core.confirm is not None:
+            rm.confirm_offset = min(core.confirm, rm.log_end_offset)
 
     def _on_master_loop(self, fn: Callable[[], object]) -> object:
-        """``fn`` then the ack view, in one step on the master's loop thread: no PUT_OK is
-        answered between a SyncStateSet decision and the view it implies."""
+        """``fn`` between the core's state and the view it implies, in one step on the master's
+        loop thread: no PUT_OK is answered between a SyncStateSet decision and its view."""
+        core = self.runtime.core
+
         def step():
+            self._sync_from_core(core)
             out = fn()
-            self._push_view()
+            self._push_view(core)
             return out
         return self.runtime.call(step)
 
@@ -317,11 +339,7 @@ class Node:
         self._on_master_loop(lambda: rm.change_sync_state_set(info["master_epoch"], names(info), info["sss_epoch"]))
         now_ms = int(time.monotonic() * 1000)
 
-        def check() -> tuple:
-            core = self.runtime.core
-            return rm.check_sync_state_set(now_ms, {n: hc.ack_offset for n, hc in core.conns.items()},
-                                           core.log.committed, core.readable_end())
-        for e in self._on_master_loop(check):
+        for e in self._on_master_loop(lambda: rm.check_sync_state_set(now_ms)):
             assert isinstance(e, bfx.ProposeSyncStateSet), e
             reply = await asyncio.wait_for(client.alter(opts.group, opts.broker_id, rm.master_epoch, rm.sss_epoch,
                                                         {broker_id_of(n) for n in e.sss}), CONTROLLER_CALL_TIMEOUT_S)
@@ -346,6 +364,8 @@ class Node:
             if isinstance(runtime, ReplicaRuntime):       # what its FollowerCore holds now
                 follower = runtime.follower
                 cache, end, confirm = follower.cache, follower.received_end, follower.confirm_offset
+            elif isinstance(runtime, MasterRuntime) and runtime.core.confirm is not None:
+                cache, end, confirm = rm.epoch_cache, rm.log_end_offset, runtime.core.readable_end()
             else:
                 cache, end, confirm = rm.epoch_cache, rm.log_end_offset, rm.confirm_offset
             try:

@@ -18,14 +18,16 @@ from reference.tests.test_master_core import BASE, Driver
 SEG = BASE.mapped_file_size_commit_log
 
 
-def _master(sizes: list[int], epochs=None, then: list[int] = ()) -> Driver:
+def _master(sizes: list[int], epochs=None, then: list[int] = (), view=frozenset({"s"}), bugs=frozenset(),
+            replicas=("s",)) -> Driver:
     """A master whose log holds one record per size (keys 1, 2, ...), then ``epochs``
-    begun, then the ``then`` records."""
-    d = Driver(attrs.evolve(BASE, ha_transfer_batch_size=1 << 20), replicas=("s",))
+    begun (confirmOffset 0, the SyncStateSet ``view`` besides itself), then the ``then`` records."""
+    d = Driver(attrs.evolve(BASE, ha_transfer_batch_size=1 << 20), replicas=replicas)
     for size in sizes:
         d.put(size)
     if epochs is not None:
-        d.core.begin_epoch(epochs)
+        d.core.begin_epoch(epochs, 0, bugs)
+        d.core.set_confirm_view(frozenset(view), frozenset(view), 0)
     for size in then:
         d.put(size)
     return d
@@ -73,7 +75,7 @@ class Link:
                 if isinstance(e, fx.SendEpochQuery):
                     self.d.core.replica_epoch_query(self.conn, self.d.now)
                 elif isinstance(e, fx.SendHandshake):
-                    self.d.core.replica_handshake(self.conn, "s", e.offset, e.chain, self.d.now, e.records)
+                    self.d.core.replica_handshake(self.conn, self.f.replica.name, e.offset, e.chain, self.d.now, e.records)
                 elif isinstance(e, fx.SendAck):
                     self.d.core.replica_ack(self.conn, e.offset, self.d.now, e.records)
                 elif isinstance(e, fx.RescanLog):
@@ -91,14 +93,14 @@ class Link:
 
 def test_transfer_batches_never_span_an_epoch_and_carry_its_label_and_the_confirm_offset():
     d = _master([40, 40], epochs=((1, 0), (2, 120)), then=[40])
-    assert d.core.readable_end() >= 120            # the epoch's start is readable (confirm_floor)
     f = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0)
     link = Link(d, f)
     link.connect()
     sent = [e for e in link.master_effects if isinstance(e, fx.SendData)]
     assert [(e.offset, e.offset + len(e.data), e.epoch, e.epoch_start) for e in sent] == \
         [(0, 120, 1, 0), (120, 180, 2, 120)]
-    assert all(e.confirm_offset == d.core.readable_end() for e in sent)
+    # sent at the connect, before the slave's first ack: computeConfirmOffset was still its ack, 0
+    assert all(e.confirm_offset == 0 for e in sent) and d.core.readable_end() == 180
     # the follower learned both epochs from the headers, each written to its epoch file before
     # the bytes of that epoch were reported
     assert f.cache.entries == (EpochEntry(1, 0), EpochEntry(2, 120)) and f.received_end == 180
@@ -206,3 +208,47 @@ def test_rescanning_is_a_state_the_heartbeat_respects():
     assert not any(isinstance(e, fx.SendAck) for e in f.take_effects())
     f.rescanned(_scan(files, 60))
     assert f.state == "TRANSFER" and f.received_end == 60
+
+
+# --- one confirmOffset rule: computeConfirmOffset (roles.confirm_with) in the byte-level master -----
+
+def test_the_masters_confirm_offset_is_the_specs_rule_over_its_sync_state_set():
+    alone = _master([40], epochs=((1, 0),), then=[40], view=frozenset())
+    assert alone.core.readable_end() == 120              # alone in its SSS: the log end, put by put
+    d = _master([40, 40], epochs=((1, 0),), view=frozenset({"s", "t"}), replicas=("s", "t"))
+    assert d.core.readable_end() == 0                    # members with no connection: the old value
+    s = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0)
+    Link(d, s).connect()
+    assert d.core.readable_end() == 0                    # t has no connection yet (#6662)
+    t = FollowerCore(ReplicaCore("t", SEG), EpochFileCache(), 0)
+    link = Link(d, t)
+    link.conn = 8
+    link.connect()
+    assert d.core.readable_end() == 120                  # both hold everything: the minimum of their acks
+    d.core.replica_disconnected(8)
+    d.put(40)
+    assert d.core.readable_end() == 120                  # t gone: kept, not recomputed over s alone
+
+
+def test_confirm_over_the_connected_members_only_is_the_bug_switchs():
+    d = _master([40, 40], epochs=((1, 0),), view=frozenset({"s", "t"}), replicas=("s", "t"),
+                bugs=frozenset({"BugConfirmOverConnected"}))
+    Link(d, FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0)).connect()
+    assert d.core.readable_end() == 120                  # B12: t has no connection, and is not waited for
+
+
+def test_a_header_carries_the_max_offset_only_under_its_bug_switch():
+    for bugs, expected in ((frozenset(), 0), (frozenset({"BugSlaveConfirmFromMaxOffset"}), 120)):
+        d = _master([40, 40], epochs=((1, 0),), view=frozenset({"s", "t"}), replicas=("s", "t"), bugs=bugs)
+        link = Link(d, FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0))
+        link.connect()
+        assert [e.confirm_offset for e in link.master_effects if isinstance(e, fx.SendData)] == [expected]
+
+
+def test_an_ack_of_a_member_only_proposed_leaves_the_confirm_offset_as_the_spec_does():
+    d = _master([40, 40], epochs=((1, 0),))
+    d.core.set_confirm_view(frozenset(), frozenset({"s"}), 0)     # ExpandSyncStateSet(s) in flight
+    Link(d, FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0)).connect()
+    assert d.core.readable_end() == 0          # ReplicaAck recomputes only for a member of bSSS
+    d.core.set_confirm_view(frozenset({"s"}), frozenset({"s"}), 120)   # committed: ChangeSyncStateSet's value
+    assert d.core.readable_end() == 120

@@ -121,8 +121,9 @@ def test_runtime_traces_of_a_bug_are_rejected(bug, seed):
 
 
 # What a runtime may call on a core without it being an event (questions, and handing over effects).
-MASTER_QUERIES = {"check_invariants", "covers_acked", "flush_frontier", "flush_leg_done", "handshake_accepts",
-                  "name_of", "next_wakeup_ms", "readable_end", "replica_coverage", "take_effects"}
+MASTER_QUERIES = {"check_invariants", "flush_frontier", "flush_leg_done", "handshake_accepts", "header_confirm",
+                  "log_end_offset", "name_of", "next_wakeup_ms", "readable_end", "replica_coverage", "take_effects",
+                  "transfer_label"}
 REPLICA_QUERIES = {"take_effects"}
 
 
