@@ -44,6 +44,7 @@ from reference.bench.procs import Broker, start_replica
 from reference.real.disk import SegmentStore
 from reference.real.load import Acked, body_for, run_load
 from reference.record import CRC_COVERED_FROM, END_FILE_MIN_BLANK_LENGTH, HEADER_SIZE, encode, recover_log
+from reference.real.chaos_reach import check_write_path_reach
 from reference.real.options import check_segment_room
 from spec.config import ConfigError
 
@@ -84,6 +85,7 @@ class ChaosOptions:
         if not 0 < self.min_load_s <= self.max_load_s:
             raise ConfigError("the load time before a kill must be positive (min <= max)")
         check_segment_room(self.segment_bytes, self.size)
+        check_write_path_reach("kill -9", self.bugs)
 
 
 @attrs.define

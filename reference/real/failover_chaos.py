@@ -45,6 +45,7 @@ import reference
 from reference.bench.procs import Broker
 from reference.failover.bugs import check_bugs
 from reference.real.chaos import ChaosAborted, _free_ports, check_log
+from reference.real.chaos_reach import check_failover_reach
 from reference.real.disk import SegmentStore
 from reference.real.load import body_for
 from reference.record import END_FILE_MIN_BLANK_LENGTH, encode, record_size, recover_log
@@ -62,38 +63,6 @@ SLOW_MEMBER = NODES          # --slow-member-lag-ms: the broker whose link lags
 SLOW_MEMBER_STAYS_LAGS = 30  # the slow member's haMaxTimeSlaveNotCatchup, in lags
 DEFAULT_SHRINK_AFTER_MS = 1_000   # a killed member leaves the SyncStateSet after this
 TAIL_KEY_BASE = 10**15       # keys of the unreplicated tail: never sent by a producer, never acknowledged
-
-
-@attrs.frozen
-class ChaosCatch:
-    """How a chaos --failover run catches a switch: whether it needs the slow member, and the
-    test (reference/tests/test_failover_real.py) that shows it exits 1."""
-    needs_slow_member: bool
-    test: str
-
-
-# The failover switches a chaos --failover run is shown to catch.  Every other switch is refused
-# (exit 2): a run that cannot reach a switch would report "nothing lost" about a defect it never
-# exercised.  reference/tests/test_failover_real.py keeps this table true.
-CHAOS_CATCHES = {
-    "BugTruncateNotDurable": ChaosCatch(False, "test_chaos_failover_catches_a_cut_only_in_memory"),
-    "BugNoAllAck": ChaosCatch(True, "test_chaos_failover_catches_acks_without_the_slaves"),
-}
-
-
-def check_chaos_reach(bugs: tuple[str, ...], slow_member_lag_ms: int) -> None:
-    """ConfigError (exit 2) for a switch this mode is not shown to reach, or one that needs the
-    slow member without it."""
-    for bug in bugs:
-        catch = CHAOS_CATCHES.get(bug)
-        if catch is None:
-            shown = ", ".join(f"{b}{' (with --slow-member-lag-ms)' if c.needs_slow_member else ''}"
-                              for b, c in CHAOS_CATCHES.items())
-            raise ConfigError(f"--failover-bug {bug}: no chaos --failover run is shown to reach it (it catches "
-                              f"{shown}); ackorder fuzz --model failover --bug {bug} does")
-        if catch.needs_slow_member and not slow_member_lag_ms:
-            raise ConfigError(f"--failover-bug {bug}: bites only with --slow-member-lag-ms (e.g. 300): on loopback "
-                              "every slave holds each write before the master's fsync ends")
 
 
 @attrs.frozen
@@ -145,7 +114,7 @@ class FailoverChaosOptions:
             raise ConfigError(f"--slow-member-lag-ms {self.slow_member_lag_ms}: 0..{MAX_HA_LAG_MS}")
         if self.peer_secret_file is not None:
             self.peer_secret          # a file that is missing, open to others or too short: said now
-        check_chaos_reach(self.failover_bugs, self.slow_member_lag_ms)
+        check_failover_reach(self.failover_bugs, self.slow_member_lag_ms)
         if self.slow_member_lag_ms and self.failovers != 1:
             # once the slow member is master no link is slow; and killed as master it would restart
             # as a lagging slave that never holds every acknowledged message under load (the

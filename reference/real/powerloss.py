@@ -45,6 +45,7 @@ from reference.real.disk import FileOps, SegmentStore
 from reference.real.load import Acked, body_for, run_load
 from reference.real.options import MasterOptions
 from reference.record import HEADER_SIZE, recover_log
+from reference.real.chaos_reach import check_write_path_reach
 from reference.real.options import check_segment_room
 from spec.config import ConfigError
 
@@ -317,6 +318,7 @@ class PowerLossOptions:
         if not 0 <= self.fsync_delay_ms <= 1000:
             raise ConfigError(f"--fsync-delay-ms {self.fsync_delay_ms}: 0 to 1000")
         check_segment_room(self.segment_bytes, self.size)
+        check_write_path_reach("--power-loss", self.bugs)
 
 
 @attrs.define

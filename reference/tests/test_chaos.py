@@ -68,6 +68,53 @@ def test_power_loss_catches_a_recovery_that_keeps_a_torn_record():
         report.violations[:3]
 
 
+def test_power_loss_catches_an_ack_of_the_page_cache():
+    report = explore_power_loss(PowerLossOptions(runs=1, seed=3, bugs=("BugAckOnCommitted",)))
+    assert not report.valid and any("lost" in v for v in report.violations)
+
+
+def test_power_loss_catches_one_fsync_releasing_two_files():
+    report = explore_power_loss(PowerLossOptions(runs=2, seed=3, bugs=("BugFlushOneFileReleasesAll",)))
+    assert not report.valid and any("lost" in v for v in report.violations)
+
+
+def test_every_chaos_mode_takes_only_the_switches_a_test_here_shows_it_catches():
+    """reference/real/chaos_reach.py: each switch a write-path chaos mode accepts has a test in this
+    file that runs that mode with it and asserts the run fails; every other switch is refused
+    (exit 2 at the command line) instead of answering "everything looks good"."""
+    import inspect
+    import sys
+
+    from reference.real.chaos_reach import WRITE_PATH_MODES, check_write_path_reach
+    from spec.config import BUG_NAMES, ConfigError
+
+    here = sys.modules[__name__]
+    for mode, table in WRITE_PATH_MODES.items():
+        for bug, catch in table.items():
+            test = getattr(here, catch.test, None)
+            assert test is not None, f"{mode} {bug}: no test {catch.test}"
+            source = inspect.getsource(test)
+            assert bug in source and "not report.valid" in source, catch.test
+            assert ("explore_power_loss" if mode == "--power-loss" else "run_chaos") in source, catch.test
+            check_write_path_reach(mode, (bug,))
+        for bug in set(BUG_NAMES) - set(table):
+            with pytest.raises(ConfigError, match=f"no chaos {mode} run is shown to reach it"):
+                check_write_path_reach(mode, (bug,))
+    with pytest.raises(ConfigError, match="--bug BugTimeoutAsOK: no chaos kill -9"):
+        ChaosOptions(bugs=("BugTimeoutAsOK",))
+    with pytest.raises(ConfigError, match="chaos --power-loss does"):
+        ChaosOptions(bugs=("BugAckOnWrote",))
+
+
+def test_a_switch_chaos_cannot_reach_is_exit_2_in_one_line():
+    result = zygote.run(["chaos", "--kills", "1", "--bug", "BugTimeoutAsOK"], cwd=Path.cwd(), timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "no chaos kill -9 run is shown to reach it" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    result = zygote.run(["chaos", "--power-loss", "--kills", "1", "--bug", "BugDoubleResponse"], cwd=Path.cwd(),
+                        timeout=60)
+    assert result.returncode == 2 and "no chaos --power-loss run" in result.stderr, result.stdout + result.stderr
+
+
 def test_power_loss_catches_a_flush_that_misses_the_new_file_after_a_roll():
     report = explore_power_loss(PowerLossOptions(runs=3, seed=3, broken_fsync=True))
     assert not report.valid and any("lost" in v for v in report.violations)

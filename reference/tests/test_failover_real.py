@@ -221,11 +221,11 @@ def test_a_node_whose_port_is_taken_stops_before_it_registers(tmp_path: Path):
 
 
 def test_the_chaos_reach_table_names_a_catching_test_for_each_switch_it_lets_through():
-    """reference/real/failover_chaos.CHAOS_CATCHES: each switch a chaos --failover run accepts has
+    """reference/real/chaos_reach.FAILOVER_CATCHES: each switch a chaos --failover run accepts has
     a test here that runs it and asserts exit 1; every other failover switch is refused."""
     import sys
 
-    from reference.real.failover_chaos import CHAOS_CATCHES, check_chaos_reach
+    from reference.real.chaos_reach import FAILOVER_CATCHES as CHAOS_CATCHES, check_failover_reach as check_chaos_reach
     from spec.config import ConfigError
     from spec.failover.config import FAILOVER_BUG_NAMES
 

@@ -1,0 +1,74 @@
+"""Which seeded defects each chaos mode is shown to catch, and the refusal of every other one.
+
+A chaos run that cannot reach a switch reports "nothing lost, everything looks good" about a
+defect it never exercised: the worst answer a verification tool can give.  So each mode takes
+only the switches a test shows it to catch (the test runs the mode with the switch and asserts
+the run fails), and refuses any other with exit 2 and one line naming the modes and tools that
+do reach it.  reference/tests/test_chaos.py and test_failover_real.py keep these tables true.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from spec.config import ConfigError
+
+
+@attrs.frozen
+class ChaosCatch:
+    """How a chaos run catches a switch: the test that shows it fails (reference/tests/...),
+    and for --failover whether it needs the slow member."""
+    test: str
+    needs_slow_member: bool = False
+
+
+# kill -9 of a real master under load (reference/real/chaos.py): the page cache survives a
+# process kill, so only what the restart's recovery makes of the files is in reach.
+KILL9_CATCHES = {
+    "BugRecoveryKeepsTorn": ChaosCatch("test_chaos_catches_a_recovery_that_keeps_a_torn_record"),
+}
+
+# --power-loss (reference/real/powerloss.py): crash states of the recorded file operations, so an
+# acknowledgement that ran ahead of its fdatasync is in reach, and the recovery.
+POWER_LOSS_CATCHES = {
+    "BugAckOnWrote": ChaosCatch("test_power_loss_catches_an_ack_before_the_fsync"),
+    "BugAckOnCommitted": ChaosCatch("test_power_loss_catches_an_ack_of_the_page_cache"),
+    "BugFlushOneFileReleasesAll": ChaosCatch("test_power_loss_catches_one_fsync_releasing_two_files"),
+    "BugRecoveryKeepsTorn": ChaosCatch("test_power_loss_catches_a_recovery_that_keeps_a_torn_record"),
+}
+
+# --failover (reference/real/failover_chaos.py): three nodes and a controller, the master killed.
+FAILOVER_CATCHES = {
+    "BugTruncateNotDurable": ChaosCatch("test_chaos_failover_catches_a_cut_only_in_memory"),
+    "BugNoAllAck": ChaosCatch("test_chaos_failover_catches_acks_without_the_slaves", needs_slow_member=True),
+}
+
+WRITE_PATH_MODES = {"kill -9": KILL9_CATCHES, "--power-loss": POWER_LOSS_CATCHES}
+
+
+def _shown(table: dict[str, ChaosCatch]) -> str:
+    return ", ".join(f"{b}{' (with --slow-member-lag-ms)' if c.needs_slow_member else ''}" for b, c in table.items())
+
+
+def check_write_path_reach(mode: str, bugs: tuple[str, ...]) -> None:
+    """ConfigError (exit 2) for a write-path switch the chaos ``mode`` is not shown to reach."""
+    table = WRITE_PATH_MODES[mode]
+    for bug in bugs:
+        if bug not in table:
+            others = [m for m, t in WRITE_PATH_MODES.items() if bug in t and m != mode]
+            elsewhere = f"chaos {' or '.join(others)} does, and " if others else ""
+            raise ConfigError(f"--bug {bug}: no chaos {mode} run is shown to reach it (it catches {_shown(table)}); "
+                              f"{elsewhere}ackorder fuzz --bug {bug} does")
+
+
+def check_failover_reach(bugs: tuple[str, ...], slow_member_lag_ms: int) -> None:
+    """ConfigError (exit 2) for a failover switch chaos --failover is not shown to reach, or one
+    that needs the slow member without it."""
+    for bug in bugs:
+        catch = FAILOVER_CATCHES.get(bug)
+        if catch is None:
+            raise ConfigError(f"--failover-bug {bug}: no chaos --failover run is shown to reach it (it catches "
+                              f"{_shown(FAILOVER_CATCHES)}); ackorder fuzz --model failover --bug {bug} does")
+        if catch.needs_slow_member and not slow_member_lag_ms:
+            raise ConfigError(f"--failover-bug {bug}: bites only with --slow-member-lag-ms (e.g. 300): on loopback "
+                              "every slave holds each write before the master's fsync ends")
