@@ -42,7 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", type=output_file, metavar="FILE", help="write the verdict as JSON")
     p.add_argument("--merged", type=output_file, metavar="FILE", help="write the merged steps as one trace file")
     p.add_argument("--coverage", action="store_true",
-                   help="show which branches of the spec and which property antecedents the trace reached")
+                   help="show which branches of the spec and which property antecedents the trace reached "
+                        "(failover traces: which of AckOrderFailover's actions their explained steps took)")
     p.add_argument("--strict", action="store_true",
                    help="a gap in seq (a dropped line) or a t_ms going back within a process is malformed input "
                         "(exit 2), not a warning")
@@ -64,38 +65,63 @@ def _is_failover_trace(path: Path) -> bool:
 
 
 def check_failover(args: argparse.Namespace, console) -> int:
-    """A failover trace (spec/failover/tracecheck.py): the twin replays its labels."""
+    """Failover traces (spec/failover/tracecheck.py): the twin replays each one's labels; with
+    --coverage, which of AckOrderFailover's actions their explained steps took."""
     import time
 
-    from spec.failover.tracecheck import check_failover_lines
+    from spec.failover.tracecheck import action_coverage, check_failover_lines
 
-    if len(args.files) != 1:
-        raise errors.UsageError("a failover trace is one file (one simulated group); give one at a time")
-    for flag in ("merged", "keep", "coverage", "strict"):
+    for flag in ("merged", "keep", "strict"):
         if getattr(args, flag):
             raise errors.UsageError(f"--{flag}: not for failover traces (yet)")
-    path = args.files[0]
+    if not all(_is_failover_trace(p) for p in args.files):
+        raise errors.UsageError("failover and write-path traces mixed: check them apart")
     start = time.perf_counter()
-    with open(path, encoding="utf-8", errors="strict") as f:
-        try:
-            v = check_failover_lines(f, str(path))
-        except UnicodeDecodeError as err:
-            raise errors.UsageError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    verdicts = []
+    for path in args.files:
+        with open(path, encoding="utf-8", errors="strict") as f:
+            try:
+                verdicts.append((path, check_failover_lines(f, str(path))))
+            except UnicodeDecodeError as err:
+                raise errors.UsageError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     seconds = time.perf_counter() - start
-    console.print(f"{v.steps:,} failover step(s) from {escape(str(path))}, checked by the twin in {seconds:.2f} s "
+    steps = sum(v.steps for _, v in verdicts)
+    where = escape(str(args.files[0])) if len(args.files) == 1 else f"{len(args.files)} traces"
+    console.print(f"{steps:,} failover step(s) from {where}, checked by the twin in {seconds:.2f} s "
                   "(TLC does not check failover traces yet; liveness is not judged on a finite trace)")
-    if v.bugs:
-        console.print(f"[dim]the writer ran with {', '.join(v.bugs)}; the check uses the spec with no switch on[/]")
+    bugs = sorted({b for _, v in verdicts for b in v.bugs})
+    if bugs:
+        console.print(f"[dim]the writers ran with {', '.join(bugs)}; the check uses the spec with no switch on[/]")
+    coverage = action_coverage(v for _, v in verdicts) if args.coverage else None
+    if coverage is not None:
+        table = Table(title="AckOrderFailover actions the explained steps took", title_justify="left")
+        for column in ("action", "steps", "traces"):
+            table.add_column(column, justify="left" if column == "action" else "right")
+        for name, (n, traces) in coverage.items():
+            table.add_row(name if n else f"[yellow]{name}[/]", f"{n:,}", f"{traces:,}")
+        console.print(table)
+        never = [name for name, (n, _) in coverage.items() if not n]
+        console.print(f"{len(coverage) - len(never)} of {len(coverage)} actions taken"
+                      + (f"; never: {', '.join(never)}" if never else ""))
+    bad = [(p, v) for p, v in verdicts if not v.ok]
     if args.json:
-        args.json.write_text(json.dumps({"valid": v.ok, "checker": "the twin", "model": "failover",
-                                         "files": [str(path)], "steps": v.steps, "failed_line": v.line,
-                                         "failed_action": v.label, "bugs": list(v.bugs),
-                                         "seconds": round(seconds, 3)}, indent=2) + "\n")
-    if v.ok:
-        console.print("[green]valid[/]: a behaviour of AckOrderFailover (every switch off) explains every step")
+        first = bad[0][1] if bad else None
+        args.json.write_text(json.dumps({
+            "valid": not bad, "checker": "the twin", "model": "failover", "files": [str(p) for p in args.files],
+            "steps": steps, "failed_file": str(bad[0][0]) if bad else None,
+            "failed_line": first.line if first else None, "failed_action": first.label if first else None,
+            "rejected": [str(p) for p, _ in bad], "bugs": bugs, "seconds": round(seconds, 3),
+            **({"coverage": {k: {"steps": n, "traces": t} for k, (n, t) in coverage.items()}} if coverage else {}),
+        }, indent=2) + "\n")
+    if not bad:
+        console.print("[green]valid[/]: a behaviour of AckOrderFailover (every switch off) explains every step"
+                      + (f" of all {len(verdicts)} traces" if len(verdicts) > 1 else ""))
         return errors.OK
-    console.print(f"[bold red]invalid[/]: step {v.steps} ({escape(str(path))}:{v.line}, {escape(v.label)}): no state "
-                  "of AckOrderFailover the steps before it reach can take it")
+    for path, v in bad[:10]:
+        console.print(f"[bold red]invalid[/]: step {v.steps} ({escape(str(path))}:{v.line}, {escape(v.label)}): no "
+                      "state of AckOrderFailover the steps before it reach can take it")
+    if len(bad) > 10:
+        console.print(f"[bold red]{len(bad) - 10} more trace(s) rejected[/]")
     return errors.VIOLATION
 
 

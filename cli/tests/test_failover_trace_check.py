@@ -91,8 +91,41 @@ def test_malformed_failover_traces_are_exit_2_and_one_line(tmp_path, text, where
 def test_flags_that_do_not_apply_to_failover_traces_are_refused(tmp_path):
     path = tmp_path / "t.ndjson"
     path.write_text(HEAD)
-    assert_usage_error(ackorder_in_process("trace-check", str(path), "--coverage"), "--coverage")
-    assert_usage_error(ackorder_in_process("trace-check", str(path), str(path)), "one file")
+    assert_usage_error(ackorder_in_process("trace-check", str(path), "--strict"), "--strict")
+    other = tmp_path / "write-path.ndjson"
+    other.write_text('{"ackorder_trace": 1}\n')
+    assert_usage_error(ackorder_in_process("trace-check", str(path), str(other)), "mixed")
+
+
+def test_coverage_over_many_failover_traces_names_every_action_and_the_ones_never_taken(tmp_path):
+    files = []
+    for seed in range(6):
+        _, lines = _trace(seed)
+        files.append(tmp_path / f"s{seed}.ndjson")
+        files[-1].write_text("".join(lines))
+    p = ackorder_in_process("trace-check", *map(str, files), "--coverage", "--json", str(tmp_path / "v.json"))
+    assert p.returncode == errors.OK, p.stdout + p.stderr
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    from spec.failover.labels import ACTIONS
+
+    assert set(verdict["coverage"]) == set(ACTIONS) and verdict["valid"] and len(verdict["files"]) == 6
+    taken = {k for k, v in verdict["coverage"].items() if v["steps"]}
+    assert {"Put", "Transfer", "ReplicaAck", "Respond", "ElectMaster"} <= taken, taken
+    assert sum(v["steps"] for v in verdict["coverage"].values()) == verdict["steps"]
+    assert f"{len(taken)} of {len(ACTIONS)} actions taken" in p.stdout
+
+
+def test_one_rejected_trace_among_many_is_exit_1_and_named(tmp_path):
+    good, bad = tmp_path / "good.ndjson", tmp_path / "bad.ndjson"
+    _, lines = _trace(3)
+    good.write_text("".join(lines))
+    step = json.loads(lines[20])
+    step["state"]["confirm"][0] += 1
+    bad.write_text("".join(lines[:20] + [json.dumps(step) + "\n"] + lines[21:]))
+    p = ackorder_in_process("trace-check", str(good), str(bad), "--coverage", "--json", str(tmp_path / "v.json"))
+    assert p.returncode == errors.VIOLATION, p.stdout + p.stderr
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["rejected"] == [str(bad)] and verdict["failed_line"] == 21 and not verdict["valid"]
 
 
 def test_replay_writes_a_failover_trace_and_emits_a_test_that_passes(tmp_path):

@@ -239,6 +239,14 @@ class ReplicasManager:
 
     # --- role changes ------------------------------------------------------------------------
 
+    def role_named(self, master_id: str | None, master_epoch: int) -> str | None:
+        """What the controller's metadata (its master, masterEpoch) asks of this broker: MASTER,
+        SLAVE, or None when it names no master, or no epoch larger than the one known here (E5,
+        the guard change_to_master / change_to_slave keep as well)."""
+        if not master_id or master_epoch <= self.master_epoch:
+            return None
+        return MASTER if master_id == self.broker_id else SLAVE
+
     def change_to_master(self, master_epoch: int, sss: frozenset[str], sss_epoch: int) -> tuple:
         """ChangeToMaster(b): metadata names this broker master in ``master_epoch``.  Refused
         (no effects) unless the epoch is larger than the one it knows (E5)."""

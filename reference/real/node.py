@@ -394,11 +394,12 @@ class Node:
             self.log(f"controller metadata refused: {problem}")
             return
         self.addresses = {int(b): parse_node_address(a) for b, a in info.get("addresses", {}).items()}
-        if info["master_id"] != NO_MASTER and info["master_epoch"] > rm.master_epoch:
-            if info["master_id"] == opts.broker_id:
-                await asyncio.to_thread(self._become_master, info)
-            else:
-                await asyncio.to_thread(self._become_slave, info)
+        change = rm.role_named(broker_name(info["master_id"]) if info["master_id"] != NO_MASTER else None,
+                               info["master_epoch"])
+        if change == MASTER:
+            await asyncio.to_thread(self._become_master, info)
+        elif change == SLAVE:
+            await asyncio.to_thread(self._become_slave, info)
         if rm.role == MASTER and self.runtime is not None:
             await self._maintain_sss(client, info)
         elif rm.role == SLAVE and rm.master_id is not None and self.following is None:

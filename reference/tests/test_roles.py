@@ -512,3 +512,15 @@ def test_every_broker_bug_switch_has_a_bite_test_named_in_the_docs():
         assert named, f"docs/reference.md names no test for {bug}"
         for module, name in named:
             assert hasattr(importlib.import_module(f"reference.tests.{module}"), name), (bug, module, name)
+
+
+def test_the_role_the_metadata_names_only_for_a_larger_epoch():
+    from reference.failover.epochfile import EpochFileCache
+    from reference.failover.roles import MASTER, SLAVE, ReplicasManager
+
+    rm = ReplicasManager.recover("b1", epoch_cache=EpochFileCache(), log_end_offset=0, checkpoint_confirm_offset=0)
+    assert rm.role_named(None, 5) is None                 # no master elected yet
+    assert rm.role_named("b1", 1) == MASTER and rm.role_named("b2", 1) == SLAVE
+    rm.change_to_slave("b2", 3)
+    assert rm.role_named("b1", 3) is None and rm.role_named("b2", 2) is None     # E5: not a larger epoch
+    assert rm.role_named("b1", 4) == MASTER

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 import attrs
@@ -28,7 +29,7 @@ import attrs
 from spec.config import ConfigError
 from spec.failover.actions import initial_state
 from spec.failover.config import FAILOVER_BUG_NAMES, FailoverConfig
-from spec.failover.labels import LabelError, allowed
+from spec.failover.labels import ACTIONS, LabelError, allowed
 from spec.failover.state import FState, state_json
 
 VERSION = 1
@@ -51,6 +52,18 @@ class FailoverVerdict:
     label: str | None = None
     bugs: tuple[str, ...] = ()
     source: str = ""
+    actions: tuple[tuple[str, int], ...] = ()   # the spec actions of the steps explained, with their counts
+
+
+def action_coverage(verdicts) -> dict[str, tuple[int, int]]:
+    """Every action of AckOrderFailover -> (steps that took it, traces that took it) over ``verdicts``
+    (the explained steps only): what `trace-check --coverage` reports; 0 is an action no trace reached."""
+    out = {name: (0, 0) for name in ACTIONS}
+    for v in verdicts:
+        for name, n in v.actions:
+            steps, traces = out[name]
+            out[name] = (steps + n, traces + 1)
+    return out
 
 
 def is_failover_header(first_line: str) -> bool:
@@ -114,6 +127,7 @@ def check_failover_lines(lines: Iterable[str], name: str) -> FailoverVerdict:
     if len(first[1]) > MAX_LINE_CHARS:
         raise FailoverTraceError(f"{name}:{first[0]}: line longer than {MAX_LINE_CHARS} characters")
     steps = 0
+    taken: Counter[str] = Counter()
     for n, raw in it:
         if not raw.strip():
             continue
@@ -136,8 +150,9 @@ def check_failover_lines(lines: Iterable[str], name: str) -> FailoverVerdict:
         except LabelError as err:
             raise FailoverTraceError(f"{where}: {err}") from None
         if not frontier:
-            return FailoverVerdict(steps, False, n, label, bugs, source)
+            return FailoverVerdict(steps, False, n, label, bugs, source, tuple(sorted(taken.items())))
+        taken[label.split("(", 1)[0]] += 1
         if len(frontier) > MAX_FRONTIER:
             raise FailoverTraceError(f"{where}: {len(frontier)} spec states fit the labels so far (more than "
                                      f"{MAX_FRONTIER}): the trace says too little to check")
-    return FailoverVerdict(steps, True, None, None, bugs, source)
+    return FailoverVerdict(steps, True, None, None, bugs, source, tuple(sorted(taken.items())))
