@@ -31,8 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Check one trace, or the files of one run's processes (merged by causality), "
                                    "against the bound-free spec with every bug switch off. Exit 0 valid, 1 a step "
                                    "no spec step explains, 2 a malformed trace. A failover trace (its header says "
-                                   "\"model\": \"failover\", as `fuzz --model failover` writes them) is replayed by "
-                                   "the failover twin.")
+                                   "\"model\": \"failover\", as `fuzz --model failover` writes them) is checked by "
+                                   "TLC against AckOrderFailover and by the failover twin, which must agree.")
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="NDJSON trace files (docs/traces.md)")
     p.add_argument("--twin", action="store_true", help="check with the Python twin instead of TLC")
     p.add_argument("--workers", type=positive_int, default=1,
@@ -65,30 +65,47 @@ def _is_failover_trace(path: Path) -> bool:
 
 
 def check_failover(args: argparse.Namespace, console) -> int:
-    """Failover traces (spec/failover/tracecheck.py): the twin replays each one's labels; with
-    --coverage, which of AckOrderFailover's actions their explained steps took."""
+    """Failover traces (spec/failover/tracecheck.py): each checked by TLC (tla/failovertrace.py, a
+    trace module over AckOrderFailover) and by the twin, which must agree (``--twin``: the twin
+    only); with --coverage, which of AckOrderFailover's actions their explained steps took."""
     import time
 
-    from spec.failover.tracecheck import action_coverage, check_failover_lines
+    from spec.failover.tracecheck import action_coverage, check_failover_trace, read_failover_trace
+    from tla.failovertrace import check_failover_tlc
+    from tla.tlc import TlcUnavailable
+    from tla.tracecheck import TraceCheckError
 
-    for flag in ("merged", "keep", "strict"):
+    for flag in ("merged", "strict"):
         if getattr(args, flag):
             raise errors.UsageError(f"--{flag}: not for failover traces (yet)")
     if not all(_is_failover_trace(p) for p in args.files):
         raise errors.UsageError("failover and write-path traces mixed: check them apart")
     start = time.perf_counter()
-    verdicts = []
-    for path in args.files:
+    verdicts, disagree = [], []
+    for k, path in enumerate(args.files):
         with open(path, encoding="utf-8", errors="strict") as f:
             try:
-                verdicts.append((path, check_failover_lines(f, str(path))))
+                trace = read_failover_trace(f, str(path))
             except UnicodeDecodeError as err:
                 raise errors.UsageError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+        v = check_failover_trace(trace, str(path))
+        if not args.twin:
+            keep = None if args.keep is None else (args.keep if len(args.files) == 1 else args.keep / f"{k:04d}")
+            try:
+                tlc = check_failover_tlc(trace.cfg, [(label, state) for label, state, _ in trace.steps],
+                                         TlcOptions(workers=args.workers, short=True), keep=keep)
+            except (TlcUnavailable, TraceCheckError) as err:
+                raise errors.EnvironmentFailure(str(err)) from None
+            if tlc.ok != v.ok or (not v.ok and tlc.explained + 1 != v.steps):
+                disagree.append(f"{path}: TLC explains {tlc.explained} of {tlc.steps} steps, the twin "
+                                + ("all" if v.ok else f"{v.steps - 1}"))
+        verdicts.append((path, v))
     seconds = time.perf_counter() - start
+    checker = "the twin" if args.twin else "TLC and the twin"
     steps = sum(v.steps for _, v in verdicts)
     where = escape(str(args.files[0])) if len(args.files) == 1 else f"{len(args.files)} traces"
-    console.print(f"{steps:,} failover step(s) from {where}, checked by the twin in {seconds:.2f} s "
-                  "(TLC does not check failover traces yet; liveness is not judged on a finite trace)")
+    console.print(f"{steps:,} failover step(s) from {where}, checked by {checker} in {seconds:.2f} s "
+                  "(liveness is not judged on a finite trace)")
     bugs = sorted({b for _, v in verdicts for b in v.bugs})
     if bugs:
         console.print(f"[dim]the writers ran with {', '.join(bugs)}; the check uses the spec with no switch on[/]")
@@ -107,13 +124,16 @@ def check_failover(args: argparse.Namespace, console) -> int:
     if args.json:
         first = bad[0][1] if bad else None
         args.json.write_text(json.dumps({
-            "valid": not bad, "checker": "the twin", "model": "failover", "files": [str(p) for p in args.files],
-            "steps": steps, "failed_file": str(bad[0][0]) if bad else None,
+            "valid": not bad and not disagree, "checker": checker, "model": "failover",
+            "files": [str(p) for p in args.files], "steps": steps, "failed_file": str(bad[0][0]) if bad else None,
             "failed_line": first.line if first else None, "failed_action": first.label if first else None,
-            "rejected": [str(p) for p, _ in bad], "bugs": bugs, "seconds": round(seconds, 3),
+            "rejected": [str(p) for p, _ in bad], "disagreements": disagree, "bugs": bugs,
+            "seconds": round(seconds, 3),
             **({"coverage": {k: {"steps": n, "traces": t} for k, (n, t) in coverage.items()}} if coverage else {}),
         }, indent=2) + "\n")
-    if not bad:
+    for problem in disagree:
+        console.print(f"[bold red]TLC and the twin disagree[/]: {escape(problem)}")
+    if not bad and not disagree:
         console.print("[green]valid[/]: a behaviour of AckOrderFailover (every switch off) explains every step"
                       + (f" of all {len(verdicts)} traces" if len(verdicts) > 1 else ""))
         return errors.OK

@@ -31,6 +31,51 @@ def test_a_correct_runs_trace_is_valid_and_exit_0(tmp_path):
     assert p.returncode == errors.OK, p.stdout + p.stderr
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert verdict["valid"] and verdict["steps"] == len(run.labels) > 100 and verdict["model"] == "failover"
+    assert verdict["checker"] == "TLC and the twin" and verdict["disagreements"] == []
+
+
+def _first_failing(bug: str):
+    for seed in range(300):
+        run, lines = _trace(seed, (bug,))
+        if run.violation:
+            return seed, run, lines
+    pytest.fail(f"{bug}: no failing seed in 300")
+
+
+def _tlc_and_twin_agree(bug: str) -> None:
+    from spec.failover.tracecheck import check_failover_trace, read_failover_trace
+    from tla.failovertrace import check_failover_tlc
+
+    seed, run, lines = _first_failing(bug)
+    trace = read_failover_trace(lines, bug)
+    twin = check_failover_trace(trace, bug)
+    tlc = check_failover_tlc(trace.cfg, [(label, state) for label, state, _ in trace.steps])
+    assert not twin.ok and not tlc.ok and tlc.explained + 1 == twin.steps, (bug, seed, twin, tlc)
+
+
+@pytest.mark.parametrize("bug", ["BugNoAllAck", "BugTransferCursorNotReset", "BugSlaveConfirmFromMaxOffset"])
+def test_tlc_rejects_a_bugs_trace_at_the_twins_step(bug):
+    """tla/AckOrderFailoverTrace.tla over the generated trace module: the same first unexplained step."""
+    _tlc_and_twin_agree(bug)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("bug", sorted(set(FAILOVER_BUG_NAMES) - LIVENESS_ONLY))
+def test_tlc_rejects_every_safety_bugs_trace_at_the_twins_step(bug):
+    _tlc_and_twin_agree(bug)
+
+
+def test_a_disagreement_of_tlc_and_the_twin_is_exit_1_and_said(tmp_path, monkeypatch):
+    import tla.failovertrace as ft
+
+    run, lines = _trace(3)
+    path = tmp_path / "green.ndjson"
+    path.write_text("".join(lines))
+    monkeypatch.setattr(ft, "check_failover_tlc", lambda cfg, steps, *a, **k: ft.FailoverTlcVerdict(
+        False, len(steps), 5, 0.0))
+    p = ackorder_in_process("trace-check", str(path))
+    assert p.returncode == errors.VIOLATION, p.stdout + p.stderr
+    assert "TLC and the twin disagree" in p.stdout and "TLC explains 5 of" in p.stdout
 
 
 @pytest.mark.parametrize("bug", sorted(set(FAILOVER_BUG_NAMES) - LIVENESS_ONLY))
@@ -103,7 +148,8 @@ def test_coverage_over_many_failover_traces_names_every_action_and_the_ones_neve
         _, lines = _trace(seed)
         files.append(tmp_path / f"s{seed}.ndjson")
         files[-1].write_text("".join(lines))
-    p = ackorder_in_process("trace-check", *map(str, files), "--coverage", "--json", str(tmp_path / "v.json"))
+    p = ackorder_in_process("trace-check", *map(str, files), "--twin", "--coverage", "--json",
+                            str(tmp_path / "v.json"))
     assert p.returncode == errors.OK, p.stdout + p.stderr
     verdict = json.loads((tmp_path / "v.json").read_text())
     from spec.failover.labels import ACTIONS
@@ -122,7 +168,8 @@ def test_one_rejected_trace_among_many_is_exit_1_and_named(tmp_path):
     step = json.loads(lines[20])
     step["state"]["confirm"][0] += 1
     bad.write_text("".join(lines[:20] + [json.dumps(step) + "\n"] + lines[21:]))
-    p = ackorder_in_process("trace-check", str(good), str(bad), "--coverage", "--json", str(tmp_path / "v.json"))
+    p = ackorder_in_process("trace-check", str(good), str(bad), "--twin", "--coverage", "--json",
+                            str(tmp_path / "v.json"))
     assert p.returncode == errors.VIOLATION, p.stdout + p.stderr
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert verdict["rejected"] == [str(bad)] and verdict["failed_line"] == 21 and not verdict["valid"]

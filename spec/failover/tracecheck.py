@@ -29,13 +29,14 @@ import attrs
 from spec.config import ConfigError
 from spec.failover.actions import initial_state
 from spec.failover.config import FAILOVER_BUG_NAMES, FailoverConfig
-from spec.failover.labels import ACTIONS, LabelError, allowed
+from spec.failover.labels import ACTIONS, LabelError, allowed, parse_label
 from spec.failover.state import FState, state_json
 
 VERSION = 1
 MAX_LINE_CHARS = 1 << 20
 MAX_BROKERS = 8
 MAX_FRONTIER = 4096          # spec states one label prefix may leave; past it the check gives up (exit 2)
+MAX_STEPS = 200_000           # steps of one trace (read whole before it is checked)
 LABEL = re.compile(r"[A-Z][A-Za-z]{0,40}(\([A-Za-z0-9_]{1,32}(,[A-Za-z0-9_]{1,32}){0,3}\))?")
 BROKER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
 
@@ -115,19 +116,26 @@ def _config(head: dict, where: str) -> tuple[FailoverConfig, tuple[str, ...], st
     return FailoverConfig(tuple(brokers), master), tuple(bugs), source[:200]
 
 
-def check_failover_lines(lines: Iterable[str], name: str) -> FailoverVerdict:
-    """Read the trace ``lines`` of file ``name`` and replay them through the twin (see the module doc).
-    FailoverTraceError for malformed input."""
+@attrs.frozen
+class FailoverTrace:
+    """A failover trace as read (every line checked for form): its configuration and its steps."""
+    cfg: FailoverConfig
+    bugs: tuple[str, ...]
+    source: str
+    steps: tuple[tuple[str, dict | None, int], ...]     # (label, observed state or None, line number)
+
+
+def read_failover_trace(lines: Iterable[str], name: str) -> FailoverTrace:
+    """Read and check the form of every line of file ``name``: FailoverTraceError (file:line and the
+    field) for malformed input.  What the steps mean is the checkers' (twin or TLC) to say."""
     it = iter(enumerate(lines, start=1))
     first = next(((n, raw) for n, raw in it if raw.strip()), None)
     if first is None:
         raise FailoverTraceError(f"{name}: empty trace (no header line)")
     cfg, bugs, source = _config(_object(first[1], f"{name}:{first[0]}"), f"{name}:{first[0]}")
-    frontier: set[FState] = {initial_state(cfg)}
     if len(first[1]) > MAX_LINE_CHARS:
         raise FailoverTraceError(f"{name}:{first[0]}: line longer than {MAX_LINE_CHARS} characters")
-    steps = 0
-    taken: Counter[str] = Counter()
+    steps = []
     for n, raw in it:
         if not raw.strip():
             continue
@@ -138,21 +146,39 @@ def check_failover_lines(lines: Iterable[str], name: str) -> FailoverVerdict:
         observed = obj.get("state")
         if observed is not None and not isinstance(observed, dict):
             raise FailoverTraceError(f"{where}: state: expected a JSON object (one key per spec variable)")
-        if obj["step"] != steps + 1 or isinstance(obj["step"], bool):
-            raise FailoverTraceError(f"{where}: step {obj['step']!r}, expected {steps + 1}")
+        if obj["step"] != len(steps) + 1 or isinstance(obj["step"], bool):
+            raise FailoverTraceError(f"{where}: step {obj['step']!r}, expected {len(steps) + 1}")
         label = obj["action"]
         if not isinstance(label, str) or not LABEL.fullmatch(label):
             raise FailoverTraceError(f"{where}: action: expected a spec action label such as ReplicaConnect(b2)")
-        steps += 1
         try:
-            frontier = {t for s in frontier for t in allowed(cfg, s, label)
-                        if observed is None or state_json(t) == observed}
+            parse_label(cfg, label)
         except LabelError as err:
             raise FailoverTraceError(f"{where}: {err}") from None
+        if len(steps) >= MAX_STEPS:
+            raise FailoverTraceError(f"{where}: more than {MAX_STEPS} steps in one trace")
+        steps.append((label, observed, n))
+    return FailoverTrace(cfg, bugs, source, tuple(steps))
+
+
+def check_failover_lines(lines: Iterable[str], name: str) -> FailoverVerdict:
+    """Read the trace ``lines`` of file ``name`` and replay them through the twin (see the module doc).
+    FailoverTraceError for malformed input."""
+    return check_failover_trace(read_failover_trace(lines, name), name)
+
+
+def check_failover_trace(trace: FailoverTrace, name: str) -> FailoverVerdict:
+    """The twin's verdict on a trace read by read_failover_trace."""
+    cfg = trace.cfg
+    frontier: set[FState] = {initial_state(cfg)}
+    taken: Counter[str] = Counter()
+    for steps, (label, observed, n) in enumerate(trace.steps, start=1):
+        frontier = {t for s in frontier for t in allowed(cfg, s, label)
+                    if observed is None or state_json(t) == observed}
         if not frontier:
-            return FailoverVerdict(steps, False, n, label, bugs, source, tuple(sorted(taken.items())))
+            return FailoverVerdict(steps, False, n, label, trace.bugs, trace.source, tuple(sorted(taken.items())))
         taken[label.split("(", 1)[0]] += 1
         if len(frontier) > MAX_FRONTIER:
-            raise FailoverTraceError(f"{where}: {len(frontier)} spec states fit the labels so far (more than "
+            raise FailoverTraceError(f"{name}:{n}: {len(frontier)} spec states fit the labels so far (more than "
                                      f"{MAX_FRONTIER}): the trace says too little to check")
-    return FailoverVerdict(steps, True, None, None, bugs, source, tuple(sorted(taken.items())))
+    return FailoverVerdict(len(trace.steps), True, None, None, trace.bugs, trace.source, tuple(sorted(taken.items())))
