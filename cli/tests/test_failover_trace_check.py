@@ -195,3 +195,22 @@ def test_replay_writes_a_failover_trace_and_emits_a_test_that_passes(tmp_path):
     clean = ackorder_in_process("replay", "--failover", "--seed", str(seed), "--steps", "400",
                                 "--emit-test", str(tmp_path / "x.py"))
     assert_usage_error(clean, "--emit-test", ran_first=True)
+
+
+@pytest.mark.parametrize("forge", [
+    lambda s: s["role"].__setitem__(0, 'MASTER" \\/ TRUE \\/ "'),       # TLA+ text in a string
+    lambda s: s.__setitem__("ack", [2**40, 0, 0]),                      # past TLC's integers
+    lambda s: s.__setitem__("blog", "<<>>"),                            # a value of another type
+    lambda s: s.pop("aux_ctrs"),                                        # a variable missing
+])
+def test_a_state_no_spec_state_has_is_rejected_by_tlc_and_the_twin_at_its_step(tmp_path, forge):
+    run, lines = _trace(3)
+    step = json.loads(lines[12])
+    forge(step["state"])
+    lines[12] = json.dumps(step) + "\n"
+    path = tmp_path / "forged.ndjson"
+    path.write_text("".join(lines))
+    p = ackorder_in_process("trace-check", str(path), "--json", str(tmp_path / "v.json"))
+    assert p.returncode == errors.VIOLATION, p.stdout + p.stderr
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["failed_line"] == 13 and verdict["disagreements"] == [], verdict
