@@ -14,9 +14,9 @@ from cli.argtypes import output_file, output_file_in_new_directory
 from cli import errors
 from cli.sim import positive_int
 from cli.ui import FAILED, FOUND_AS_EXPECTED, console as make_console, print_line
-from spec.config import resolve_bug
+from spec.config import bug_alias, resolve_bug
 
-MACHINES = ("SpecMachine", "RefinementMachine", "RealStoreMachine")
+MACHINES = ("SpecMachine", "RefinementMachine", "RealStoreMachine", "FailoverMachine")
 PROFILES = ("ci", "dev", "thorough")
 SAVE_DIR = Path(".ackorder") / "stateful"
 
@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "property its model names, 1 when it is not).")
     p.add_argument("--machine", default="RefinementMachine", type=machine_name,
                    help=f"{', '.join(MACHINES)} (or spec, refinement, real); default RefinementMachine")
-    p.add_argument("--bug", metavar="NAME", help="the refinement machine with this bug switch on")
+    p.add_argument("--bug", metavar="NAME", help="the refinement machine with this bug switch on (with "
+                                                  "--machine failover: a failover switch)")
     p.add_argument("--profile", choices=PROFILES, default="ci", help="Hypothesis profile (default ci)")
     p.add_argument("--examples", type=positive_int, help="test cases (default: the profile's)")
     p.add_argument("--steps", type=positive_int, help="steps per test case (default: the profile's)")
@@ -73,10 +74,26 @@ def main(args: argparse.Namespace) -> int:
 
     console = make_console()
     settings.load_profile(args.profile)
-    bug = resolve_bug(args.bug) if args.bug else None
-    if bug and args.machine != "RefinementMachine":
-        raise errors.UsageError("--bug runs the refinement machine; leave --machine out or name RefinementMachine")
-    machine = machine_for(bug) if bug else getattr(machines, args.machine)
+    failover = args.machine == "FailoverMachine"
+    if failover:
+        from spec.failover.config import FAILOVER_BUG_NAMES
+        from stateful_tests.failover_machine import failover_machine_for
+
+        bug = resolve_bug(args.bug, FAILOVER_BUG_NAMES) if args.bug else None
+        machine = failover_machine_for(bug)
+        if args.coverage:
+            raise errors.UsageError("--coverage: not for the failover machine (trace-check --coverage counts the "
+                                    "actions of its --trace)")
+    else:
+        from spec.failover.config import FAILOVER_BUG_NAMES
+
+        if args.bug and any(args.bug in (b, bug_alias(b)) for b in FAILOVER_BUG_NAMES):
+            raise errors.UsageError(f"--bug {args.bug}: a failover switch, for --machine failover")
+        bug = resolve_bug(args.bug) if args.bug else None
+        if bug and args.machine != "RefinementMachine":
+            raise errors.UsageError("--bug runs the refinement machine (or --machine failover with a failover "
+                                    "switch); leave --machine out or name RefinementMachine")
+        machine = machine_for(bug) if bug else getattr(machines, args.machine)
     runs: list = []
     if args.trace or args.coverage:
         if not hasattr(machine, "trace_to"):
@@ -84,7 +101,7 @@ def main(args: argparse.Namespace) -> int:
                                     "implementation")
         machine = type(machine.__name__, (machine,), {"trace_to": args.trace,
                                                       "coverage_runs": runs if args.coverage else None})
-    base = bug_hunt() if bug else settings()
+    base = bug_hunt() if bug and not failover else settings()
     chosen = settings(base, **{k: v for k, v in (("max_examples", args.examples),
                                                    ("stateful_step_count", args.steps)) if v is not None})
     reported: list[str] = []

@@ -10,7 +10,9 @@ switch on in the twin and in the reference."""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -35,6 +37,8 @@ class FailoverViolation(AssertionError):
 
 class FailoverMachine(RuleBasedStateMachine):
     bugs: tuple[str, ...] = ()
+    trace_to: Path | None = None      # on demand: every test case's failover trace there (the last one stays)
+    coverage_runs = None              # (the write-path machines' --coverage; not for this one)
 
     @initialize()
     def start(self) -> None:
@@ -45,6 +49,7 @@ class FailoverMachine(RuleBasedStateMachine):
         self.scenario = None          # the fault pattern of this program's schedule steps (its first seed's)
         self.scheduled = 0            # schedule steps taken so far (the scenario's clock)
         self._unchecked = False
+        self.steps: list[tuple[str, object]] = []     # (label, the spec state after it): the case's trace
 
     @property
     def group(self) -> FailoverGroup:
@@ -58,6 +63,7 @@ class FailoverMachine(RuleBasedStateMachine):
             self._unchecked = True          # a call that says it changed nothing: the invariant checks
             return
         post = self._group.abstract()
+        self.steps.append((label, post))
         try:
             check_step(self.cfg, self.pre, label, post, remember=True)
         except RefinementError as err:
@@ -197,10 +203,39 @@ class FailoverMachine(RuleBasedStateMachine):
 
     def teardown(self):
         # Hypothesis tears down after a failing rule too: only a run that held so far is healed.
-        if hasattr(self, "_group") and not self.failed:
-            problem = heal_and_check(self.cfg, self._group, self.pre)
-            if problem is not None:
-                raise FailoverViolation(*problem)
+        if not hasattr(self, "_group"):
+            return
+        failing = self.failed
+        try:
+            if not self.failed:
+                problem = heal_and_check(self.cfg, self._group, self.pre)
+                if problem is not None:
+                    failing = True
+                    raise FailoverViolation(*problem)
+        finally:
+            self.save_trace(failing)
+
+    def trace_lines(self) -> list[str]:
+        """This case's failover trace (spec/failover/tracecheck.py): what `ackorder trace-check` reads."""
+        from spec.failover.state import state_json
+        from spec.failover.tracecheck import header
+
+        return [header(BROKERS, "b1", self.bugs, f"{type(self).__name__}")] + [
+            json.dumps({"step": k, "action": label, "state": state_json(s)}, separators=(",", ":")) + "\n"
+            for k, (label, s) in enumerate(self.steps, start=1)]
+
+    def save_trace(self, failing: bool) -> None:
+        """The case's trace: to ``trace_to`` when asked, and a failing case's always to
+        TRACE_DIR/<machine>-failure.ndjson (as the write-path machines keep theirs)."""
+        from stateful_tests.machines import TRACE_DIR
+
+        targets = ([self.trace_to] if self.trace_to else []) + \
+            ([TRACE_DIR / f"{type(self).__name__}-failure.ndjson"] if failing else [])
+        if targets:
+            text = "".join(self.trace_lines())
+            for path in targets:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
 
 
 def failover_machine_for(bug: str | None) -> type[FailoverMachine]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from hypothesis.stateful import INITIALIZE_RULE_MARKER, RULE_MARKER
+from hypothesis.stateful import INITIALIZE_RULE_MARKER, INVARIANT_MARKER, RULE_MARKER
 
 from reference.config import StoreConfig
 from spec.config import BUG_NAMES, Config, ConfigError
@@ -25,10 +25,15 @@ def machine_classes() -> dict:
     from stateful_tests.bug_machines import machine_for
     from stateful_tests.machines import RealStoreMachine, RefinementMachine, SpecMachine
 
+    from spec.failover.config import FAILOVER_BUG_NAMES
+    from stateful_tests.failover_machine import FailoverMachine, failover_machine_for
+
     classes = {"SpecMachine": SpecMachine, "RefinementMachine": RefinementMachine,
-               "RealStoreMachine": RealStoreMachine}
+               "RealStoreMachine": RealStoreMachine, "FailoverMachine": FailoverMachine}
     for bug in BUG_NAMES:
         classes[f"RefinementMachine_{bug}"] = machine_for(bug)
+    for bug in FAILOVER_BUG_NAMES:
+        classes[f"FailoverMachine_{bug}"] = failover_machine_for(bug)
     return classes
 
 
@@ -91,9 +96,10 @@ def _outside(strategy, value) -> str | None:
 
 
 def _is_step(method, name: str) -> bool:
-    """A rule, an initialize rule or teardown: nothing else may be called."""
+    """A rule, an initialize rule, an invariant (Hypothesis prints their calls too) or teardown:
+    nothing else may be called."""
     return callable(method) and (name == "teardown" or any(
-        hasattr(method, marker) for marker in (RULE_MARKER, INITIALIZE_RULE_MARKER)))
+        hasattr(method, marker) for marker in (RULE_MARKER, INITIALIZE_RULE_MARKER, INVARIANT_MARKER)))
 
 
 def replay_program(text: str, trace_to=None):
