@@ -30,6 +30,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from reference.decisions import replica_coverage
 from reference.failover import broker_effects as fx
 from reference.failover.bugs import check_bugs
 from reference.failover import sss_policy
@@ -82,10 +83,15 @@ def ack_covered(me: str, view: frozenset[str], connections: Mapping[str, HaConne
                 bugs: frozenset[str] = frozenset()) -> bool:
     """AckCovered(m, off): GroupTransferService under allAckInSyncStateSet — every other
     member of ``view`` has a connection whose ack covers ``end_offset``.  BugNoAllAck
-    (B10) waits for nothing."""
-    if "BugNoAllAck" in bugs or len(view) <= 1:
+    (B10) waits for nothing.  The coverage is reference/decisions.replica_coverage's
+    ALL_IN_SYNC, the one the byte-level MasterCore answers its PUT_OKs by."""
+    if "BugNoAllAck" in bugs:
         return True
-    return all(o in connections and connections[o].ack_offset >= end_offset for o in view - {me})
+    others = sorted(view - {me})
+    acks = [connections[o].ack_offset for o in others if o in connections]
+    # (replica_coverage says 0 for "a member has no connection": offsets of records start at 1; the
+    # spec's off may be 0 here, which a member without a connection does not cover either)
+    return len(acks) == len(others) and end_offset <= replica_coverage("ALL_IN_SYNC", 0, 0, [], acks, len(others))
 
 
 def confirm_with(me: str, view: frozenset[str], connections: Mapping[str, HaConnection], log_end_offset: int,
