@@ -78,8 +78,13 @@ def check_failover(args: argparse.Namespace, console) -> int:
     for flag in ("merged", "strict"):
         if getattr(args, flag):
             raise errors.UsageError(f"--{flag}: not for failover traces (yet)")
-    if not all(_is_failover_trace(p) for p in args.files):
-        raise errors.UsageError("failover and write-path traces mixed: check them apart")
+    for path in args.files:
+        if not _is_failover_trace(path):
+            try:
+                open(path, "rb").close()
+            except OSError as err:
+                raise errors.UsageError(f"{path}: cannot read: {err.strerror}") from None
+            raise errors.UsageError(f"{path}: a write-path trace among failover traces: check them apart")
     start = time.perf_counter()
     verdicts, disagree = [], []
     for k, path in enumerate(args.files):

@@ -174,7 +174,7 @@ def check_failover_tlc(cfg: FailoverConfig, steps: list[tuple[str, dict | None]]
                 shutil.copy(f, keep / f.name)
         model = Model(model="failover-trace", cfg=str(cfg_path), kind="adhoc", size="small", expected="pass",
                       title="failover trace validation", spec=str(workdir / "AckOrderFailoverTrace.tla"))
-        run = run_model(model, options, workdir / "logs")
+        run = run_model(model, options, (keep / "logs") if keep is not None else workdir / "logs")
         if run.outcome != "pass" or run.depth is None:
             detail = "; ".join(run.errors) or f"outcome {run.outcome}"
             raise TraceCheckError(f"TLC gave no verdict on the failover trace module: {detail}")

@@ -139,7 +139,7 @@ def test_flags_that_do_not_apply_to_failover_traces_are_refused(tmp_path):
     assert_usage_error(ackorder_in_process("trace-check", str(path), "--strict"), "--strict")
     other = tmp_path / "write-path.ndjson"
     other.write_text('{"ackorder_trace": 1}\n')
-    assert_usage_error(ackorder_in_process("trace-check", str(path), str(other)), "mixed")
+    assert_usage_error(ackorder_in_process("trace-check", str(path), str(other)), "a write-path trace among")
 
 
 def test_coverage_over_many_failover_traces_names_every_action_and_the_ones_never_taken(tmp_path):
