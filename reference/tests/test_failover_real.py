@@ -95,6 +95,14 @@ def test_master_killed_new_master_has_every_acked_message_and_old_master_truncat
         assert rejoined.corrupt == () and rejoined.lost == (), rejoined
         assert rejoined.records >= len(acked)
         assert not any(10**15 <= k for k in _keys(cluster.node_dir(old) / "commitlog", opts.segment_bytes))
+        # the epochs travel on the HA connection (the EPOCH_QUERY answer and each DATA header): every
+        # member's epoch file names the new master's epoch where the master's does
+        from reference.real.epochfile import load_epoch_file
+        from reference.real.node import EPOCH_FILE
+
+        epochs = {b: load_epoch_file(cluster.node_dir(b) / EPOCH_FILE).cache.entries for b in cluster.nodes}
+        assert epochs[new][-1].epoch == new_info["master_epoch"], epochs
+        assert all(e[-1] == epochs[new][-1] for e in epochs.values()), epochs
     finally:
         cluster.stop()
 
