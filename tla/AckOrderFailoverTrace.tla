@@ -57,21 +57,26 @@ Act(a, x) ==
       [] a = "Timeout"               -> x[1] \in DOMAIN reqs /\ FO!Timeout(x[1])
       [] a = "ElectMaster"           -> FO!ElectMaster
 
-\* The state a line observed (when it has one; "never": a value no spec state holds).
+\* The state a line observed: none, or "never" (a value no spec state holds), or the variables
+\* that differ from the state before the step (all of them after a line without a state).
+Field(o, name, current) == IF name \in DOMAIN o.s THEN o.s[name] ELSE current
+
 Observed(o) ==
     CASE o.kind = "none"  -> TRUE
       [] o.kind = "never" -> FALSE
       [] o.kind = "state" ->
-           LET s == o.s IN
-           /\ masterId' = s.masterId /\ masterEpoch' = s.masterEpoch
-           /\ syncStateSet' = s.syncStateSet /\ sssEpoch' = s.sssEpoch
-           /\ reachable' = s.reachable /\ up' = s.up /\ role' = s.role
-           /\ bMasterId' = s.bMasterId /\ bEpoch' = s.bEpoch /\ bSSS' = s.bSSS
-           /\ bSssEpoch' = s.bSssEpoch /\ bRemoteSSS' = s.bRemoteSSS /\ alterPending' = s.alterPending
-           /\ blog' = s.blog /\ epochCache' = s.epochCache /\ confirm' = s.confirm
-           /\ staleTail' = s.staleTail /\ connected' = s.connected /\ ack' = s.ack
-           /\ cursorEpoch' = s.cursorEpoch /\ reqs' = s.reqs /\ inv_pcLost' = s.inv_pcLost
-           /\ aux_ctrs' = s.aux_ctrs
+           /\ masterId' = Field(o, "masterId", masterId) /\ masterEpoch' = Field(o, "masterEpoch", masterEpoch)
+           /\ syncStateSet' = Field(o, "syncStateSet", syncStateSet) /\ sssEpoch' = Field(o, "sssEpoch", sssEpoch)
+           /\ reachable' = Field(o, "reachable", reachable) /\ up' = Field(o, "up", up)
+           /\ role' = Field(o, "role", role) /\ bMasterId' = Field(o, "bMasterId", bMasterId)
+           /\ bEpoch' = Field(o, "bEpoch", bEpoch) /\ bSSS' = Field(o, "bSSS", bSSS)
+           /\ bSssEpoch' = Field(o, "bSssEpoch", bSssEpoch) /\ bRemoteSSS' = Field(o, "bRemoteSSS", bRemoteSSS)
+           /\ alterPending' = Field(o, "alterPending", alterPending) /\ blog' = Field(o, "blog", blog)
+           /\ epochCache' = Field(o, "epochCache", epochCache) /\ confirm' = Field(o, "confirm", confirm)
+           /\ staleTail' = Field(o, "staleTail", staleTail) /\ connected' = Field(o, "connected", connected)
+           /\ ack' = Field(o, "ack", ack) /\ cursorEpoch' = Field(o, "cursorEpoch", cursorEpoch)
+           /\ reqs' = Field(o, "reqs", reqs) /\ inv_pcLost' = Field(o, "inv_pcLost", inv_pcLost)
+           /\ aux_ctrs' = Field(o, "aux_ctrs", aux_ctrs)
 
 TraceNext ==
     /\ tpos < Len(TraceSteps)
