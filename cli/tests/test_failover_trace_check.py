@@ -202,6 +202,8 @@ def test_replay_writes_a_failover_trace_and_emits_a_test_that_passes(tmp_path):
     lambda s: s.__setitem__("ack", [2**40, 0, 0]),                      # past TLC's integers
     lambda s: s.__setitem__("blog", "<<>>"),                            # a value of another type
     lambda s: s.pop("aux_ctrs"),                                        # a variable missing
+    lambda s: s["up"].__setitem__(0, 1),                                # 1 for True (equal in Python)
+    lambda s: s.__setitem__("syncStateSet", s["syncStateSet"] * 2),     # a set with duplicates (TLC: equal)
 ])
 def test_a_state_no_spec_state_has_is_rejected_by_tlc_and_the_twin_at_its_step(tmp_path, forge):
     run, lines = _trace(3)

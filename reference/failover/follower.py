@@ -25,7 +25,8 @@ from __future__ import annotations
 from reference import effects as fx
 from reference.failover import broker_effects as bfx
 from reference.failover.epochfile import MAX_EPOCH_ENTRIES, EpochEntry, EpochFileCache
-from reference.failover.truncation import HANDSHAKE, READY, TRANSFER, SlaveHandshake
+from reference.failover.truncation import (HANDSHAKE, HANDSHAKE_FAILED, READY, TRANSFER, SlaveHandshake,
+                                           consistent_point)
 from reference.record import LogScan
 from reference.replica import ReplicaCore
 
@@ -97,6 +98,15 @@ class FollowerCore:
             return
         before = self.client.log_end_offset
         master = tuple(EpochEntry(*e) for e in entries)
+        # The master's entries must cover where this slave's stream would start (the consistent point,
+        # or 0 when there is none): a reply that does not (no entries, a first epoch starting past the
+        # point) is refused here, never by the handshake's assertions.
+        point = consistent_point(self.client.cache, before, EpochFileCache(master), master_end_offset)
+        start = 0 if point == HANDSHAKE_FAILED else point
+        if EpochFileCache(master).covering_entry(start) is None:
+            self._drop(f"the master's epoch entries {master[:3]}{'...' if len(master) > 3 else ''} do not cover "
+                       f"offset {start}, where this slave's stream would start")
+            return
         effects = self.client.handshake_reply(master, master_end_offset, master_confirm_offset)
         if any(isinstance(e, bfx.HandshakeFailed) for e in effects):
             # Bytes with no epoch in common (an epoch file lost): this log cannot be placed against
@@ -141,6 +151,12 @@ class FollowerCore:
         start = self.replica.received_end
         self.replica.on_data(offset, data)
         if not self.replica.connected:      # ReplicaCore dropped the link (wrong offset, bad record)
+            if self.replica.parsed_end > start:
+                # the whole records before the bad one stay in the log: they take the batch's label,
+                # or a promotion before the next handshake would keep them under the previous epoch
+                self.effects.extend(e for e in self.client.transfer(offset, self.replica.parsed_end - start,
+                                                                     EpochEntry(epoch, epoch_start), confirm_offset)
+                                    if not isinstance(e, bfx.ReportOffset))
             self.client.disconnected()
             return
         assert self.replica.received_end == start + len(data) and offset == self.client.log_end_offset

@@ -252,3 +252,34 @@ def test_an_ack_of_a_member_only_proposed_leaves_the_confirm_offset_as_the_spec_
     assert d.core.readable_end() == 0          # ReplicaAck recomputes only for a member of bSSS
     d.core.set_confirm_view(frozenset({"s"}), frozenset({"s"}), 120)   # committed: ChangeSyncStateSet's value
     assert d.core.readable_end() == 120
+
+
+def test_an_epoch_reply_that_does_not_cover_the_stream_start_drops_the_link_never_an_assertion():
+    """A hostile master, or one whose epoch file was lost (its first entry starts at its log end):
+    the handshake would assert that the master's entries cover the point."""
+    for cache, entries, end in [((), (), 0), ((), ((5, 100),), 200), (((1, 0),), ((2, 100),), 200)]:
+        f = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(cache), 0)
+        f.connect()
+        f.take_effects()
+        f.epoch_reply(entries, end, 0)
+        closed = [e for e in f.take_effects() if isinstance(e, fx.CloseMaster)]
+        assert closed and "do not cover offset" in closed[0].reason and f.state == "READY", (cache, entries)
+
+
+def test_the_whole_records_before_a_bad_one_take_the_batchs_label():
+    d = _master([40, 40], epochs=((1, 0), (2, 60)))
+    f = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0)
+    link = Link(d, f)
+    d.core.replica_connection_opened(link.conn, 0)
+    f.connect()
+    d.core.replica_epoch_query(link.conn, 0)
+    reply = next(e for e in d.core.take_effects() if isinstance(e, fx.SendEpochs))
+    f.epoch_reply(reply.entries, reply.log_end_offset, reply.confirm_offset)
+    f.take_effects()
+    good = bytes(d.files[0][60:120])
+    bad = bytearray(good)
+    bad[30] ^= 0xFF                                   # the second record's body: its CRC fails
+    f.on_data(0, bytes(d.files[0][:60]), 1, 0, 0)
+    f.on_data(60, good + bytes(bad), 2, 60, 0)
+    assert any(isinstance(e, fx.CloseMaster) for e in f.take_effects())
+    assert f.replica.parsed_end == 120 and f.cache.entries == (EpochEntry(1, 0), EpochEntry(2, 60))

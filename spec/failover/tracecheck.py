@@ -30,7 +30,7 @@ from spec.config import ConfigError
 from spec.failover.actions import initial_state
 from spec.failover.config import FAILOVER_BUG_NAMES, FailoverConfig
 from spec.failover.labels import ACTIONS, LabelError, allowed, parse_label
-from spec.failover.state import FState, state_json
+from spec.failover.state import COUNTER_KINDS, MASTER, SLAVE, STATUSES, WAITING, FState, state_json
 
 VERSION = 1
 MAX_LINE_CHARS = 1 << 20
@@ -116,13 +116,58 @@ def _config(head: dict, where: str) -> tuple[FailoverConfig, tuple[str, ...], st
     return FailoverConfig(tuple(brokers), master), tuple(bugs), source[:200]
 
 
+NOT_A_STATE = "not a spec state"     # an observation no spec state has: both checkers refuse its step
+
+
+def _nat(v) -> bool:
+    return type(v) is int and v >= 0
+
+
+def _sorted_set(v, item) -> bool:
+    """A set as state_json writes one: a list, sorted, without duplicates."""
+    return type(v) is list and all(item(x) for x in v) and all(a < b for a, b in zip(v, v[1:]))
+
+
+def state_problem(cfg: FailoverConfig, obj: dict) -> str | None:
+    """Why ``obj`` is not a state in state_json's canonical form (exact JSON types: a boolean is
+    not a number; sets sorted and without duplicates; brokers of the header), or None.  Both
+    checkers then compare exactly: the twin by equality, TLC by the values written into its module."""
+    n = len(cfg.brokers)
+    broker = lambda v: type(v) is str and v in cfg.brokers                    # noqa: E731
+    broker_or_none = lambda v: broker(v) or v == cfg.no_broker               # noqa: E731
+    brokers = lambda v: _sorted_set(v, broker)                               # noqa: E731
+    nat_list = lambda v: type(v) is list and all(_nat(x) for x in v)         # noqa: E731
+    entry = lambda v: type(v) is list and len(v) == 2 and _nat(v[0]) and _nat(v[1])      # noqa: E731
+    request = lambda v: (type(v) is dict and set(v) == {"off", "status", "epoch", "master"} and _nat(v["off"])
+                         and v["status"] in (*STATUSES, WAITING) and _nat(v["epoch"]) and broker(v["master"]))
+    per = {"reachable": lambda v: type(v) is bool, "up": lambda v: type(v) is bool,
+           "role": lambda v: v in (MASTER, SLAVE), "bMasterId": broker_or_none, "bEpoch": _nat, "bSSS": brokers,
+           "bSssEpoch": _nat, "bRemoteSSS": brokers, "alterPending": lambda v: type(v) is bool, "blog": nat_list,
+           "epochCache": lambda v: type(v) is list and all(entry(x) for x in v), "confirm": _nat,
+           "staleTail": nat_list, "connected": lambda v: type(v) is bool, "ack": _nat, "cursorEpoch": _nat}
+    whole = {"masterId": broker_or_none, "masterEpoch": _nat, "syncStateSet": brokers, "sssEpoch": _nat,
+             "reqs": lambda v: type(v) is list and all(request(x) for x in v),
+             "inv_pcLost": lambda v: _sorted_set(v, _nat),
+             "aux_ctrs": lambda v: type(v) is dict and set(v) == set(COUNTER_KINDS) and all(map(_nat, v.values()))}
+    if set(obj) != set(per) | set(whole):
+        return "not one key per spec variable"
+    for name, ok in whole.items():
+        if not ok(obj[name]):
+            return f"{name}: not a value of the spec's type"
+    for name, ok in per.items():
+        v = obj[name]
+        if not (type(v) is list and len(v) == n and all(ok(x) for x in v)):
+            return f"{name}: not one value of the spec's type per broker"
+    return None
+
+
 @attrs.frozen
 class FailoverTrace:
     """A failover trace as read (every line checked for form): its configuration and its steps."""
     cfg: FailoverConfig
     bugs: tuple[str, ...]
     source: str
-    steps: tuple[tuple[str, dict | None, int], ...]     # (label, observed state or None, line number)
+    steps: tuple[tuple[str, object, int], ...]   # (label, observed state, None or NOT_A_STATE, line number)
 
 
 def read_failover_trace(lines: Iterable[str], name: str) -> FailoverTrace:
@@ -146,6 +191,8 @@ def read_failover_trace(lines: Iterable[str], name: str) -> FailoverTrace:
         observed = obj.get("state")
         if observed is not None and not isinstance(observed, dict):
             raise FailoverTraceError(f"{where}: state: expected a JSON object (one key per spec variable)")
+        if observed is not None and state_problem(cfg, observed) is not None:
+            observed = NOT_A_STATE
         if obj["step"] != len(steps) + 1 or isinstance(obj["step"], bool):
             raise FailoverTraceError(f"{where}: step {obj['step']!r}, expected {len(steps) + 1}")
         label = obj["action"]
@@ -173,8 +220,8 @@ def check_failover_trace(trace: FailoverTrace, name: str) -> FailoverVerdict:
     frontier: set[FState] = {initial_state(cfg)}
     taken: Counter[str] = Counter()
     for steps, (label, observed, n) in enumerate(trace.steps, start=1):
-        frontier = {t for s in frontier for t in allowed(cfg, s, label)
-                    if observed is None or state_json(t) == observed}
+        frontier = set() if observed is NOT_A_STATE else \
+            {t for s in frontier for t in allowed(cfg, s, label) if observed is None or state_json(t) == observed}
         if not frontier:
             return FailoverVerdict(steps, False, n, label, trace.bugs, trace.source, tuple(sorted(taken.items())))
         taken[label.split("(", 1)[0]] += 1
