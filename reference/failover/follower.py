@@ -128,9 +128,16 @@ class FollowerCore:
 
     def rescanned(self, scan: LogScan) -> None:
         """The log, indexed again from its files up to the cut: the HANDSHAKE follows."""
-        assert self.rescanning and scan.end_offset <= self.client.log_end_offset, (scan.end_offset,
-                                                                                    self.client.log_end_offset)
+        assert self.rescanning
         self.rescanning = False
+        if scan.end_offset > self.client.log_end_offset:
+            # The cut fell inside the padding at a segment's end: the point is no record boundary of
+            # this log, so its bytes below the point are not the master's (only a cut in memory,
+            # BugTruncateNotDurable, found again after a crash, leaves such a log).  Refused: the
+            # master would refuse its HANDSHAKE too.
+            self._drop(f"the cut at {self.client.log_end_offset} falls inside a record of this log "
+                       f"(it scans to {scan.end_offset}): its bytes there are not the master's")
+            return
         replica = ReplicaCore.recovered(self.replica.name, self.replica.segment_size, scan)
         replica.spec_steps = self.replica.spec_steps
         self.replica = replica
