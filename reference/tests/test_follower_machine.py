@@ -2,7 +2,9 @@
 MasterCores across elections, through link drops, process crashes (its files recovered, its epoch
 file reloaded) and partial deliveries.  Each new master's log is a prefix of the last one's (what a
 SyncStateSet member holds) followed by its own epoch's records, so a follower that got further
-holds a diverged tail it must cut.
+holds a diverged tail it must cut; or the slave itself is promoted (its files become a MasterCore's
+log, begin_epoch with its epoch file and the new epoch) and the old master, restarted on its own
+files and epochs, follows it.
 
 After every step: a follower in TRANSFER holds a prefix of its master's log, and its epoch entries
 label that prefix as the master's do.  After ``settle`` (connect, deliver everything): it is in
@@ -40,9 +42,16 @@ MAX_RECORDS = 24
 class Master:
     """A MasterCore whose effects are performed in memory; its frames for the slave are queued."""
 
-    def __init__(self, records: list[tuple[int, int]], epochs: tuple[tuple[int, int], ...] | None) -> None:
-        self.core = MasterCore(CFG, ("s",), 0, log=CommitLog(SEG, False, ghost=True))
-        self.files: dict[int, bytearray] = {}
+    def __init__(self, records: list[tuple[int, int]], epochs: tuple[tuple[int, int], ...] | None,
+                 files: dict[int, bytearray] | None = None) -> None:
+        """A master that puts ``records``; or, with ``files``, one whose log is those files recovered
+        (a promoted slave)."""
+        if files is None:
+            self.core = MasterCore(CFG, ("s",), 0, log=CommitLog(SEG, False, ghost=True))
+        else:
+            scan = scan_log(sorted(files), lambda start: bytes(files[start]), SEG)
+            self.core = MasterCore(CFG, ("s",), 0, log=CommitLog.recovered(SEG, False, scan))
+        self.files: dict[int, bytearray] = files if files is not None else {}
         self.outbox: list = []
         self.records: list[tuple[int, int]] = []
         self.req = 0
@@ -250,6 +259,33 @@ class FollowerMachine(RuleBasedStateMachine):
         self.master = new
 
     @rule()
+    def promote_the_slave(self) -> None:
+        """The slave is elected (it is in the SyncStateSet): its files recovered become a master's log
+        and its epoch file gains the new epoch at its end; the old master, restarted, follows it with
+        its own files and epochs — whatever it wrote past the slave's end is a diverged tail.  Only a
+        slave following the master is a member: its log is a prefix of the master's."""
+        if not (self.linked and self.follower.state == TRANSFER):
+            return
+        self._unlink()
+        scan = self._scan(None)
+        self._zero_from(scan.end_offset)
+        old = self.master
+        self.epoch += 1
+        epochs = tuple(tuple(e) for e in EpochFileCache(self.epoch_file).truncate_beyond(scan.end_offset).entries)
+        if old.end > scan.end_offset:
+            REACHED["old_master_ahead_of_the_promoted_slave"] += 1
+        self.master = Master([], None, files=self.files)
+        self.master.begin(epochs + ((self.epoch, scan.end_offset),))
+        # its records: a prefix of the old master's (the slave held what it was sent), for later failovers
+        self.master.records = old.records[: scan.record_count]
+        self.files = {start: bytearray(buf) for start, buf in old.files.items()}
+        old_scan = self._scan(None)
+        self._zero_from(old_scan.end_offset)
+        self.epoch_file = tuple(old.core.epochs.entries)
+        self.follower = FollowerCore(ReplicaCore.recovered("s", SEG, old_scan), EpochFileCache(self.epoch_file), 0,
+                                     bugs=self.bugs)
+
+    @rule()
     def settle(self) -> None:
         self.connect()
         for _ in range(200):
@@ -294,7 +330,7 @@ def test_the_machine_reaches_diverged_tails_cuts_and_crashes_right_after_them():
                                                                  database=None, derandomize=True,
                                                                  suppress_health_check=list(HealthCheck)))
     assert all(REACHED[k] > 0 for k in ("failover", "follower_ahead_of_the_new_master", "cut", "rescan",
-                                        "crash_after_cut")), REACHED
+                                        "crash_after_cut", "old_master_ahead_of_the_promoted_slave")), REACHED
 
 
 def _bug_machine():
