@@ -7,8 +7,11 @@ log, begin_epoch with its epoch file and the new epoch) and the old master, rest
 files and epochs, follows it.
 
 After every step: a follower in TRANSFER holds a prefix of its master's log, and its epoch entries
-label that prefix as the master's do.  After ``settle`` (connect, deliver everything): it is in
-TRANSFER and holds the master's whole log.  With BugTruncateNotDurable (the cut in memory only) a
+label that prefix as the master's do.  After ``settle`` (connect, deliver everything both ways): it
+is in TRANSFER and holds the master's whole log.  The masters run SYNC_MASTER with ALL_IN_SYNC over
+the ack view roles.ack_members gives, and the slave's ACKs travel late: a promoted slave must hold
+every record any master answered PUT_OK (AckedSurvivesFailover, over bytes), and another member
+elected holds them too (the rule keeps at least them).  With BugTruncateNotDurable (the cut in memory only) a
 crash after a cut brings the diverged tail back, and the machine fails: the switch bites here too.
 """
 
@@ -29,11 +32,15 @@ from reference.failover.truncation import TRANSFER
 from reference.master import MasterCore
 from reference.record import scan_log
 from reference.replica import ReplicaCore
+from reference.failover.roles import ack_members
+from reference.status import PutStatus
 from reference.tests.test_master_core import BASE
 
 from collections import Counter
 
-CFG = attrs.evolve(BASE, ha_transfer_batch_size=64, ha_send_window_bytes=256)
+# SYNC_MASTER with ALL_IN_SYNC, as a node runs (the flush is not what this machine is about)
+CFG = attrs.evolve(BASE, ha_transfer_batch_size=64, ha_send_window_bytes=256, broker_role="SYNC_MASTER",
+                   ack_policy="ALL_IN_SYNC")
 REACHED: Counter = Counter()       # what the runs of this process reached (a test asserts they do)
 SEG = CFG.mapped_file_size_commit_log
 MAX_RECORDS = 24
@@ -43,7 +50,7 @@ class Master:
     """A MasterCore whose effects are performed in memory; its frames for the slave are queued."""
 
     def __init__(self, records: list[tuple[int, int]], epochs: tuple[tuple[int, int], ...] | None,
-                 files: dict[int, bytearray] | None = None) -> None:
+                 files: dict[int, bytearray] | None = None, bugs: frozenset[str] = frozenset()) -> None:
         """A master that puts ``records``; or, with ``files``, one whose log is those files recovered
         (a promoted slave)."""
         if files is None:
@@ -52,6 +59,10 @@ class Master:
             scan = scan_log(sorted(files), lambda start: bytes(files[start]), SEG)
             self.core = MasterCore(CFG, ("s",), 0, log=CommitLog.recovered(SEG, False, scan))
         self.files: dict[int, bytearray] = files if files is not None else {}
+        # the members its PUT_OKs wait for: roles.ack_members, as the node pushes them (none under BugNoAllAck)
+        self.core.change_sync_state_set(("s",), ack_members("m", frozenset({"m", "s"}), frozenset(), bugs=bugs))
+        self.keys: dict[int, int] = {}             # request id -> key
+        self.acked: set[int] = set()               # keys answered PUT_OK
         self.outbox: list = []
         self.records: list[tuple[int, int]] = []
         self.req = 0
@@ -67,6 +78,7 @@ class Master:
 
     def put(self, key: int, size: int) -> None:
         self.req += 1
+        self.keys[self.req] = key
         self.core.put(self.req, key, bytes([key % 251]) * size, 0)
         self.records.append((key, size))
         self.pump()
@@ -96,6 +108,8 @@ class Master:
                     self.core.segment_read(e.start, bytes(self.files[e.start]), 0)
                 elif isinstance(e, (fx.SendData, fx.SendEpochs, fx.CloseReplica)):
                     self.outbox.append(e)
+                elif isinstance(e, fx.Respond) and e.status == int(PutStatus.PUT_OK):
+                    self.acked.add(self.keys[e.req_id])
         raise AssertionError("the master's effects did not settle")
 
 
@@ -105,7 +119,8 @@ class FollowerMachine(RuleBasedStateMachine):
     @initialize()
     def start(self) -> None:
         self.epoch, self.next_key = 1, 1
-        self.master = Master([], ((1, 0),))
+        self.master = Master([], ((1, 0),), bugs=self.bugs)
+        self.acked: set[int] = set()               # every PUT_OK of every master (the group's promise)
         self.files: dict[int, bytearray] = {}     # the follower's segment files
         self.epoch_file: tuple = ()                # its epoch file, as last written
         self.follower = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0, bugs=self.bugs)
@@ -114,6 +129,7 @@ class FollowerMachine(RuleBasedStateMachine):
         self.cut = False                           # a cut since the last delivery
         self.armed = False                         # crash at the next cut (crash_at_the_next_cut)
         self.closes: list[str] = []                # why the slave dropped its links
+        self.inbox: list = []                      # the slave's ACKs in flight to the master
 
     # --- the follower's effects, performed on its files; its frames go to the master -------------
 
@@ -161,7 +177,7 @@ class FollowerMachine(RuleBasedStateMachine):
                 elif isinstance(e, fx.SendHandshake) and self.linked:
                     self.master.core.replica_handshake(self.conn, "s", e.offset, e.chain, 0, e.records)
                 elif isinstance(e, fx.SendAck) and self.linked:
-                    self.master.core.replica_ack(self.conn, e.offset, 0, e.records)
+                    self.inbox.append(e)             # in flight to the master (deliver_acks)
                 elif isinstance(e, fx.CloseMaster):
                     self.closes.append(e.reason)
                     self._unlink(by_follower=True)
@@ -174,6 +190,7 @@ class FollowerMachine(RuleBasedStateMachine):
             self.master.core.replica_disconnected(self.conn)
             self.master.pump()
             self.master.outbox.clear()
+            self.inbox.clear()
             if not by_follower:
                 self.follower.disconnected()
 
@@ -222,6 +239,15 @@ class FollowerMachine(RuleBasedStateMachine):
     def deliver(self, n: int) -> None:
         self._deliver(n)
 
+    @rule(n=st.integers(1, 4))
+    def deliver_acks(self, n: int) -> None:
+        for _ in range(n):
+            if not (self.linked and self.inbox):
+                return
+            e = self.inbox.pop(0)
+            self.master.core.replica_ack(self.conn, e.offset, 0, e.records)
+            self.master.pump()
+
     @rule()
     def link_drop(self) -> None:
         self._unlink()
@@ -247,11 +273,14 @@ class FollowerMachine(RuleBasedStateMachine):
         """A SyncStateSet member is elected: its log is a prefix of the master's, and its own epoch
         starts at its end."""
         self._unlink()
-        records = self.master.records[: min(keep, len(self.master.records))]
+        self.acked |= self.master.acked
+        # an elected member holds every record ever acknowledged (ALL_IN_SYNC waited for it)
+        last_acked = max((k + 1 for k, (key, _) in enumerate(self.master.records) if key in self.acked), default=0)
+        records = self.master.records[: min(max(keep, last_acked), len(self.master.records))]
         REACHED["failover"] += 1
-        if self.follower.replica.received_end > Master(records, None).end:
+        if self.follower.replica.received_end > Master(records, None, bugs=self.bugs).end:
             REACHED["follower_ahead_of_the_new_master"] += 1
-        new = Master(records, None)
+        new = Master(records, None, bugs=self.bugs)
         end = new.core.log.wrote
         self.epoch += 1
         epochs = [tuple(e) for e in EpochFileCache(self.master.core.epochs.entries).truncate_beyond(end).entries]
@@ -267,14 +296,20 @@ class FollowerMachine(RuleBasedStateMachine):
         if not (self.linked and self.follower.state == TRANSFER):
             return
         self._unlink()
-        scan = self._scan(None)
+        keys: list[int] = []
+        scan = scan_log(sorted(self.files), lambda start: bytes(self.files[start]), SEG,
+                        on_record=lambda offset, header, end, key, chains: keys.append(key))
         self._zero_from(scan.end_offset)
         old = self.master
+        self.acked |= old.acked
+        lost = self.acked - set(keys)
+        assert not lost, f"AckedSurvivesFailover: the promoted slave lacks acknowledged records {sorted(lost)[:5]}"
+        REACHED["promoted"] += 1
         self.epoch += 1
         epochs = tuple(tuple(e) for e in EpochFileCache(self.epoch_file).truncate_beyond(scan.end_offset).entries)
         if old.end > scan.end_offset:
             REACHED["old_master_ahead_of_the_promoted_slave"] += 1
-        self.master = Master([], None, files=self.files)
+        self.master = Master([], None, files=self.files, bugs=self.bugs)
         self.master.begin(epochs + ((self.epoch, scan.end_offset),))
         # its records: a prefix of the old master's (the slave held what it was sent), for later failovers
         self.master.records = old.records[: scan.record_count]
@@ -287,16 +322,13 @@ class FollowerMachine(RuleBasedStateMachine):
 
     @rule()
     def settle(self) -> None:
-        self.connect()
-        for _ in range(200):
-            if not (self.linked and self.master.outbox):
-                break
-            self._deliver(50)
-        self.connect()
-        for _ in range(200):
-            if not (self.linked and self.master.outbox):
-                break
-            self._deliver(50)
+        for _ in range(2):
+            self.connect()
+            for _ in range(400):
+                if not (self.linked and (self.master.outbox or self.inbox)):
+                    break
+                self._deliver(50)
+                self.deliver_acks(50)
         assert self.follower.state == TRANSFER and self.linked, \
             f"settled, yet not following: {self.follower.state} (master log {self.master.end})"
         assert self.follower.replica.parsed_end == self.master.end, (self.follower.replica.parsed_end, self.master.end)
@@ -330,7 +362,7 @@ def test_the_machine_reaches_diverged_tails_cuts_and_crashes_right_after_them():
                                                                  database=None, derandomize=True,
                                                                  suppress_health_check=list(HealthCheck)))
     assert all(REACHED[k] > 0 for k in ("failover", "follower_ahead_of_the_new_master", "cut", "rescan",
-                                        "crash_after_cut", "old_master_ahead_of_the_promoted_slave")), REACHED
+                                        "crash_after_cut", "old_master_ahead_of_the_promoted_slave", "promoted")), REACHED
 
 
 def _bug_machine():
@@ -339,16 +371,18 @@ def _bug_machine():
 
 
 def test_a_cut_only_in_memory_comes_back_after_a_crash_and_the_slave_never_follows_again():
-    """The program the search below finds, replayed: four records, the slave holds them all; the
-    new master kept two and wrote another in its epoch; the slave cuts (in memory only), crashes, and
+    """The program the search below finds, replayed: four records, the slave holds them all (none
+    acknowledged yet: its ACKs are in flight); the new master kept two and wrote two in its epoch; the slave cuts (in memory only), crashes, and
     its recovery finds the cut records again under the new epoch's label."""
     for bugs, follows in ((frozenset(), True), (frozenset({"BugTruncateNotDurable"}), False)):
         m = type("M", (FollowerMachine,), {"bugs": bugs})()
         m.start()
+        m.connect()
         for size in (40, 40, 40, 40):
             m.put(size)
-        m.settle()
-        m.failover(2)
+        m.deliver(20)                   # the slave holds all four; its ACKs are still in flight
+        assert m.follower.replica.parsed_end == 240 and not m.master.acked
+        m.failover(2)                   # a member that holds two: none was acknowledged
         m.put(40)
         m.put(40)
         m.crash_at_the_next_cut()
@@ -391,3 +425,19 @@ def test_a_cut_inside_a_segments_padding_is_refused_not_asserted():
     assert any("falls inside a record" in reason for reason in m.closes), m.closes
     with pytest.raises(AssertionError, match="settled, yet not following"):
         m.settle()
+
+
+def test_a_put_ok_without_the_slave_is_lost_when_the_slave_is_promoted():
+    """AckedSurvivesFailover over bytes: under ALL_IN_SYNC a PUT_OK waits for the slave's copy, so the
+    promoted slave holds it; with the ack view the node pushes under BugNoAllAck (none) it does not."""
+    for bugs, survives in ((frozenset(), True), (frozenset({"BugNoAllAck"}), False)):
+        m = type("M", (FollowerMachine,), {"bugs": bugs})()
+        m.start()
+        m.settle()                      # the slave follows, holding nothing yet
+        m.put(40)                       # not delivered: the slave has not got it
+        assert (m.master.acked == set()) == survives, m.master.acked
+        if survives:
+            m.promote_the_slave()
+        else:
+            with pytest.raises(AssertionError, match="AckedSurvivesFailover"):
+                m.promote_the_slave()
