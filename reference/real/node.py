@@ -162,7 +162,6 @@ class Node:
         self.following: str | None = None         # the master whose HA port a ReplicaRuntime follows
         self.addresses: dict[int, tuple[str, int, int]] = {}
         self.stopping = False
-        self.truncations = 0
         log(f"node {self.me} (group {opts.group}): log ends at {end}, epochs {list(self.rm.epoch_cache.entries)}")
 
     # ------------------------------------------------------------------ the log on disk

@@ -134,11 +134,12 @@ class FollowerMachine(RuleBasedStateMachine):
     # --- the follower's effects, performed on its files; its frames go to the master -------------
 
     def _zero_from(self, offset: int) -> None:
-        for start in sorted(self.files):
-            if start >= offset - offset % SEG + (SEG if offset % SEG == 0 and offset else 0) and start >= offset:
-                del self.files[start]
-            elif start <= offset < start + SEG:
-                self.files[start][offset - start:] = bytes(SEG - (offset - start))
+        """SegmentStore.zero_tail: the segment holding ``offset`` zeroed from it, later ones gone."""
+        holding = offset - offset % SEG
+        for start in [s for s in self.files if s > holding]:
+            del self.files[start]
+        if holding in self.files:
+            self.files[holding][offset - holding:] = bytes(SEG - (offset - holding))
 
     def _scan(self, upto: int | None):
         def read(start: int) -> bytes:
