@@ -2,10 +2,11 @@
 
 The node registers with the controller (reference/real/controller_server.py),
 heartbeats (BrokerConfig.brokerHeartbeatInterval) with its epoch and max
-offset, and takes the role the controller's metadata gives it.  Every
-decision is a sans-IO core's:
+offset, and takes the role the controller's metadata gives it.  It makes no
+protocol decision: every one is a sans-IO core's, joined in one
+reference/failover/broker.py ``BrokerCore``:
 
-* role changes: reference/failover/roles.py ``ReplicasManager`` — only on a
+* role changes: ``ReplicasManager`` (reference/failover/roles.py) — only on a
   strictly larger master epoch (E5); a new master appends (epoch, its log
   end) to its epoch cache, which is written (fsynced, .bak) before it serves;
 * the slave: reference/failover/follower.py ``FollowerCore`` — on the HA
@@ -15,21 +16,16 @@ decision is a sans-IO core's:
   and carries confirmOffset — run by the ReplicaRuntime;
 * the master's write path: reference/master.py ``MasterCore`` (SYNC_MASTER
   with ALL_IN_SYNC: PUT_OK only when every SyncStateSet member holds the
-  data; ``begin_epoch`` labels its transfer headers), run by MasterRuntime.
+  data; ``begin_epoch`` labels its transfer headers), run by MasterRuntime;
+* the SyncStateSet: reference/failover/sss_policy.py (the policy the
+  failover simulator checks against the spec), decided by
+  ``BrokerCore.master_check_sync_state_set`` on the master's loop thread
+  over the master core's own acks, its ack view pushed in the same step.
 
-The supervisor only moves data: it runs one MasterRuntime or ReplicaRuntime
-at a time over the same --dir in a thread, stopping one and starting the
-other on a role change, and performs the effects the cores emit in order.
-
-The SyncStateSet: when to shrink or expand it is the policy of
-reference/failover/sss_policy.py (the one the failover simulator checks
-against the spec): a member with no connection, or whose ack has not caught
-up for ``shrink_after_ms`` (haMaxTimeSlaveNotCatchup), is dropped; a
-connected slave whose ack is the log end joins.  The node runs that check on
-the master's loop thread with the master's own acks, and pushes the ack view
-it implies (the committed set and a proposal in flight, #5663) in the same
-step, so no acknowledgement can slip past a new member.  The node only
-carries the proposal to the controller and its answer back.
+This module is the controller client and the I/O: it carries proposals to
+the controller and answers back, performs the effects the cores emit in
+order, and runs one MasterRuntime or ReplicaRuntime at a time over the same
+--dir in a thread, stopping one and starting the other on a role change.
 """
 
 from __future__ import annotations
@@ -44,10 +40,11 @@ import attrs
 
 from reference.config import StoreConfig
 from reference.failover import broker_effects as bfx
+from reference.failover.broker import BrokerCore
 from reference.failover.bugs import check_bugs
 from reference.failover.effects import NO_MASTER, SUCCESS
 from reference.failover.epochfile import EpochFileCache, epoch_file_checks_order
-from reference.failover.roles import MASTER, MAX_SLAVES, SLAVE, HaConnection, ReplicasManager, sss_view
+from reference.failover.roles import MASTER, MAX_SLAVES, SLAVE
 from reference.failover.sss_policy import HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT, SyncStateSetPolicy
 from reference.real.controller_client import ControllerClient, ControllerClientError, PeerAuthError
 from reference.real.disk import SegmentStore
@@ -154,9 +151,9 @@ class Node:
         if loaded.fallback_reason:
             log(f"epoch file: {loaded.fallback_reason}; using {loaded.source}")
         end = self._recover_log_end()
-        self.rm = ReplicasManager.recover(self.me, epoch_cache=loaded.cache, log_end_offset=end,
-                                          checkpoint_confirm_offset=0, bugs=opts.failover_bugs,
-                                          policy=SyncStateSetPolicy(self.me, max_not_catchup_ms=opts.shrink_after_ms))
+        self.broker = BrokerCore(self.me, epoch_cache=loaded.cache, log_end_offset=end, bugs=opts.failover_bugs,
+                                 policy=SyncStateSetPolicy(self.me, max_not_catchup_ms=opts.shrink_after_ms))
+        self.rm = self.broker.rm
         self.thread: threading.Thread | None = None
         self.runtime_failure: str | None = None
         self.following: str | None = None         # the master whose HA port a ReplicaRuntime follows
@@ -213,12 +210,7 @@ class Node:
         self.runtime.stop()
         self.thread.join(30)
         assert not self.thread.is_alive(), "a runtime did not stop within 30 s"
-        if isinstance(self.runtime, ReplicaRuntime):
-            # what the follower learned on its HA connection: the epochs, the confirmOffset
-            follower, rm = self.runtime.follower, self.rm
-            rm.log_end_offset = follower.log_end_offset
-            rm.epoch_cache = follower.cache.truncate_beyond(rm.log_end_offset)
-            rm.confirm_offset = min(follower.confirm_offset, rm.log_end_offset)
+        self.broker.detach()            # what a follower learned on its HA connection is the role state now
         self.runtime = self.thread = None
         self.following = None
 
@@ -231,17 +223,13 @@ class Node:
         Otherwise the runtime is built first (its recovery gives the log end the new epoch
         starts at), the epoch file is written, and only then does it serve."""
         sss = frozenset(broker_name(b) for b in info["sync_state_set"])
+        broker = self.broker
         if self.rm.role == MASTER and isinstance(self.runtime, MasterRuntime):
-            runtime, rm = self.runtime, self.rm
-
-            def new_epoch() -> None:
-                # ChangeToMaster in one step of the master's loop, as the spec's is one action: no put
-                # is taken between the log end the new epoch starts at, its entry in the epoch file
-                # (fsynced here, on the loop: a rare event) and the labels of the transfer headers.
-                rm.log_end_offset = max(rm.log_end_offset, runtime.core.log.wrote)
-                self._perform(rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"]))
-                runtime.core.begin_epoch(rm.epoch_cache.entries, rm.confirm_offset, rm.bugs)
-            self._on_master_loop(new_epoch)
+            # ChangeToMaster in one step of the master's loop, as the spec's is one action: no put is
+            # taken between the log end the new epoch starts at, its entry in the epoch file (fsynced
+            # here, on the loop: a rare event) and the labels of the transfer headers.
+            self.runtime.call(lambda: self._perform(broker.change_to_master(info["master_epoch"], sss,
+                                                                            info["sss_epoch"])))
             self.log(f"role MASTER epoch {self.rm.master_epoch} (re-elected) from offset {self.rm.log_end_offset}")
             return
         self._stop_runtime()
@@ -258,13 +246,11 @@ class Node:
                 if attempt == 99:
                     raise
                 time.sleep(0.05)
-        self.rm.log_end_offset = runtime.recovery.end_offset
-        self.rm.confirm_offset = min(self.rm.confirm_offset, self.rm.log_end_offset)
-        effects = self.rm.change_to_master(info["master_epoch"], sss, info["sss_epoch"])
-        self._perform(effects)             # the epoch file, fsynced, before the first put is taken
-        # not serving yet (its loop has not started): the core's epochs, confirmOffset and SyncStateSet
-        runtime.core.begin_epoch(self.rm.epoch_cache.entries, self.rm.confirm_offset, self.rm.bugs)
-        self._push_view(runtime.core)
+        # not serving yet (its loop has not started): the core's epochs, confirmOffset and views, and
+        # the epoch file, fsynced, before the first put is taken
+        broker.peers = self._others()
+        broker.attach_master(runtime.core)
+        self._perform(broker.change_to_master(info["master_epoch"], sss, info["sss_epoch"]))
         self._start(runtime)
         self.log(f"role MASTER epoch {self.rm.master_epoch} from offset {self.rm.log_end_offset} "
                  f"sss {sorted(self.rm.sss)} epochs {list(self.rm.epoch_cache.entries)}")
@@ -273,10 +259,10 @@ class Node:
         """ChangeToSlave: a ReplicaRuntime following the new master, its FollowerCore starting
         from our epochs; the handshake (and any cut) happens on the HA connection."""
         master = broker_name(info["master_id"])
-        if not (self.rm.role == SLAVE and self.rm.master_id == master):
+        if self.broker.stops_serving_for(master):
             self._stop_runtime()            # a demoted master takes no put from here on
         was = self.rm.master_epoch
-        self._perform(self.rm.change_to_slave(master, info["master_epoch"]))
+        self._perform(self.broker.change_to_slave(master, info["master_epoch"]))
         if self.rm.master_epoch != was:
             self.log(f"role SLAVE of {master} epoch {self.rm.master_epoch}")
 
@@ -290,42 +276,22 @@ class Node:
         ropts = ReplicaOptions(directory=opts.directory, name=self.me, master=(addr[0], addr[2]),
                                segment_size=opts.config.mapped_file_size_commit_log,
                                heartbeat_interval_ms=opts.heartbeat_interval_ms, peer_secret=opts.peer_secret)
-        setup = FollowerSetup(rm.epoch_cache, rm.confirm_offset, rm.bugs, self.epoch_path, self.check_order)
-        self._start(ReplicaRuntime(ropts, log=lambda m: self.log(f"[slave] {m}"), follower=setup))
+        setup = FollowerSetup(self.broker.attach_follower, self.epoch_path, self.check_order)
+        try:
+            runtime = ReplicaRuntime(ropts, log=lambda m: self.log(f"[slave] {m}"), follower=setup)
+        except BaseException:
+            self.broker.detach()            # no runtime runs the follower it was given
+            raise
+        self._start(runtime)
         self.following = master
         self.log(f"following {master} from offset {self.runtime.recovery.end_offset}, "
                  f"epochs {list(rm.epoch_cache.entries)}")
 
     # ------------------------------------------------------------------ the SyncStateSet
 
-    def _push_view(self, core) -> None:
-        """On the master's loop thread, after a ReplicasManager decision: the slaves it may take,
-        the members its PUT_OKs wait for (ack_members: the committed SSS and a proposal in
-        flight) and the SyncStateSet and confirmOffset its computeConfirmOffset runs over."""
-        rm = self.rm
-        core.change_sync_state_set(tuple(dict.fromkeys(core.replicas + self._others())), rm.ack_members())
-        core.set_confirm_view(rm.sss - {self.me}, sss_view(rm.sss, rm.remote_sss) - {self.me}, rm.confirm_offset)
-
-    def _sync_from_core(self, core) -> None:
-        """On the master's loop thread, before a ReplicasManager decision: the MasterCore's
-        connections (their acks), its log end and confirmOffset are what the manager decides on."""
-        rm = self.rm
-        rm.log_end_offset = max(rm.log_end_offset, core.log_end_offset())
-        rm.connections = {name: HaConnection(hc.ack_offset, hc.ack_offset) for name, hc in core.conns.items()}
-        if core.confirm is not None:
-            rm.confirm_offset = min(core.confirm, rm.log_end_offset)
-
     def _on_master_loop(self, fn: Callable[[], object]) -> object:
-        """``fn`` between the core's state and the view it implies, in one step on the master's
-        loop thread: no PUT_OK is answered between a SyncStateSet decision and its view."""
-        core = self.runtime.core
-
-        def step():
-            self._sync_from_core(core)
-            out = fn()
-            self._push_view(core)
-            return out
-        return self.runtime.call(step)
+        """``fn`` (a BrokerCore master_* step) on the master's loop thread, between two turns."""
+        return self.runtime.call(fn)
 
     async def _maintain_sss(self, client: ControllerClient, info: dict) -> None:
         """checkSyncStateSetAndDoReport: the metadata's SyncStateSet, then the policy's check
@@ -335,10 +301,13 @@ class Node:
 
         def names(metadata: dict) -> frozenset[str]:
             return frozenset(broker_name(b) for b in metadata["sync_state_set"])
-        self._on_master_loop(lambda: rm.change_sync_state_set(info["master_epoch"], names(info), info["sss_epoch"]))
+        broker = self.broker
+        broker.peers = self._others()
+        self._on_master_loop(lambda: broker.master_sync_state_set(info["master_epoch"], names(info),
+                                                                  info["sss_epoch"]))
         now_ms = int(time.monotonic() * 1000)
 
-        for e in self._on_master_loop(lambda: rm.check_sync_state_set(now_ms)):
+        for e in self._on_master_loop(lambda: broker.master_check_sync_state_set(now_ms)):
             assert isinstance(e, bfx.ProposeSyncStateSet), e
             reply = await asyncio.wait_for(client.alter(opts.group, opts.broker_id, rm.master_epoch, rm.sss_epoch,
                                                         {broker_id_of(n) for n in e.sss}), CONTROLLER_CALL_TIMEOUT_S)
@@ -347,7 +316,8 @@ class Node:
                 (await asyncio.wait_for(client.get_replica_info(opts.group), CONTROLLER_CALL_TIMEOUT_S))["info"]
             if now is None:
                 continue
-            self._on_master_loop(lambda: rm.alter_answered(accepted, now["master_epoch"], names(now), now["sss_epoch"]))
+            self._on_master_loop(lambda: broker.master_alter_answered(accepted, now["master_epoch"], names(now),
+                                                                      now["sss_epoch"]))
             self.log(f"{e.action} {e.member}: SyncStateSet {sorted(rm.sss)} (sssEpoch {rm.sss_epoch})" if accepted else
                      f"AlterSyncStateSet {sorted(e.sss)} ({e.action} {e.member}) refused: {reply['code']} "
                      f"{reply.get('reason')}")
@@ -357,21 +327,13 @@ class Node:
     async def _heartbeats(self, client: ControllerClient) -> None:
         """BrokerHeartbeat on its own timer: role changes (a log recovery, a runtime stopping)
         run in a thread meanwhile, and must not look like a dead broker to the controller."""
-        opts, rm = self.opts, self.rm
+        opts = self.opts
         while client.error is None and not self.stopping:
-            runtime = self.runtime
-            if isinstance(runtime, ReplicaRuntime):       # what its FollowerCore holds now
-                follower = runtime.follower
-                # its complete records (a partial one beyond is not held: a restart cuts it)
-                cache, end, confirm = follower.cache, follower.log_end_offset, follower.confirm_offset
-            elif isinstance(runtime, MasterRuntime) and runtime.core.confirm is not None:
-                cache, end, confirm = rm.epoch_cache, rm.log_end_offset, runtime.core.readable_end()
-            else:
-                cache, end, confirm = rm.epoch_cache, rm.log_end_offset, rm.confirm_offset
+            report = self.broker.heartbeat_report()
             try:
-                await asyncio.wait_for(client.heartbeat(opts.group, opts.broker_id,
-                                                        epoch=cache.last_epoch(), max_offset=end,
-                                                        confirm_offset=min(confirm, end),
+                await asyncio.wait_for(client.heartbeat(opts.group, opts.broker_id, epoch=report.epoch,
+                                                        max_offset=report.max_offset,
+                                                        confirm_offset=report.confirm_offset,
                                                         address=opts.address), CONTROLLER_CALL_TIMEOUT_S)
             except (ControllerClientError, asyncio.TimeoutError):
                 return

@@ -43,11 +43,10 @@ class SlaveStopped(RuntimeError):
 
 @attrs.frozen
 class FollowerSetup:
-    """A slave under failover (`broker node`): the epochs it starts from and where its epoch
-    file is; the FollowerCore decides, this runtime performs."""
-    cache: EpochFileCache
-    confirm_offset: int
-    bugs: frozenset[str]
+    """A slave under failover (`broker node`): ``make`` turns the recovered ReplicaCore into the
+    broker's FollowerCore (BrokerCore.attach_follower: its epochs and confirmOffset), and where
+    its epoch file is; the FollowerCore decides, this runtime performs."""
+    make: Callable[[ReplicaCore], FollowerCore]
     epoch_path: Path
     epoch_file_checks_order: bool
 
@@ -66,8 +65,7 @@ class ReplicaRuntime:
         if follower is not None:
             if opts.trace is not None:
                 raise ConfigError("--trace: a following node writes no write-path trace")
-            self.follower = self.core = FollowerCore(self.core, follower.cache, follower.confirm_offset,
-                                                     bugs=follower.bugs)
+            self.follower = self.core = follower.make(self.core)
         self.trace_out = None
         if opts.trace is not None:
             self._start_trace(opts.trace)

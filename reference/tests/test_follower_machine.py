@@ -26,8 +26,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from reference import effects as fx
 from reference.commitlog import CommitLog
 from reference.failover import broker_effects as bfx
+from reference.failover.broker import BrokerCore
 from reference.failover.epochfile import EpochFileCache
-from reference.failover.follower import FollowerCore
+from reference.failover.sss_policy import SyncStateSetPolicy
 from reference.failover.truncation import TRANSFER
 from reference.master import MasterCore
 from reference.record import scan_log
@@ -120,10 +121,11 @@ class FollowerMachine(RuleBasedStateMachine):
     def start(self) -> None:
         self.epoch, self.next_key = 1, 1
         self.master = Master([], ((1, 0),), bugs=self.bugs)
+        self.master_name, self.processes = "m", 0
         self.acked: set[int] = set()               # every PUT_OK of every master (the group's promise)
         self.files: dict[int, bytearray] = {}     # the follower's segment files
         self.epoch_file: tuple = ()                # its epoch file, as last written
-        self.follower = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0, bugs=self.bugs)
+        self._slave_process(None)
         self.conn = 0
         self.linked = False
         self.cut = False                           # a cut since the last delivery
@@ -140,6 +142,25 @@ class FollowerMachine(RuleBasedStateMachine):
             del self.files[start]
         if holding in self.files:
             self.files[holding][offset - holding:] = bytes(SEG - (offset - holding))
+
+    def _slave_process(self, scan) -> None:
+        """The slave's process starts (or restarts): a BrokerCore from its recovered log and its
+        epoch file, named slave of the current master, its FollowerCore attached — the node's
+        sequence (Node.__init__, _become_slave, _follow)."""
+        self.processes += 1
+        self.broker = BrokerCore(f"x{self.processes}", epoch_cache=EpochFileCache(self.epoch_file),
+                                 log_end_offset=0 if scan is None else scan.end_offset, bugs=self.bugs,
+                                 policy=SyncStateSetPolicy(f"x{self.processes}"))
+        self.broker.change_to_slave(self.master_name, self.epoch)
+        self._follow(scan)
+
+    def _follow(self, scan) -> None:
+        """A ReplicaRuntime starts: its files recovered (a torn tail cut and zeroed), the broker's
+        FollowerCore attached over them."""
+        if scan is not None:
+            self._zero_from(scan.end_offset)
+        self.follower = self.broker.attach_follower(ReplicaCore("s", SEG) if scan is None else
+                                                    ReplicaCore.recovered("s", SEG, scan))
 
     def _scan(self, upto: int | None):
         def read(start: int) -> bytes:
@@ -258,10 +279,7 @@ class FollowerMachine(RuleBasedStateMachine):
         """kill -9 of the slave: its files are recovered (a torn tail cut and zeroed), its epoch
         file loaded and truncated beyond the recovered end."""
         self._unlink()
-        scan = self._scan(None)
-        self._zero_from(scan.end_offset)
-        self.follower = FollowerCore(ReplicaCore.recovered("s", SEG, scan), EpochFileCache(self.epoch_file), 0,
-                                     bugs=self.bugs)
+        self._slave_process(self._scan(None))
 
     @rule()
     def crash_at_the_next_cut(self) -> None:
@@ -287,6 +305,13 @@ class FollowerMachine(RuleBasedStateMachine):
         epochs = [tuple(e) for e in EpochFileCache(self.master.core.epochs.entries).truncate_beyond(end).entries]
         new.begin(tuple(epochs) + ((self.epoch, end),))
         self.master = new
+        # the slave learns the new master from the metadata: its follower stops (what it learned is
+        # the broker's role state), and a new one starts over its files recovered (Node._become_slave)
+        self.master_name = f"m{self.epoch}"
+        assert self.broker.stops_serving_for(self.master_name)
+        self.broker.detach()
+        assert not self.broker.change_to_slave(self.master_name, self.epoch) == (), "ChangeToSlave was refused"
+        self._follow(self._scan(None))
 
     @rule()
     def promote_the_slave(self) -> None:
@@ -310,16 +335,30 @@ class FollowerMachine(RuleBasedStateMachine):
         epochs = tuple(tuple(e) for e in EpochFileCache(self.epoch_file).truncate_beyond(scan.end_offset).entries)
         if old.end > scan.end_offset:
             REACHED["old_master_ahead_of_the_promoted_slave"] += 1
+        # ChangeToMaster through the slave's BrokerCore, as the node does it (Node._become_master): the
+        # follower stops, a MasterCore over its files is attached, and the new epoch starts at their end
+        broker = self.broker
+        assert broker.stops_serving_for(broker.me)
+        broker.detach()
+        assert (broker.rm.log_end_offset, broker.rm.epoch_cache.entries) == (scan.end_offset, epochs), \
+            "what the follower held in memory is not what its files and epoch file say"
         self.master = Master([], None, files=self.files, bugs=self.bugs)
-        self.master.begin(epochs + ((self.epoch, scan.end_offset),))
+        broker.peers = ("s",)
+        broker.attach_master(self.master.core)
+        effects = broker.change_to_master(self.epoch, frozenset({broker.me, "s"}), 1)
+        written = [e for e in effects if isinstance(e, bfx.WriteEpochFile)]
+        assert [e.entries for e in written] == [epochs + ((self.epoch, scan.end_offset),)], (written, epochs)
+        assert self.master.core.sync_state_set == ack_members(broker.me, frozenset({broker.me, "s"}), frozenset(),
+                                                              bugs=self.bugs), "the view the node pushes"
+        self.master.pump()
+        self.master_name = broker.me
         # its records: a prefix of the old master's (the slave held what it was sent), for later failovers
         self.master.records = old.records[: scan.record_count]
         self.files = {start: bytearray(buf) for start, buf in old.files.items()}
         old_scan = self._scan(None)
         self._zero_from(old_scan.end_offset)
         self.epoch_file = tuple(old.core.epochs.entries)
-        self.follower = FollowerCore(ReplicaCore.recovered("s", SEG, old_scan), EpochFileCache(self.epoch_file), 0,
-                                     bugs=self.bugs)
+        self._slave_process(old_scan)
 
     @rule()
     def settle(self) -> None:

@@ -1,0 +1,175 @@
+"""BrokerCore: one broker under controller-driven failover, sans-IO.
+
+It couples the role and epoch state (reference/failover/roles.py ``ReplicasManager``: E5, the
+epoch cache, the SyncStateSet policy, confirmOffset) with the byte-level machine its role runs —
+a ``MasterCore`` while master, a ``FollowerCore`` while slave — the way h11 couples a client and
+a server machine inside one connection.  Every rule that joins the two lives here, so the
+byte-level Hypothesis machine (reference/tests/test_follower_machine.py) checks the same joins
+the running node (reference/real/node.py) performs:
+
+* what a follower learned on its HA connection (its log end at a record boundary, its epochs,
+  confirmOffset) becomes the role state when it stops (``detach``);
+* ChangeToMaster takes its new epoch's start from the master core's log end, and the core's
+  transfer labels, confirmOffset and SyncStateSet view from the manager in the same step, so
+  no put is taken between them (``change_to_master``);
+* a SyncStateSet decision sees the master core's acks and log end first, and its ack view goes
+  back to the core in the same step (``_step``), so no PUT_OK slips past a new member (#5663);
+* what a heartbeat reports (``heartbeat_report``).
+
+A caller that runs the master core on another thread (the node) calls the ``master_*`` methods
+on that thread.  Events in, effects out: the effects are ReplicasManager's (broker_effects.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from reference.failover.epochfile import EpochFileCache
+from reference.failover.follower import FollowerCore
+from reference.failover.roles import MASTER, SLAVE, HaConnection, ReplicasManager, sss_view
+from reference.failover.sss_policy import SyncStateSetPolicy
+from reference.master import MasterCore
+from reference.replica import ReplicaCore
+
+
+@attrs.frozen
+class HeartbeatReport:
+    """BrokerHeartbeat's fields: the last epoch, the max offset held (complete records), and
+    confirmOffset (never past that offset)."""
+    epoch: int
+    max_offset: int
+    confirm_offset: int
+
+
+class BrokerCore:
+    def __init__(self, me: str, *, epoch_cache: EpochFileCache, log_end_offset: int, bugs: frozenset[str],
+                 policy: SyncStateSetPolicy) -> None:
+        """A broker as its process starts: its log recovered once (``log_end_offset``) and its
+        epoch file loaded; no role yet."""
+        self.rm = ReplicasManager.recover(me, epoch_cache=epoch_cache, log_end_offset=log_end_offset,
+                                          checkpoint_confirm_offset=0, bugs=bugs, policy=policy)
+        self.master: MasterCore | None = None
+        self.follower: FollowerCore | None = None
+        self.peers: tuple[str, ...] = ()       # the other brokers of the group (the controller's metadata)
+
+    @property
+    def me(self) -> str:
+        return self.rm.broker_id
+
+    @property
+    def bugs(self) -> frozenset[str]:
+        return self.rm.bugs
+
+    # ------------------------------------------------------------------ the byte-level machine of a role
+
+    def attach_master(self, core: MasterCore) -> None:
+        """The master core the role will run, over the log as recovered: the role state's log
+        end is its log end, and confirmOffset is clamped to it."""
+        assert self.master is None and self.follower is None, "one machine at a time"
+        self.master = core
+        self.rm.log_end_offset = core.log.wrote
+        self.rm.confirm_offset = min(self.rm.confirm_offset, self.rm.log_end_offset)
+
+    def attach_follower(self, replica: ReplicaCore) -> FollowerCore:
+        """A slave's machine over its recovered log, starting from the role state's epochs and
+        confirmOffset; its handshake (and any cut) happens on the HA connection."""
+        assert self.master is None and self.follower is None, "one machine at a time"
+        assert self.rm.role == SLAVE, self.rm.role
+        self.follower = FollowerCore(replica, self.rm.epoch_cache, self.rm.confirm_offset, bugs=self.rm.bugs)
+        return self.follower
+
+    def detach(self) -> None:
+        """The role's machine stopped (a role change, or the process stopping).  A follower's
+        log end, epochs (labels for what it holds, no further) and confirmOffset are the
+        role state from now on; a master's acks are gone with its connections."""
+        rm = self.rm
+        if self.follower is not None:
+            follower = self.follower
+            rm.log_end_offset = follower.log_end_offset
+            rm.epoch_cache = follower.cache.truncate_beyond(rm.log_end_offset)
+            rm.confirm_offset = min(follower.confirm_offset, rm.log_end_offset)
+        elif self.master is not None:
+            self._sync(self.master)
+        self.master = self.follower = None
+
+    def stops_serving_for(self, master: str) -> bool:
+        """Whether the metadata naming ``master`` ends the machine this broker runs: a master
+        demoted, or a slave whose master changed.  The caller stops it, then ``detach``."""
+        following = self.rm.role == SLAVE and self.rm.master_id == master
+        return not following and (self.master is not None or self.follower is not None)
+
+    # ------------------------------------------------------------------ role changes (E5 in the manager)
+
+    def role_named(self, master: str | None, master_epoch: int) -> str | None:
+        return self.rm.role_named(master, master_epoch)
+
+    def change_to_master(self, master_epoch: int, sss: frozenset[str], sss_epoch: int) -> tuple:
+        """ChangeToMaster, in one step: the new epoch starts at the master core's log end
+        (a re-elected master's written end, which may be ahead of the committed end for a
+        moment), and its labels, confirmOffset and views reach the core before the next put.
+        The effects (the epoch file) are performed before the core serves again."""
+        core = self.master
+        assert core is not None, "ChangeToMaster needs the master core attached"
+        self._sync(core)
+        self.rm.log_end_offset = max(self.rm.log_end_offset, core.log.wrote)
+        effects = self.rm.change_to_master(master_epoch, sss, sss_epoch)
+        core.begin_epoch(self.rm.epoch_cache.entries, self.rm.confirm_offset, self.rm.bugs)
+        self._push(core)
+        return effects
+
+    def change_to_slave(self, master: str, master_epoch: int) -> tuple:
+        """ChangeToSlave (the caller stopped a machine ``stops_serving_for`` ended)."""
+        assert self.master is None, "a demoted master's core is stopped before ChangeToSlave"
+        return self.rm.change_to_slave(master, master_epoch)
+
+    # ------------------------------------------------------------------ the SyncStateSet, on the master's thread
+
+    def master_sync_state_set(self, master_epoch: int, sss: frozenset[str], sss_epoch: int) -> bool:
+        """ChangeSyncStateSet: the controller's SyncStateSet (the periodic sync)."""
+        return self._step(lambda: self.rm.change_sync_state_set(master_epoch, sss, sss_epoch))
+
+    def master_check_sync_state_set(self, now_ms: int) -> tuple:
+        """checkSyncStateSetAndDoReport over the master core's own acks: the proposals to send."""
+        return self._step(lambda: self.rm.check_sync_state_set(now_ms))
+
+    def master_alter_answered(self, accepted: bool, master_epoch: int, sss: frozenset[str], sss_epoch: int) -> None:
+        self._step(lambda: self.rm.alter_answered(accepted, master_epoch, sss, sss_epoch))
+
+    def _step(self, decide: Callable[[], object]) -> object:
+        core = self.master
+        assert core is not None and self.rm.role == MASTER, (self.rm.role, core)
+        self._sync(core)
+        out = decide()
+        self._push(core)
+        return out
+
+    def _sync(self, core: MasterCore) -> None:
+        """The master core's connections (their acks), log end and confirmOffset are what the
+        manager decides on."""
+        rm = self.rm
+        rm.log_end_offset = max(rm.log_end_offset, core.log_end_offset())
+        rm.connections = {name: HaConnection(hc.ack_offset, hc.ack_offset) for name, hc in core.conns.items()} \
+            if rm.role == MASTER else {}
+        if core.confirm is not None:
+            rm.confirm_offset = min(core.confirm, rm.log_end_offset)
+
+    def _push(self, core: MasterCore) -> None:
+        """After a decision: the members its PUT_OKs wait for (the committed SyncStateSet and a
+        proposal in flight) and the sets its computeConfirmOffset runs over."""
+        rm = self.rm
+        core.change_sync_state_set(tuple(dict.fromkeys(core.replicas + self.peers)), rm.ack_members())
+        core.set_confirm_view(rm.sss - {self.me}, sss_view(rm.sss, rm.remote_sss) - {self.me}, rm.confirm_offset)
+
+    # ------------------------------------------------------------------ what the broker reports
+
+    def heartbeat_report(self) -> HeartbeatReport:
+        rm = self.rm
+        if self.follower is not None:
+            cache, end, confirm = self.follower.cache, self.follower.log_end_offset, self.follower.confirm_offset
+        elif self.master is not None and rm.role == MASTER and self.master.confirm is not None:
+            cache, end, confirm = rm.epoch_cache, rm.log_end_offset, self.master.readable_end()
+        else:
+            cache, end, confirm = rm.epoch_cache, rm.log_end_offset, rm.confirm_offset
+        return HeartbeatReport(cache.last_epoch(), end, min(confirm, end))

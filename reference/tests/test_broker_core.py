@@ -1,0 +1,73 @@
+"""BrokerCore (reference/failover/broker.py): the joins between the role state and the byte-level
+machines that the node performs and the follower machine (test_follower_machine.py) drives through
+restarts, failovers and promotions.  Here: the paths that machine does not take — a master
+re-elected while it serves, a SyncStateSet decision on its own acks, what a heartbeat reports."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference.failover import broker_effects as bfx
+from reference.failover.broker import BrokerCore
+from reference.failover.epochfile import EpochFileCache
+from reference.failover.sss_policy import SyncStateSetPolicy
+from reference.replica import ReplicaCore
+from reference.tests.test_follower_machine import SEG, Master
+
+
+def _master_broker(records: int = 3) -> tuple[BrokerCore, Master]:
+    broker = BrokerCore("b1", epoch_cache=EpochFileCache(), log_end_offset=0, bugs=frozenset(),
+                        policy=SyncStateSetPolicy("b1", max_not_catchup_ms=1_000))
+    master = Master([(k, 40) for k in range(records)], None)
+    broker.peers = ("s",)
+    broker.attach_master(master.core)
+    (written,) = broker.change_to_master(1, frozenset({"b1"}), 1)
+    master.pump()
+    assert tuple(map(tuple, written.entries)) == ((1, master.end),)
+    return broker, master
+
+
+def test_a_master_re_elected_while_serving_starts_its_epoch_at_its_log_end_and_labels_from_there():
+    broker, master = _master_broker()
+    first = master.end                  # epoch 1 started at the log end it was elected with
+    master.put(99, 40)
+    end = master.core.log.wrote
+    assert end > first
+    effects = broker.change_to_master(2, frozenset({"b1"}), 1)
+    assert [tuple(map(tuple, e.entries)) for e in effects if isinstance(e, bfx.WriteEpochFile)] == \
+        [((1, first), (2, end))]
+    assert tuple(tuple(e) for e in master.core.epochs.entries) == ((1, first), (2, end))
+    assert broker.rm.epoch_cache.last_start() == end and broker.rm.master_epoch == 2
+    assert broker.change_to_master(2, frozenset({"b1"}), 1) == (), "E5: the same epoch twice is refused"
+
+
+def test_an_expansion_joins_the_masters_ack_view_in_the_step_that_proposes_it():
+    """#5663: from the proposal on, PUT_OKs wait for the proposed member too."""
+    broker, master = _master_broker()
+    core = master.core
+    core.replica_connection_opened(1, 0)
+    core.replica_handshake(1, "s", master.end, core.log.index.chain_at(master.end), 0, 3)
+    master.pump()
+    core.replica_ack(1, master.end, 0, 3)
+    master.pump()
+    (proposal,) = broker.master_check_sync_state_set(0)
+    assert (proposal.action, proposal.member) == ("ExpandSyncStateSet", "s")
+    assert core.sync_state_set == frozenset({"s"}), "the proposal is not in the core's ack view"
+    broker.master_alter_answered(False, 1, frozenset({"b1"}), 1)
+    assert core.sync_state_set == frozenset(), "a refused proposal leaves the ack view"
+
+
+def test_a_slave_reports_what_its_follower_holds_and_keeps_it_when_the_follower_stops():
+    broker = BrokerCore("b2", epoch_cache=EpochFileCache(((1, 0),)), log_end_offset=0, bugs=frozenset(),
+                        policy=SyncStateSetPolicy("b2"))
+    broker.change_to_slave("b1", 1)
+    follower = broker.attach_follower(ReplicaCore("s", SEG))
+    follower.client.cache = EpochFileCache(((1, 0), (2, 0)))      # as a DATA header labels it
+    report = broker.heartbeat_report()
+    assert (report.epoch, report.max_offset, report.confirm_offset) == (2, 0, 0)
+    assert broker.stops_serving_for("b3") and not broker.stops_serving_for("b1")
+    broker.detach()
+    assert broker.rm.epoch_cache.entries == ((1, 0), (2, 0)) and broker.follower is None
+    broker.attach_follower(ReplicaCore("s", SEG))
+    with pytest.raises(AssertionError, match="one machine at a time"):
+        broker.attach_follower(ReplicaCore("s", SEG))
