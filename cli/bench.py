@@ -14,7 +14,7 @@ from cli import errors
 from cli.ui import console as make_console
 
 SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu", "all", "traces", "tlcsim", "tlcbugs", "controller",
-             "loris")
+             "loris", "rolechange")
 ALL = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu")
 EVENT_COST_SEEDS = 300          # sim: campaign seeds (at most) and steps of a long run (at most) whose events' time is split
 EVENT_COST_STEPS = 100_000
@@ -25,6 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="benchmarks on real processes, files and fsync (ratios, side by side)")
     p.add_argument("scenario", choices=SCENARIOS)
     p.add_argument("--producers", default="1,4,16,64,256", help="producer counts (comma-separated)")
+    p.add_argument("--log-mib", default="16,256,1024",
+                   help="rolechange: log sizes in MiB (comma-separated); each is written to real files first")
     p.add_argument("--count", type=positive_int, default=3_000, help="messages per measurement point")
     p.add_argument("--size", type=positive_int, default=256, help="message body bytes")
     p.add_argument("--delay-ms", type=natural_float, default=2.0, help="slave delay each way (ack)")
@@ -182,6 +184,10 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
                                          tlc_max_events=args.trace_tlc_max_events or None, progress=step)
             except TraceCheckError as err:      # TLC gave no verdict: the machine's or TLC's, as trace-check says
                 raise errors.EnvironmentFailure(str(err)) from None
+        if name == "rolechange":
+            from reference.bench.rolechange import rolechange
+
+            return rolechange(Path(work), _producers(args.log_mib, "--log-mib"), progress=step)
         if name == "tlcsim":
             from spark_fuzz.tlabench import simulation_rates
 
@@ -260,7 +266,7 @@ def table(result: dict) -> Table:
                       str(r["attacker_connections"]), str(r["closed_at_frame_deadline"]),
                       str(r["evicted_at_the_limit"]))
         return t
-    if name in ("traces", "tlcsim", "tlcbugs"):
+    if name in ("traces", "tlcsim", "tlcbugs", "rolechange"):
         rows = result["rows"] if name != "tlcsim" else [
             {"master": m, **result[m]} for m in ("local[1]", "local[2]")]
         for col in rows[0]:

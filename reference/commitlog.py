@@ -29,7 +29,7 @@ from reference.checkpoints import CheckpointTable
 from reference.effects import CreateSegment, WriteData
 from reference.record import (
     CHAIN_START, END_FILE_MIN_BLANK_LENGTH, Checkpoint, LogScan, Record, blank, chain_next, encode,
-    record_size, scan_segment,
+    record_size, scan_log, scan_segment,
 )
 
 CHAIN_BYTES = 16
@@ -189,6 +189,23 @@ class LogIndex:
         if scan.ends_with_blank:
             index.add_segment_end(checkpoint.start + segment_size)
         return index
+
+
+def held_log(index: LogIndex, segments, end_offset: int) -> LogScan:
+    """The log a core holds, up to ``end_offset`` (a record boundary), as a LogScan: a role change
+    hands it to the next core without reading its files again, let alone recovering them (the
+    process recovers its log once, when it starts).  Its checkpoints are the index's, one per
+    segment from 0; the segment holding the end is in memory (``segments``), its records verified
+    when they came in, and is indexed again here (one segment, no I/O)."""
+    seg = index.segment_size
+    tail_start = end_offset - end_offset % seg
+    resume = tuple(cp for start, cp in index.checkpoints.items() if start <= tail_start)
+    assert resume and resume[0].start == 0 and resume[-1].start == tail_start, (resume[:1], resume[-1:], tail_start)
+    data = bytes(segments[tail_start][: end_offset - tail_start]).ljust(seg, b"\0") if end_offset > tail_start \
+        else bytes(seg)
+    scan = scan_log([tail_start], lambda start: data, seg, resume=resume)
+    assert scan.end_offset == end_offset and not scan.dropped, (scan.end_offset, end_offset, scan.dropped)
+    return scan
 
 
 class CommitLog:

@@ -13,6 +13,7 @@ index of the whole log can be kept for observers (the simulator).
 
 from __future__ import annotations
 
+from reference.checkpoints import CheckpointTable
 from reference.commitlog import LogIndex
 from reference.effects import CloseMaster, CreateSegment, SendAck, SendHandshake, WriteData, ZeroTail
 from reference.record import BLANK, END_FILE_MIN_BLANK_LENGTH, HEADER, UNWRITTEN, LogScan, read_head, record_crc_ok
@@ -36,6 +37,7 @@ class ReplicaCore:
         core = cls(name, segment_size)
         cp = scan.checkpoints[-1]
         core.index = LogIndex(segment_size, cp.start, cp.records, cp.chain)
+        core.index.checkpoints = CheckpointTable(segment_size, scan.checkpoints)   # held_log hands them on
         if scan.tail_start < scan.end_offset:
             seg = bytearray(segment_size)
             seg[: len(scan.tail_bytes)] = scan.tail_bytes

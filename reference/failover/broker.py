@@ -26,12 +26,23 @@ from collections.abc import Callable
 
 import attrs
 
+from reference.commitlog import held_log
 from reference.failover.epochfile import EpochFileCache
 from reference.failover.follower import FollowerCore
 from reference.failover.roles import MASTER, SLAVE, HaConnection, ReplicasManager, sss_view
 from reference.failover.sss_policy import SyncStateSetPolicy
 from reference.master import MasterCore
+from reference.record import LogScan
 from reference.replica import ReplicaCore
+
+
+@attrs.frozen
+class HeldLog:
+    """The log a stopped machine left, for the next: ``scan`` (its checkpoints and last segment,
+    from memory: commitlog.held_log), and whether a partial record lies on disk beyond its end
+    (a slave stopped mid-record), which the runtime zeroes as a reconnecting slave does."""
+    scan: LogScan
+    partial: bool
 
 
 @attrs.frozen
@@ -45,9 +56,12 @@ class HeartbeatReport:
 
 class BrokerCore:
     def __init__(self, me: str, *, epoch_cache: EpochFileCache, log_end_offset: int, bugs: frozenset[str],
-                 policy: SyncStateSetPolicy) -> None:
-        """A broker as its process starts: its log recovered once (``log_end_offset``) and its
-        epoch file loaded; no role yet."""
+                 policy: SyncStateSetPolicy, recovered: LogScan | None = None) -> None:
+        """A broker as its process starts: its log recovered once (``log_end_offset``; the scan
+        itself, ``recovered``, for the first machine) and its epoch file loaded; no role yet."""
+        assert recovered is None or recovered.end_offset == log_end_offset, (recovered, log_end_offset)
+        # what the next machine starts from without recovering the files again (None: it must)
+        self.held: HeldLog | None = None if recovered is None else HeldLog(recovered, False)
         self.rm = ReplicasManager.recover(me, epoch_cache=epoch_cache, log_end_offset=log_end_offset,
                                           checkpoint_confirm_offset=0, bugs=bugs, policy=policy)
         self.master: MasterCore | None = None
@@ -68,7 +82,7 @@ class BrokerCore:
         """The master core the role will run, over the log as recovered: the role state's log
         end is its log end, and confirmOffset is clamped to it."""
         assert self.master is None and self.follower is None, "one machine at a time"
-        self.master = core
+        self.master, self.held = core, None
         self.rm.log_end_offset = core.log.wrote
         self.rm.confirm_offset = min(self.rm.confirm_offset, self.rm.log_end_offset)
 
@@ -77,6 +91,7 @@ class BrokerCore:
         confirmOffset; its handshake (and any cut) happens on the HA connection."""
         assert self.master is None and self.follower is None, "one machine at a time"
         assert self.rm.role == SLAVE, self.rm.role
+        self.held = None
         self.follower = FollowerCore(replica, self.rm.epoch_cache, self.rm.confirm_offset, bugs=self.rm.bugs)
         return self.follower
 
@@ -86,13 +101,24 @@ class BrokerCore:
         role state from now on; a master's acks are gone with its connections."""
         rm = self.rm
         if self.follower is not None:
-            follower = self.follower
+            follower, replica = self.follower, self.follower.replica
             rm.log_end_offset = follower.log_end_offset
             rm.epoch_cache = follower.cache.truncate_beyond(rm.log_end_offset)
             rm.confirm_offset = min(follower.confirm_offset, rm.log_end_offset)
+            # in the middle of a cut its index no longer says what the files hold: the next recovers them
+            self.held = None if follower.rescanning else HeldLog(
+                held_log(replica.index, replica.segments, replica.parsed_end), replica.received_end > replica.parsed_end)
         elif self.master is not None:
-            self._sync(self.master)
+            core = self.master
+            self._sync(core)
+            end = core.log_end_offset()
+            self.held = HeldLog(held_log(core.log.index, core.log.segments, end), core.log.committed > end)
         self.master = self.follower = None
+
+    def take_held(self) -> HeldLog | None:
+        """The log the next machine starts from, once (None: recover it from the files)."""
+        held, self.held = self.held, None
+        return held
 
     def stops_serving_for(self, master: str) -> bool:
         """Whether the metadata naming ``master`` ends the machine this broker runs: a master

@@ -232,3 +232,13 @@ class SegmentStore:
         for fd in self._fds.values():
             self.ops.close(fd)
         self._fds.clear()
+
+
+def take_held(store: SegmentStore, held) -> LogScan:
+    """A role change within one process (reference/failover/broker.py ``HeldLog``): the log the
+    previous machine held, taken as it is — no recovery scan.  A partial record it left on disk
+    beyond its end (a slave stopped mid-record) is zeroed first, as a reconnecting slave zeroes it."""
+    scan = held.scan
+    if held.partial:
+        store.zero_tail(scan.tail_start, scan.end_offset - scan.tail_start)
+    return scan

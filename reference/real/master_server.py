@@ -29,7 +29,8 @@ from reference.admission import Admission
 from reference.commitlog import CommitLog
 from reference.frames import Ack, Data, EpochQuery, EpochReply, Handshake, Put, Read, ReadReply, Refuse, encode_response
 from reference.master import DISCARD, MasterCore
-from reference.real.disk import FileOps, SegmentStore, ShortWrite
+from reference.failover.broker import HeldLog
+from reference.real.disk import FileOps, SegmentStore, ShortWrite, take_held
 from reference.real.guard import FrameGuard
 from reference.real.loop import Conn, ConnServer, Loop, Worker, listen, now_ms, reserve_descriptors
 from reference.real.options import MasterOptions
@@ -46,7 +47,10 @@ HA_MAX_FRAME_BYTES = 4096        # a slave sends HANDSHAKE and ACK frames, tens 
 
 
 class MasterRuntime(ConnServer):
-    def __init__(self, opts: MasterOptions, log: Callable[[str], None] = print, ops: FileOps | None = None) -> None:
+    def __init__(self, opts: MasterOptions, log: Callable[[str], None] = print, ops: FileOps | None = None,
+                 held: HeldLog | None = None) -> None:
+        """``held``: the log a node's previous role left in memory (BrokerCore.take_held), taken
+        as it is instead of recovering the files again."""
         cfg = self.cfg = opts.config
         self.opts = opts
         self.log = log
@@ -60,7 +64,8 @@ class MasterRuntime(ConnServer):
         self.store.fail_fsync_after = opts.inject_fsync_eio_after
         self.store.fail_write_after = opts.inject_write_fault_after
         self.store.fail_write_kind = opts.inject_write_fault
-        self.recovery = self.store.recover(keep_torn=cfg.recovery_keeps_torn)
+        self.recovery = take_held(self.store, held) if held is not None else \
+            self.store.recover(keep_torn=cfg.recovery_keeps_torn)
         commitlog = CommitLog.recovered(cfg.mapped_file_size_commit_log, cfg.transient_store_pool_enable,
                                         self.recovery)
         self.core = MasterCore(cfg, opts.replicas, now_ms(), log=commitlog)

@@ -150,9 +150,11 @@ class Node:
         loaded = load_epoch_file(self.epoch_path, check_order=self.check_order)
         if loaded.fallback_reason:
             log(f"epoch file: {loaded.fallback_reason}; using {loaded.source}")
-        end = self._recover_log_end()
+        recovered = self._recover_log()
+        end = recovered.end_offset
         self.broker = BrokerCore(self.me, epoch_cache=loaded.cache, log_end_offset=end, bugs=opts.failover_bugs,
-                                 policy=SyncStateSetPolicy(self.me, max_not_catchup_ms=opts.shrink_after_ms))
+                                 policy=SyncStateSetPolicy(self.me, max_not_catchup_ms=opts.shrink_after_ms),
+                                 recovered=recovered)
         self.rm = self.broker.rm
         self.thread: threading.Thread | None = None
         self.runtime_failure: str | None = None
@@ -166,12 +168,14 @@ class Node:
     def _store(self) -> SegmentStore:
         return SegmentStore(self.opts.directory / "commitlog", self.opts.config.mapped_file_size_commit_log)
 
-    def _recover_log_end(self) -> int:
-        """CRC recovery (a torn tail is cut and zeroed, fsynced) while no runtime holds the files."""
+    def _recover_log(self):
+        """CRC recovery (a torn tail is cut and zeroed, fsynced) while no runtime holds the files:
+        once per process start.  A role change hands the log from one runtime to the next in
+        memory (BrokerCore.take_held); only one stopped in the middle of a cut recovers again."""
         assert self.runtime is None
         store = self._store()
         try:
-            return store.recover().end_offset
+            return store.recover()
         finally:
             store.close()
 
@@ -238,9 +242,10 @@ class Node:
                               port=opts.port, ha_port=opts.ha_port, sync_state_set=(), ha_lag_ms=opts.ha_lag_ms,
                               ha_lag_to=None if opts.ha_lag_to is None else broker_name(opts.ha_lag_to),
                               peer_secret=opts.peer_secret)
+        held = broker.take_held()
         for attempt in range(100):          # our last incarnation's port may linger a moment
             try:
-                runtime = MasterRuntime(mopts, log=lambda m: self.log(f"[master] {m}"))
+                runtime = MasterRuntime(mopts, log=lambda m: self.log(f"[master] {m}"), held=held)
                 break
             except OSError:
                 if attempt == 99:
@@ -253,6 +258,7 @@ class Node:
         self._perform(broker.change_to_master(info["master_epoch"], sss, info["sss_epoch"]))
         self._start(runtime)
         self.log(f"role MASTER epoch {self.rm.master_epoch} from offset {self.rm.log_end_offset} "
+                 f"({'the log this process holds: no recovery' if held is not None else 'its files recovered again'}) "
                  f"sss {sorted(self.rm.sss)} epochs {list(self.rm.epoch_cache.entries)}")
 
     def _become_slave(self, info: dict) -> None:
@@ -278,13 +284,15 @@ class Node:
                                heartbeat_interval_ms=opts.heartbeat_interval_ms, peer_secret=opts.peer_secret)
         setup = FollowerSetup(self.broker.attach_follower, self.epoch_path, self.check_order)
         try:
-            runtime = ReplicaRuntime(ropts, log=lambda m: self.log(f"[slave] {m}"), follower=setup)
+            held = self.broker.take_held()
+            runtime = ReplicaRuntime(ropts, log=lambda m: self.log(f"[slave] {m}"), follower=setup, held=held)
         except BaseException:
             self.broker.detach()            # no runtime runs the follower it was given
             raise
         self._start(runtime)
         self.following = master
-        self.log(f"following {master} from offset {self.runtime.recovery.end_offset}, "
+        self.log(f"following {master} from offset {self.runtime.recovery.end_offset} "
+                 f"({'the log this process holds: no recovery' if held is not None else 'its files recovered again'}), "
                  f"epochs {list(rm.epoch_cache.entries)}")
 
     # ------------------------------------------------------------------ the SyncStateSet

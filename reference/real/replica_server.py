@@ -22,7 +22,8 @@ from reference.failover.epochfile import EpochFileCache
 from reference.failover.follower import FollowerCore
 from reference.frames import Ack, Data, EpochQuery, EpochReply, Handshake, Refuse
 from reference.master import DISCARD
-from reference.real.disk import FileOps, SegmentStore
+from reference.failover.broker import HeldLog
+from reference.real.disk import FileOps, SegmentStore, take_held
 from reference.real.epochfile import write_epoch_file
 from reference.record import scan_log
 from reference.real.loop import Conn, Loop, Worker, now_ms
@@ -53,11 +54,13 @@ class FollowerSetup:
 
 class ReplicaRuntime:
     def __init__(self, opts: ReplicaOptions, log: Callable[[str], None] = print, ops: FileOps | None = None,
-                 follower: FollowerSetup | None = None) -> None:
+                 follower: FollowerSetup | None = None, held: HeldLog | None = None) -> None:
+        """``held``: the log a node's previous role left in memory (BrokerCore.take_held), taken
+        as it is instead of recovering the files again."""
         self.opts = opts
         self.log = log
         self.store = SegmentStore(opts.directory / "commitlog", opts.segment_size, ops)
-        self.recovery = self.store.recover()
+        self.recovery = take_held(self.store, held) if held is not None else self.store.recover()
         self.core = ReplicaCore.recovered(opts.name, opts.segment_size, self.recovery)
         self.core.spec_steps = DISCARD
         self.setup = follower

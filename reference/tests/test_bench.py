@@ -201,3 +201,21 @@ def test_a_store_run_writes_its_subsection_and_a_default_run_keeps_it(tmp_path):
     assert text.index(SECTION) < text.index("| serial | file | 1 |") < text.index(STORES_SECTION)
     kept = kept_section(text)
     assert STORES_SECTION in kept and any(line.startswith("| pipelined | etcd | 1 |") for line in kept)
+
+
+def test_bench_rolechange_compares_recovery_with_the_held_log_on_the_same_files(tmp_path):
+    """The structure of `ackorder bench rolechange` (never its timings): each row is one real log,
+    recovered and handed over in memory, and the two logs agree (asserted inside)."""
+    from reference.bench.rolechange import rolechange
+
+    result = rolechange(tmp_path, [1, 2], repeats=1)
+    assert [r["log MiB"] for r in result["rows"]] == [1, 2]
+    for r in result["rows"]:
+        assert r["records"] > 0 and r["recovery ms"] > 0 and r["held log ms"] > 0, r
+    assert set(result["ratios"]) == {"1 MiB", "2 MiB"}
+
+
+def test_bench_rolechange_refuses_bad_sizes():
+    from cli.main import main
+
+    assert main(["bench", "rolechange", "--log-mib", "0"]) == 2

@@ -71,3 +71,30 @@ def test_a_slave_reports_what_its_follower_holds_and_keeps_it_when_the_follower_
     broker.attach_follower(ReplicaCore("s", SEG))
     with pytest.raises(AssertionError, match="one machine at a time"):
         broker.attach_follower(ReplicaCore("s", SEG))
+
+
+def test_a_stopped_master_hands_over_the_log_its_files_hold_without_reading_them():
+    """held_log from the master core's memory is what recovering its files gives (records across
+    three segments, the last one partly filled)."""
+    from reference.record import scan_log
+
+    broker, master = _master_broker(records=0)
+    for key in range(14):                  # 14 records of 80 bytes: padded rolls at 256-byte segments
+        master.put(key, 80)
+    broker.detach()
+    held = broker.take_held()
+    files = scan_log(sorted(master.files), lambda start: bytes(master.files[start]), SEG)
+    assert held is not None and not held.partial
+    assert (held.scan.end_offset, held.scan.record_count, held.scan.checkpoints, held.scan.tail_bytes) == \
+        (files.end_offset, files.record_count, files.checkpoints, files.tail_bytes)
+    assert len(files.checkpoints) >= 3 and broker.take_held() is None, "a held log is taken once"
+
+
+def test_a_follower_stopped_in_the_middle_of_a_cut_leaves_the_next_runtime_to_recover():
+    broker = BrokerCore("b2", epoch_cache=EpochFileCache(((1, 0),)), log_end_offset=0, bugs=frozenset(),
+                        policy=SyncStateSetPolicy("b2"))
+    broker.change_to_slave("b1", 1)
+    follower = broker.attach_follower(ReplicaCore("s", SEG))
+    follower.rescanning = True              # TruncateLog performed, RescanLog not answered yet
+    broker.detach()
+    assert broker.take_held() is None

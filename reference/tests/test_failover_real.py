@@ -86,6 +86,11 @@ def test_master_killed_new_master_has_every_acked_message_and_old_master_truncat
         _wait(lambda: "role MASTER" in cluster.nodes[new].text().split("role SLAVE")[-1], 10, "the new master serving")
         check = check_log(cluster.node_dir(new) / "commitlog", opts.segment_bytes, acked, opts.size)
         assert (check.lost, check.corrupt) == ((), ()), check
+        # the promoted slave's process kept its log: the role change handed it over in memory
+        # (BrokerCore.take_held), with no second recovery of its files
+        promoted = [line for line in cluster.nodes[new].text().splitlines()
+                    if f"role MASTER epoch {new_info['master_epoch']} " in line]
+        assert promoted and "(the log this process holds: no recovery)" in promoted[0], promoted
         # the old master's page cache held records its slaves never got: it must cut them
         assert unreplicated_tail(cluster.node_dir(old) / "commitlog", opts.segment_bytes, opts.size, 10**15, 3) > 0
         cluster.start_node(old)
