@@ -95,6 +95,7 @@ class HaConnection:
     next_transfer: int
     ack_records: int = 0       # complete records the slave said it holds (for the spec mapping)
     last_ack_ms: int = 0       # when the slave last acknowledged something new (housekeeping)
+    cursor_epoch: int = 0      # failover: 0, or the epoch its labels are fixed to (roles.cursor_epoch_at_connect)
 
 
 @attrs.define(slots=True)
@@ -667,7 +668,7 @@ class MasterCore:
         for hc in self.conns.values():
             while hc.next_transfer < limit and hc.next_transfer - hc.ack_offset < cfg.ha_send_window_bytes:
                 start = hc.next_transfer
-                epoch, epoch_start, epoch_end = self.transfer_label(start)
+                epoch, epoch_start, epoch_end = self.transfer_label(start, hc.cursor_epoch)
                 end = min(limit, log.segment_end(start), start + cfg.ha_transfer_batch_size, epoch_end)
                 data = self._data(start, end)
                 if data is None:
@@ -830,13 +831,25 @@ class MasterCore:
         self._emit(SendEpochs(conn, tuple((e.epoch, e.start_offset) for e in self.epochs.entries), end,
                               self.header_confirm()))
 
-    def transfer_label(self, offset: int) -> tuple[int, int, int]:
-        """The transfer header for a batch from ``offset``: (epoch, its start, where the epoch
-        ends — the next entry's start, or no end), from the entries (H2)."""
+    def _cursor_epoch_at_connect(self) -> int:
+        if not self.epochs.entries:
+            return 0                 # outside failover: no labels
+        from reference.failover.roles import cursor_epoch_at_connect     # failover only, as confirm_with
+        return cursor_epoch_at_connect(self.epochs, bugs=self.failover_bugs)
+
+    def transfer_label(self, offset: int, cursor_epoch: int = 0) -> tuple[int, int, int]:
+        """The transfer header for a batch from ``offset``: (epoch, its start, where the batch
+        must end — the next entry's start, or no end), from the entries (H2): the spec's
+        TransferLabel, roles.transfer_label, the definition the record-level model runs.  A
+        connection whose cursor is fixed (``cursor_epoch``, only under BugTransferCursorNotReset)
+        ships its cursor's label, unbounded, as ReplicasManager.next_transfer does."""
         k = self.epochs.covering_index(offset)
         if k is None:
             return 0, 0, INF
-        entry = self.epochs.entries[k]
+        from reference.failover.roles import transfer_label
+        entry = transfer_label(self.epochs, offset, cursor_epoch, bugs=self.failover_bugs)
+        if cursor_epoch != 0:
+            return entry.epoch, entry.start_offset, INF
         end = self.epochs.entries[k + 1].start_offset if k + 1 < len(self.epochs.entries) else INF
         return entry.epoch, entry.start_offset, end
 
@@ -944,7 +957,7 @@ class MasterCore:
             self._close_unaccepted(conn, f"slave {name}: {reason}")
             return True
         self.conns[name] = HaConnection(conn, ack_offset=offset, next_transfer=offset, ack_records=records,
-                                        last_ack_ms=now_ms)
+                                        last_ack_ms=now_ms, cursor_epoch=self._cursor_epoch_at_connect())
         self.push2SlaveMaxOffset = max(self.push2SlaveMaxOffset, offset)
         self.push2_records = max(self.push2_records, records)
         self.spec_steps.append(("ReplicaConnect", name))

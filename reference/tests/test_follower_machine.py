@@ -21,7 +21,8 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
+                                 run_state_machine_as_test)
 
 from reference import effects as fx
 from reference.commitlog import CommitLog
@@ -61,6 +62,7 @@ class Master:
                 scan = scan_log(sorted(files), lambda start: bytes(files[start]), SEG)
             self.core = MasterCore(CFG, ("s",), 0, log=CommitLog.recovered(SEG, False, scan))
         self.files: dict[int, bytearray] = files if files is not None else {}
+        self.bugs = bugs
         # the members its PUT_OKs wait for: roles.ack_members, as the node pushes them (none under BugNoAllAck)
         self.core.change_sync_state_set(("s",), ack_members("m", frozenset({"m", "s"}), frozenset(), bugs=bugs))
         self.keys: dict[int, int] = {}             # request id -> key
@@ -74,7 +76,7 @@ class Master:
             self.begin(epochs)
 
     def begin(self, epochs) -> None:
-        self.core.begin_epoch(epochs, 0)
+        self.core.begin_epoch(epochs, 0, self.bugs)
         self.core.set_confirm_view(frozenset({"s"}), frozenset({"s"}), 0)
         self.pump()
 
@@ -123,6 +125,7 @@ class FollowerMachine(RuleBasedStateMachine):
         self.epoch, self.next_key = 1, 1
         self.master = Master([], ((1, 0),), bugs=self.bugs)
         self.master_name, self.processes = "m", 0
+        self.master_broker: BrokerCore | None = None     # the promoted slave's, while it is master
         self.acked: set[int] = set()               # every PUT_OK of every master (the group's promise)
         self.files: dict[int, bytearray] = {}     # the follower's segment files
         self.epoch_file: tuple = ()                # its epoch file, as last written
@@ -322,7 +325,7 @@ class FollowerMachine(RuleBasedStateMachine):
         self.epoch += 1
         epochs = [tuple(e) for e in EpochFileCache(self.master.core.epochs.entries).truncate_beyond(end).entries]
         new.begin(tuple(epochs) + ((self.epoch, end),))
-        self.master = new
+        self.master, self.master_broker = new, None
         # the slave learns the new master from the metadata: its follower stops (what it learned is
         # the broker's role state), and a new one starts over its files recovered (Node._become_slave)
         self.master_name = f"m{self.epoch}"
@@ -369,7 +372,7 @@ class FollowerMachine(RuleBasedStateMachine):
         assert self.master.core.sync_state_set == ack_members(broker.me, frozenset({broker.me, "s"}), frozenset(),
                                                               bugs=self.bugs), "the view the node pushes"
         self.master.pump()
-        self.master_name = broker.me
+        self.master_name, self.master_broker = broker.me, broker
         # its records: a prefix of the old master's (the slave held what it was sent), for later failovers
         self.master.records = old.records[: scan.record_count]
         self.files = {start: bytearray(buf) for start, buf in old.files.items()}
@@ -377,6 +380,24 @@ class FollowerMachine(RuleBasedStateMachine):
         self._zero_from(old_scan.end_offset)
         self.epoch_file = tuple(old.core.epochs.entries)
         self._slave_process(old_scan)
+
+    @precondition(lambda self: self.linked and self.follower.state == TRANSFER)   # what it is about
+    @rule()
+    def reelect(self) -> None:
+        """The master is elected again while it serves (the controller missed its heartbeats for
+        a while): a new epoch from its log end, in one step, and a connected slave stays
+        connected — its next batches must carry the new label (BugTransferCursorNotReset: not)."""
+        self.epoch += 1
+        core = self.master.core
+        REACHED["reelected"] += 1
+        if self.master_broker is not None:     # the promoted slave: the node's path, BrokerCore's
+            effects = self.master_broker.change_to_master(self.epoch, frozenset({self.master_broker.me, "s"}), 1)
+            assert [e.entries[-1] for e in effects if isinstance(e, bfx.WriteEpochFile)] == \
+                [(self.epoch, core.log.wrote)], effects
+        else:
+            core.begin_epoch(tuple(core.epochs.entries) + ((self.epoch, core.log.wrote),), core.confirm or 0,
+                             self.bugs)
+        self.master.pump()
 
     @rule()
     def settle(self) -> None:
@@ -423,7 +444,7 @@ def test_the_machine_reaches_diverged_tails_cuts_and_crashes_right_after_them():
     # Hypothesis takes from the modules loaded: stateful_tests/constants_pool.py loads them all)
     diverged = REACHED["follower_ahead_of_the_new_master"] + REACHED["old_master_ahead_of_the_promoted_slave"]
     assert diverged > 0 and all(REACHED[k] > 0 for k in ("failover", "cut", "rescan", "crash_after_cut",
-                                                          "promoted", "held")), REACHED
+                                                          "promoted", "held", "reelected")), REACHED
 
 
 def _bug_machine():
@@ -502,3 +523,32 @@ def test_a_put_ok_without_the_slave_is_lost_when_the_slave_is_promoted():
         else:
             with pytest.raises(AssertionError, match="AckedSurvivesFailover"):
                 m.promote_the_slave()
+
+
+def test_a_re_elected_master_labels_a_connected_slaves_next_batches_with_its_new_epoch():
+    """BugTransferCursorNotReset over bytes: the cursor fixed at connect keeps labelling the new
+    epoch's records with the old one, and the slave's epoch file never names the new epoch."""
+    for bugs, labelled in ((frozenset(), True), (frozenset({"BugTransferCursorNotReset"}), False)):
+        m = type("M", (FollowerMachine,), {"bugs": bugs})()
+        m.start()
+        m.put(40)
+        m.settle()
+        m.reelect()
+        m.put(40)
+        m.deliver(8)
+        if labelled:
+            m.a_following_slave_holds_a_prefix_of_its_masters_log_labelled_as_the_master_labels_it()
+            assert m.follower.cache.last_epoch() == m.epoch
+        else:
+            with pytest.raises(AssertionError):
+                m.a_following_slave_holds_a_prefix_of_its_masters_log_labelled_as_the_master_labels_it()
+
+
+@pytest.mark.full
+def test_the_machine_finds_a_transfer_cursor_that_is_not_reset():
+    machine = type("FollowerMachine_BugTransferCursorNotReset", (FollowerMachine,),
+                   {"bugs": frozenset({"BugTransferCursorNotReset"})})
+    with pytest.raises(AssertionError):
+        run_state_machine_as_test(machine, settings=settings(max_examples=3000, stateful_step_count=60, deadline=None,
+                                                             database=None, report_multiple_bugs=False,
+                                                             suppress_health_check=list(HealthCheck)))
