@@ -8,6 +8,7 @@ knows why it was closed (for the one log line every closed connection gets).
 
 from __future__ import annotations
 
+import concurrent.futures
 import errno
 import heapq
 import itertools
@@ -100,6 +101,57 @@ class Loop:
         self.selector.close()
         self._wake_r.close()
         self._wake_w.close()
+
+
+def call_and_wait(loop, fn: Callable[[], object], timeout_s: float) -> object:
+    """Run ``fn()`` on ``loop``'s thread, between two turns, and return its result (or raise its
+    error) in the calling thread: another thread's way to read or change a core."""
+    fut: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            fut.set_result(fn())
+        except BaseException as err:        # handed to the caller, re-raised there
+            fut.set_exception(err)
+    loop.call_soon(run)
+    return fut.result(timeout_s)
+
+
+class RoleLoop:
+    """A role's view of its process's Loop (`broker node`: one loop through every role change):
+    the same selector and thread, but the role's timers and calls die with it — a timer a closed
+    role set, or a worker's answer to it, finds it closed and does nothing — and closing it
+    leaves the process's loop running."""
+
+    def __init__(self, loop: Loop) -> None:
+        self._loop = loop
+        self.selector = loop.selector
+        self.closed = False
+
+    @property
+    def stopping(self) -> bool:
+        return self._loop.stopping or self.closed
+
+    def _guarded(self, fn: Callable, *args) -> Callable:
+        def run() -> None:
+            if not self.closed:
+                fn(*args)
+        return run
+
+    def call_soon(self, fn: Callable, *args) -> None:
+        self._loop.call_soon(self._guarded(fn, *args))
+
+    def call_at(self, when_ms: int, fn: Callable) -> None:
+        self._loop.call_at(when_ms, self._guarded(fn))
+
+    def run_once(self, max_wait_ms: int | None, on_event: Callable) -> None:
+        self._loop.run_once(max_wait_ms, on_event)
+
+    def stop(self) -> None:
+        self._loop.stop()
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class Conn:

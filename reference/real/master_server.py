@@ -16,7 +16,6 @@ core refused, each with one log line.
 
 from __future__ import annotations
 
-import concurrent.futures
 import itertools
 import selectors
 import signal
@@ -32,7 +31,8 @@ from reference.master import DISCARD, MasterCore
 from reference.failover.broker import HeldLog
 from reference.real.disk import FileOps, SegmentStore, ShortWrite, take_held
 from reference.real.guard import FrameGuard
-from reference.real.loop import Conn, ConnServer, Loop, Worker, listen, now_ms, reserve_descriptors
+from reference.real.loop import (Conn, ConnServer, Loop, RoleLoop, Worker, call_and_wait, listen, now_ms,
+                                 reserve_descriptors)
 from reference.real.options import MasterOptions
 from reference.status import PutStatus
 from spec.config import ConfigError
@@ -48,9 +48,10 @@ HA_MAX_FRAME_BYTES = 4096        # a slave sends HANDSHAKE and ACK frames, tens 
 
 class MasterRuntime(ConnServer):
     def __init__(self, opts: MasterOptions, log: Callable[[str], None] = print, ops: FileOps | None = None,
-                 held: HeldLog | None = None) -> None:
+                 held: HeldLog | None = None, loop: RoleLoop | None = None) -> None:
         """``held``: the log a node's previous role left in memory (BrokerCore.take_held), taken
-        as it is instead of recovering the files again."""
+        as it is instead of recovering the files again.  ``loop``: a node's process loop, which
+        this role shares (BrokerRuntime runs its turns); else it runs its own."""
         cfg = self.cfg = opts.config
         self.opts = opts
         self.log = log
@@ -76,7 +77,7 @@ class MasterRuntime(ConnServer):
         if opts.trace is not None:
             self._start_trace(opts.trace)
         self.admission = Admission(cfg)
-        self.loop = Loop()
+        self.loop = loop if loop is not None else Loop()
         self.client_sock = listen(opts.host, opts.port)
         try:
             self.ha_sock = listen(opts.host, opts.ha_port)
@@ -104,6 +105,7 @@ class MasterRuntime(ConnServer):
         self.puts_per_turn = PUTS_PER_TURN
         self._more_puts = False
         self.loop.call_at(now_ms() + IDLE_CHECK_MS, self._check_idle)
+        self._shut = False
 
     def _start_trace(self, path) -> None:
         """--trace: the core wrapped so that a trace hook sees every one of its events
@@ -127,12 +129,21 @@ class MasterRuntime(ConnServer):
         """Serve until ``stop`` (from a signal handler or another thread)."""
         try:
             while not self.loop.stopping:
-                due = [self._core_due_ms] + ([self._clean_due_ms] if self._clean_due_ms is not None else [])
-                wait = 0 if self._more_puts else max(0, min(due) - now_ms())
-                self.loop.run_once(wait, self._on_event)
-                self._turn()
+                self.turn()
         finally:
             self._shutdown()
+
+    def turn(self) -> None:
+        """One wake-up of the loop and what follows it (BrokerRuntime calls it while master)."""
+        due = [self._core_due_ms] + ([self._clean_due_ms] if self._clean_due_ms is not None else [])
+        wait = 0 if self._more_puts else max(0, min(due) - now_ms())
+        self.loop.run_once(wait, self._on_event)
+        self._turn()
+
+    def close_role(self) -> None:
+        """A node's role change, on the loop thread: every connection and port closed, the
+        workers stopped; the process's loop goes on."""
+        self._shutdown()
 
     def stop(self) -> None:
         self.loop.stop()
@@ -140,15 +151,7 @@ class MasterRuntime(ConnServer):
     def call(self, fn: Callable, timeout_s: float = 10.0):
         """Run ``fn()`` on the loop thread and return its result (another thread's way to
         read or change the cores: the node that supervises this runtime)."""
-        fut: concurrent.futures.Future = concurrent.futures.Future()
-
-        def run() -> None:
-            try:
-                fut.set_result(fn())
-            except BaseException as err:        # handed to the caller, re-raised there
-                fut.set_exception(err)
-        self.loop.call_soon(run)
-        return fut.result(timeout_s)
+        return call_and_wait(self.loop, fn, timeout_s)
 
     def _turn(self) -> None:
         """After the sockets and completions of one wake-up: admit, run the services
@@ -428,9 +431,16 @@ class MasterRuntime(ConnServer):
     # ------------------------------------------------------------------ shutdown
 
     def _shutdown(self) -> None:
+        if self._shut:
+            return
+        self._shut = True
         for conn in list(self.conns.values()):
             self._close(conn, "master stopping", tell_core=False)
         for sock in (self.client_sock, self.ha_sock):
+            try:
+                self.loop.selector.unregister(sock)     # a shared selector outlives this role
+            except (KeyError, ValueError, OSError):
+                pass
             try:
                 sock.close()
             except OSError:

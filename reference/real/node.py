@@ -23,9 +23,12 @@ reference/failover/broker.py ``BrokerCore``:
   over the master core's own acks, its ack view pushed in the same step.
 
 This module is the controller client and the I/O: it carries proposals to
-the controller and answers back, performs the effects the cores emit in
-order, and runs one MasterRuntime or ReplicaRuntime at a time over the same
---dir in a thread, stopping one and starting the other on a role change.
+the controller and answers back and performs the effects the cores emit in
+order.  The process has one event loop for its whole life
+(reference/real/broker_runtime.py ``BrokerRuntime``): a role — a
+MasterRuntime or a ReplicaRuntime over the same --dir — runs its turns on
+it, and a role change is one call on that loop, between two turns, over the
+log the old role held in memory (recovered once, when the process starts).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from reference.failover.sss_policy import HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAU
 from reference.real.controller_client import ControllerClient, ControllerClientError, PeerAuthError
 from reference.real.disk import SegmentStore
 from reference.real.epochfile import load_epoch_file, write_epoch_file
+from reference.real.broker_runtime import BrokerRuntime, RoleFailed
 from reference.real.master_server import MasterRuntime
 from reference.real.options import MasterOptions, ReplicaOptions, require_secret
 from reference.real.replica_server import FollowerSetup, ReplicaRuntime, SlaveStopped
@@ -145,7 +149,7 @@ class Node:
         self.me = opts.name
         opts.directory.mkdir(parents=True, exist_ok=True)
         self.epoch_path = opts.directory / EPOCH_FILE
-        self.runtime: MasterRuntime | ReplicaRuntime | None = None
+        self.proc = BrokerRuntime()            # one loop for the process's life: every role runs on it
         self.check_order = epoch_file_checks_order(opts.failover_bugs)
         loaded = load_epoch_file(self.epoch_path, check_order=self.check_order)
         if loaded.fallback_reason:
@@ -169,10 +173,9 @@ class Node:
         return SegmentStore(self.opts.directory / "commitlog", self.opts.config.mapped_file_size_commit_log)
 
     def _recover_log(self):
-        """CRC recovery (a torn tail is cut and zeroed, fsynced) while no runtime holds the files:
+        """CRC recovery (a torn tail is cut and zeroed, fsynced) before any role holds the files:
         once per process start.  A role change hands the log from one runtime to the next in
         memory (BrokerCore.take_held); only one stopped in the middle of a cut recovers again."""
-        assert self.runtime is None
         store = self._store()
         try:
             return store.recover()
@@ -181,42 +184,63 @@ class Node:
 
     def _perform(self, effects: tuple) -> None:
         """ReplicasManager's effects of a role change, in order (broker_effects.py): the new
-        master's epoch file; the HA client and connections go with the runtime that held them."""
+        master's epoch file; the HA client and connections go with the role that held them."""
         for e in effects:
             if isinstance(e, bfx.WriteEpochFile):
                 write_epoch_file(self.epoch_path, EpochFileCache(e.entries), durable=e.durable,
                                  check_order=self.check_order)
             elif isinstance(e, (bfx.StartHaClient, bfx.StopHaClient, bfx.CloseConnections)):
-                pass            # a role change stops one runtime and starts the other
+                pass            # a role change closes one role and builds the other (BrokerRuntime.switch)
             else:
                 raise AssertionError(f"unexpected effect {e!r}")
 
-    # ------------------------------------------------------------------ runtimes
+    # ------------------------------------------------------------------ the process's one runtime
 
-    def _start(self, runtime) -> None:
-        assert self.runtime is None
-        self.runtime, self.runtime_failure = runtime, None
+    @property
+    def runtime(self) -> MasterRuntime | ReplicaRuntime | None:
+        """The role running on the process's loop (None: no role yet, or between two)."""
+        return self.proc.role
+
+    def _start_loop(self) -> None:
+        """The process's one loop and its thread, for its whole life: every role runs on it."""
+        assert self.thread is None
 
         def run() -> None:
             try:
-                runtime.run()
-            except SlaveStopped as err:
+                self.proc.run()
+            except RoleFailed as err:
                 self.runtime_failure = str(err)
             except BaseException as err:    # noqa: BLE001  (a core's assertion: the node must not go on as if following)
                 self.runtime_failure = f"{type(err).__name__}: {err}"
                 raise
-        self.thread = threading.Thread(target=run, name=f"{self.me}-{type(runtime).__name__}", daemon=True)
+        self.thread = threading.Thread(target=run, name=f"{self.me}-loop", daemon=True)
         self.thread.start()
 
+    def _stop_loop(self) -> None:
+        if self.thread is not None:
+            self.proc.stop()
+            self.thread.join(30)
+            assert not self.thread.is_alive(), "the node's loop did not stop within 30 s"
+            self.broker.detach()
+            self.thread = None
+
+    def _close_role(self) -> None:
+        """On the loop thread: the role closed, and what its machine held is the role state now."""
+        self.proc.close_role()
+        self.broker.detach()            # what a follower learned on its HA connection, the log it held
+
     def _stop_runtime(self) -> None:
-        if self.runtime is None:
-            return
-        self.runtime.stop()
-        self.thread.join(30)
-        assert not self.thread.is_alive(), "a runtime did not stop within 30 s"
-        self.broker.detach()            # what a follower learned on its HA connection is the role state now
-        self.runtime = self.thread = None
+        if self.runtime is not None:
+            self.proc.call(self._close_role)
         self.following = None
+
+    def _switch(self, make: Callable[[], object]) -> object:
+        """A role change, in one call on the loop thread between two turns: the old role closed
+        (BrokerCore.detach), the next built by ``make`` over the log held in memory."""
+        def build():
+            self.broker.detach()        # the role switch() just closed: what its machine held is the role state now
+            return make()
+        return self.proc.call(lambda: self.proc.switch(build))
 
     def _others(self) -> tuple[str, ...]:
         return tuple(broker_name(b) for b in sorted(self.addresses) if b != self.opts.broker_id)
@@ -224,41 +248,52 @@ class Node:
     def _become_master(self, info: dict) -> None:
         """ChangeToMaster.  A master re-elected (the controller lost its heartbeats for a
         while) keeps serving: its new epoch starts at its log end, taken on its loop thread.
-        Otherwise the runtime is built first (its recovery gives the log end the new epoch
-        starts at), the epoch file is written, and only then does it serve."""
+        Otherwise the master role is built on the loop over the log held in memory, the epoch
+        file is written, and only then does it serve — all in one step of the loop."""
         sss = frozenset(broker_name(b) for b in info["sync_state_set"])
         broker = self.broker
         if self.rm.role == MASTER and isinstance(self.runtime, MasterRuntime):
             # ChangeToMaster in one step of the master's loop, as the spec's is one action: no put is
             # taken between the log end the new epoch starts at, its entry in the epoch file (fsynced
             # here, on the loop: a rare event) and the labels of the transfer headers.
-            self.runtime.call(lambda: self._perform(broker.change_to_master(info["master_epoch"], sss,
-                                                                            info["sss_epoch"])))
+            self.proc.call(lambda: self._perform(broker.change_to_master(info["master_epoch"], sss,
+                                                                         info["sss_epoch"])))
             self.log(f"role MASTER epoch {self.rm.master_epoch} (re-elected) from offset {self.rm.log_end_offset}")
             return
-        self._stop_runtime()
         opts = self.opts
         mopts = MasterOptions(directory=opts.directory, config=opts.config, replicas=self._others(), host=opts.host,
                               port=opts.port, ha_port=opts.ha_port, sync_state_set=(), ha_lag_ms=opts.ha_lag_ms,
                               ha_lag_to=None if opts.ha_lag_to is None else broker_name(opts.ha_lag_to),
                               peer_secret=opts.peer_secret)
-        held = broker.take_held()
+        taken: list = []              # the held log, taken once whatever the attempts
+
+        def make() -> MasterRuntime:
+            if not taken:
+                taken.append(broker.take_held())
+            runtime = MasterRuntime(mopts, log=lambda m: self.log(f"[master] {m}"), held=taken[0],
+                                    loop=self.proc.role_loop())
+            try:
+                # not serving yet: the core's epochs, confirmOffset and views, and the epoch file,
+                # fsynced, before the first put is taken
+                broker.peers = self._others()
+                broker.attach_master(runtime.core)
+                self._perform(broker.change_to_master(info["master_epoch"], sss, info["sss_epoch"]))
+            except BaseException as err:
+                runtime.close_role()
+                broker.detach()
+                raise RuntimeError(f"ChangeToMaster failed: {type(err).__name__}: {err}") from err
+            return runtime
         for attempt in range(100):          # our last incarnation's port may linger a moment
             try:
-                runtime = MasterRuntime(mopts, log=lambda m: self.log(f"[master] {m}"), held=held)
+                self._switch(make)
                 break
-            except OSError:
+            except OSError:                 # a port still held: nothing of the role was taken yet
                 if attempt == 99:
                     raise
                 time.sleep(0.05)
-        # not serving yet (its loop has not started): the core's epochs, confirmOffset and views, and
-        # the epoch file, fsynced, before the first put is taken
-        broker.peers = self._others()
-        broker.attach_master(runtime.core)
-        self._perform(broker.change_to_master(info["master_epoch"], sss, info["sss_epoch"]))
-        self._start(runtime)
+        self.following = None
         self.log(f"role MASTER epoch {self.rm.master_epoch} from offset {self.rm.log_end_offset} "
-                 f"({'the log this process holds: no recovery' if held is not None else 'its files recovered again'}) "
+                 f"({'the log this process holds: no recovery' if taken[0] is not None else 'its files recovered again'}) "
                  f"sss {sorted(self.rm.sss)} epochs {list(self.rm.epoch_cache.entries)}")
 
     def _become_slave(self, info: dict) -> None:
@@ -283,23 +318,27 @@ class Node:
                                segment_size=opts.config.mapped_file_size_commit_log,
                                heartbeat_interval_ms=opts.heartbeat_interval_ms, peer_secret=opts.peer_secret)
         setup = FollowerSetup(self.broker.attach_follower, self.epoch_path, self.check_order)
-        try:
-            held = self.broker.take_held()
-            runtime = ReplicaRuntime(ropts, log=lambda m: self.log(f"[slave] {m}"), follower=setup, held=held)
-        except BaseException:
-            self.broker.detach()            # no runtime runs the follower it was given
-            raise
-        self._start(runtime)
+        taken: list = []
+
+        def make() -> ReplicaRuntime:
+            taken.append(self.broker.take_held())
+            try:
+                return ReplicaRuntime(ropts, log=lambda m: self.log(f"[slave] {m}"), follower=setup, held=taken[0],
+                                      loop=self.proc.role_loop())
+            except BaseException:
+                self.broker.detach()        # no runtime runs the follower it was given
+                raise
+        runtime = self._switch(make)
         self.following = master
-        self.log(f"following {master} from offset {self.runtime.recovery.end_offset} "
-                 f"({'the log this process holds: no recovery' if held is not None else 'its files recovered again'}), "
+        self.log(f"following {master} from offset {runtime.recovery.end_offset} "
+                 f"({'the log this process holds: no recovery' if taken[0] is not None else 'its files recovered again'}), "
                  f"epochs {list(rm.epoch_cache.entries)}")
 
     # ------------------------------------------------------------------ the SyncStateSet
 
     def _on_master_loop(self, fn: Callable[[], object]) -> object:
-        """``fn`` (a BrokerCore master_* step) on the master's loop thread, between two turns."""
-        return self.runtime.call(fn)
+        """``fn`` (a BrokerCore master_* step) on the loop thread, between two turns."""
+        return self.proc.call(fn)
 
     async def _maintain_sss(self, client: ControllerClient, info: dict) -> None:
         """checkSyncStateSetAndDoReport: the metadata's SyncStateSet, then the policy's check
@@ -379,6 +418,7 @@ class Node:
         opts = self.opts
         deadline = time.monotonic() + CONTROLLER_CONNECT_TIMEOUT_S
         client = heartbeats = None
+        self._start_loop()
         try:
             while not self.stopping:
                 if client is None or client.error is not None:
@@ -409,7 +449,7 @@ class Node:
                 heartbeats.cancel()
             if client is not None:
                 await client.close()
-            self._stop_runtime()
+            self._stop_loop()
 
 
 def _ports_free(opts: NodeOptions) -> None:

@@ -26,7 +26,7 @@ from reference.failover.broker import HeldLog
 from reference.real.disk import FileOps, SegmentStore, take_held
 from reference.real.epochfile import write_epoch_file
 from reference.record import scan_log
-from reference.real.loop import Conn, Loop, Worker, now_ms
+from reference.real.loop import Conn, Loop, RoleLoop, Worker, now_ms
 from reference.real.peerauth import ClientAuth
 from reference.real.options import ReplicaOptions
 from reference.replica import ReplicaCore
@@ -54,9 +54,11 @@ class FollowerSetup:
 
 class ReplicaRuntime:
     def __init__(self, opts: ReplicaOptions, log: Callable[[str], None] = print, ops: FileOps | None = None,
-                 follower: FollowerSetup | None = None, held: HeldLog | None = None) -> None:
+                 follower: FollowerSetup | None = None, held: HeldLog | None = None,
+                 loop: RoleLoop | None = None) -> None:
         """``held``: the log a node's previous role left in memory (BrokerCore.take_held), taken
-        as it is instead of recovering the files again."""
+        as it is instead of recovering the files again.  ``loop``: a node's process loop, which
+        this role shares (BrokerRuntime runs its turns); else it runs its own."""
         self.opts = opts
         self.log = log
         self.store = SegmentStore(opts.directory / "commitlog", opts.segment_size, ops)
@@ -72,7 +74,7 @@ class ReplicaRuntime:
         self.trace_out = None
         if opts.trace is not None:
             self._start_trace(opts.trace)
-        self.loop = Loop()
+        self.loop = loop if loop is not None else Loop()
         self.flusher = Worker(self.loop, "flush")
         self.conn: Conn | None = None
         self._connecting: socket.socket | None = None
@@ -105,22 +107,39 @@ class ReplicaRuntime:
     def run(self) -> None:
         try:
             while not self.loop.stopping:
-                self.loop.run_once(1000, self._on_event)
-                self._perform()
-                if self.conn is not None and not self.conn.closed:
-                    self._flush()
+                self.turn()
         finally:
-            if self.conn is not None:
-                self._close("slave stopping", reconnect=False)
-            self.flusher.stop()
-            self.store.close()
-            self.loop.close()
-            if self.trace_out is not None:
-                if self.failure is None:         # a clean stop: nothing of this slave is left to happen
-                    self.core.close()
-                self.trace_out.close()
+            self.close_role()
         if self.failure is not None:
             raise SlaveStopped(self.failure)
+
+    def turn(self) -> None:
+        """One wake-up of the loop and what follows it (BrokerRuntime calls it while slave)."""
+        self.loop.run_once(1000, self._on_event)
+        self._perform()
+        if self.conn is not None and not self.conn.closed:
+            self._flush()
+
+    def close_role(self) -> None:
+        """Stop: the master connection (or an attempt at one) closed, the worker stopped; on a
+        node's role change the process's loop goes on."""
+        if self.conn is not None:
+            self._close("slave stopping", reconnect=False)
+        if self._connecting is not None:
+            sock, self._connecting = self._connecting, None
+            try:
+                self.loop.selector.unregister(sock)     # a shared selector outlives this role
+            except (KeyError, ValueError):
+                pass
+            sock.close()
+        self.flusher.stop()
+        self.store.close()
+        self.loop.close()
+        if self.trace_out is not None:
+            if self.failure is None:         # a clean stop: nothing of this slave is left to happen
+                self.core.close()
+            self.trace_out.close()
+            self.trace_out = None
 
     def stop(self) -> None:
         self.loop.stop()

@@ -1,0 +1,124 @@
+"""BrokerRuntime (reference/real/broker_runtime.py): one loop and one thread for a node's whole life.
+Roles change on it — master, slave, master again — over real files and real TCP on 127.0.0.1: a
+closed role's ports are closed and its timers do nothing, the log written as master is the log
+the next master serves, and the thread is the same throughout."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import attrs
+import pytest
+
+from reference.config import StoreConfig
+from reference.real.broker_runtime import BrokerRuntime, RoleFailed
+from reference.real.master_server import MasterRuntime
+from reference.real.options import MasterOptions, ReplicaOptions
+from reference.real.replica_server import ReplicaRuntime
+from reference.status import PutStatus
+from reference.tests.test_real_runtime import put
+
+CFG = attrs.evolve(StoreConfig(), flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=64 * 1024,
+                   max_message_size=4096)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def proc():
+    runtime = BrokerRuntime()
+    thread = threading.Thread(target=runtime.run, daemon=True)
+    thread.start()
+    yield runtime, thread
+    runtime.stop()
+    thread.join(10)
+    assert not thread.is_alive()
+
+
+def _refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_roles_change_on_one_loop_thread_and_the_log_goes_with_them(tmp_path, proc):
+    runtime, thread = proc
+    port, ha_port = _free_port(), _free_port()
+    mopts = MasterOptions(directory=tmp_path, config=CFG, port=port, ha_port=ha_port)
+    threads: list[threading.Thread] = []
+
+    def master() -> MasterRuntime:
+        threads.append(threading.current_thread())
+        return MasterRuntime(mopts, log=lambda m: None, loop=runtime.role_loop())
+    first = runtime.call(lambda: runtime.switch(master))
+    assert [put(port, k, b"x" * 100).status for k in (1, 2, 3)] == [int(PutStatus.PUT_OK)] * 3
+
+    # a slave of a master that is not there: it keeps trying to connect (its timers run)
+    ropts = ReplicaOptions(directory=tmp_path, name="b1", master=("127.0.0.1", _free_port()),
+                           segment_size=CFG.mapped_file_size_commit_log, heartbeat_interval_ms=50)
+
+    def slave() -> ReplicaRuntime:
+        threads.append(threading.current_thread())
+        return ReplicaRuntime(ropts, log=lambda m: None, loop=runtime.role_loop())
+    follower = runtime.call(lambda: runtime.switch(slave))
+    assert follower.recovery.end_offset == first.core.log.committed > 0, "the slave's log is not the master's"
+    assert _refused(port) and _refused(ha_port), "the closed master's ports still accept"
+    time.sleep(0.3)                      # the closed master's idle check and the slave's timers come due
+    assert runtime.role is follower and first.loop.closed
+
+    second = runtime.call(lambda: runtime.switch(master))
+    assert follower.loop.closed and not second.loop.closed
+    time.sleep(0.5)                      # the closed slave's reconnect and heartbeat timers come due: no-ops
+    held = runtime.call(lambda: [key.data for key in runtime.loop.selector.get_map().values()])
+    assert sorted(map(str, held)) == ["None", "producer", "slave"], f"a closed role left sockets: {held}"
+    # the closed roles' recurring timers (the slave's heartbeat every 50 ms, its fsync tick, the first
+    # master's idle check) died with them: only the serving master's idle check is left
+    deadline = time.monotonic() + 5
+    while (timers := runtime.call(lambda: len(runtime.loop._timers))) > 1 and time.monotonic() < deadline:
+        time.sleep(0.1)                  # each fires once more, does nothing, and is not set again
+    assert timers == 1, f"{timers} timers: a closed role's timers still run"
+    assert put(port, 4, b"y" * 100).status == int(PutStatus.PUT_OK)
+    assert second.core.log.committed > first.core.log.committed
+    assert set(threads) == {thread}, "a role was built off the process's loop thread"
+
+
+def test_a_role_that_cannot_be_built_leaves_no_role_and_the_loop_serving(tmp_path, proc):
+    runtime, _ = proc
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        mopts = MasterOptions(directory=tmp_path, config=CFG, port=busy, ha_port=_free_port())
+        with pytest.raises(OSError):
+            runtime.call(lambda: runtime.switch(lambda: MasterRuntime(mopts, log=lambda m: None,
+                                                                      loop=runtime.role_loop())))
+    assert runtime.role is None
+    assert runtime.call(lambda: "still serving") == "still serving"
+
+
+def test_a_failed_slave_ends_the_run_with_its_reason(tmp_path):
+    runtime = BrokerRuntime()
+    ropts = ReplicaOptions(directory=tmp_path, name="b1", master=("127.0.0.1", _free_port()),
+                           segment_size=CFG.mapped_file_size_commit_log)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runtime.run()
+        except RoleFailed as err:
+            failures.append(err)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    role = runtime.call(lambda: runtime.switch(lambda: ReplicaRuntime(ropts, log=lambda m: None,
+                                                                        loop=runtime.role_loop())))
+    runtime.loop.call_soon(lambda: role._fail("the disk is gone"))
+    thread.join(10)
+    assert not thread.is_alive() and [str(e) for e in failures] == ["the disk is gone"], failures
