@@ -185,9 +185,13 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
             except TraceCheckError as err:      # TLC gave no verdict: the machine's or TLC's, as trace-check says
                 raise errors.EnvironmentFailure(str(err)) from None
         if name == "rolechange":
-            from reference.bench.rolechange import rolechange
+            from reference.bench.rolechange import MAX_LOG_MIB, rolechange
 
-            return rolechange(Path(work), _producers(args.log_mib, "--log-mib"), progress=step)
+            sizes = _producers(args.log_mib, "--log-mib")
+            if max(sizes) > MAX_LOG_MIB:
+                raise errors.UsageError(f"--log-mib {args.log_mib}: at most {MAX_LOG_MIB} MiB a log (each is written "
+                                        "to disk first)")
+            return rolechange(Path(work), sizes, progress=step)
         if name == "tlcsim":
             from spark_fuzz.tlabench import simulation_rates
 

@@ -22,6 +22,7 @@ from reference.replica import ReplicaCore
 
 SEGMENT_BYTES = 16 << 20
 BODY_BYTES = 1024
+MAX_LOG_MIB = 4096           # each log is written to the work directory first
 
 
 def _write_log(directory: Path, size_bytes: int) -> None:

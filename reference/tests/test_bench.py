@@ -219,3 +219,4 @@ def test_bench_rolechange_refuses_bad_sizes():
     from cli.main import main
 
     assert main(["bench", "rolechange", "--log-mib", "0"]) == 2
+    assert main(["bench", "rolechange", "--log-mib", "16,5000"]) == 2      # past MAX_LOG_MIB: refused, nothing written
