@@ -1,18 +1,23 @@
-"""A Hypothesis machine over the byte-level failover cores: a FollowerCore follows a sequence of
-MasterCores across elections, through link drops, process crashes (its files recovered, its epoch
-file reloaded) and partial deliveries.  Each new master's log is a prefix of the last one's (what a
-SyncStateSet member holds) followed by its own epoch's records, so a follower that got further
-holds a diverged tail it must cut; or the slave itself is promoted (its files become a MasterCore's
-log, begin_epoch with its epoch file and the new epoch) and the old master, restarted on its own
-files and epochs, follows it.
+"""A Hypothesis machine over the byte-level failover cores, joined as the node joins them: every
+broker is a BrokerCore (reference/failover/broker.py) running a MasterCore or a FollowerCore.  The
+slave follows a sequence of masters across elections, through link drops, process crashes (its
+files recovered, its epoch file reloaded) and partial deliveries.  A new master is a SyncStateSet
+member whose log is a byte prefix of the last one's followed by its own epoch's records, so a
+follower that got further holds a diverged tail it must cut; or the slave itself is promoted
+(BrokerCore.detach hands its log over in memory, ChangeToMaster starts the new epoch at its end)
+and the old master, restarted on its own files and epochs, follows it; or the master is re-elected
+while it serves.  The controller's part is played here: ElectMaster leaves the new master alone in
+its SyncStateSet, and the master's own policy (BrokerCore.master_check_sync_state_set, on its
+core's acks) proposes shrinks and expansions that the controller commits or refuses.
 
 After every step: a follower in TRANSFER holds a prefix of its master's log, and its epoch entries
 label that prefix as the master's do.  After ``settle`` (connect, deliver everything both ways): it
 is in TRANSFER and holds the master's whole log.  The masters run SYNC_MASTER with ALL_IN_SYNC over
-the ack view roles.ack_members gives, and the slave's ACKs travel late: a promoted slave must hold
-every record any master answered PUT_OK (AckedSurvivesFailover, over bytes), and another member
-elected holds them too (the rule keeps at least them).  With BugTruncateNotDurable (the cut in memory only) a
-crash after a cut brings the diverged tail back, and the machine fails: the switch bites here too.
+the ack view BrokerCore pushes, and the slave's ACKs travel late: a promoted slave (a member of the
+controller's SyncStateSet) must hold every record any master answered PUT_OK
+(AckedSurvivesFailover, over bytes), and another member elected holds them too (the rule keeps at
+least them).  Bug switches bite here: BugTruncateNotDurable, BugTransferCursorNotReset and
+BugNoAllAck by search; BugShrinkBeforeCommit and BugCommittedSssOnly by the programs below.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ CFG = attrs.evolve(BASE, ha_transfer_batch_size=64, ha_send_window_bytes=256, br
 REACHED: Counter = Counter()       # what the runs of this process reached (a test asserts they do)
 SEG = CFG.mapped_file_size_commit_log
 MAX_RECORDS = 24
+NOT_CATCHUP_MS = 100       # haMaxTimeSlaveNotCatchup of every master here
 
 
 class Master:
@@ -123,9 +129,12 @@ class FollowerMachine(RuleBasedStateMachine):
     @initialize()
     def start(self) -> None:
         self.epoch, self.next_key = 1, 1
-        self.master = Master([], ((1, 0),), bugs=self.bugs)
-        self.master_name, self.processes = "m", 0
-        self.master_broker: BrokerCore | None = None     # the promoted slave's, while it is master
+        self.now_ms = 0
+        self.processes = 0
+        # the controller's metadata: the SyncStateSet (the slave "s" a member from the start: it and the
+        # master hold nothing yet), its epoch, and a proposal in flight
+        self.sss_epoch, self.pending = 1, None
+        self._elect(Master([], None, bugs=self.bugs), "m", (), frozenset({"m", "s"}))
         self.acked: set[int] = set()               # every PUT_OK of every master (the group's promise)
         self.files: dict[int, bytearray] = {}     # the follower's segment files
         self.epoch_file: tuple = ()                # its epoch file, as last written
@@ -146,6 +155,30 @@ class FollowerMachine(RuleBasedStateMachine):
             del self.files[start]
         if holding in self.files:
             self.files[holding][offset - holding:] = bytes(SEG - (offset - holding))
+
+    def _elect(self, master: Master, name: str, epochs: tuple, sss: frozenset[str]) -> None:
+        """ChangeToMaster of ``master`` (named ``name``) through a BrokerCore, as the node does it:
+        its epoch starts at its log end, after ``epochs``, and its ack view is the SyncStateSet's."""
+        self.sss = sss
+        broker = BrokerCore(name, epoch_cache=EpochFileCache(epochs), log_end_offset=master.core.log.wrote,
+                            bugs=self.bugs, policy=SyncStateSetPolicy(name, max_not_catchup_ms=NOT_CATCHUP_MS))
+        broker.peers = ("s",)
+        broker.attach_master(master.core)
+        self._change_to_master(broker, master)
+        self.master, self.master_name, self.master_broker = master, name, broker
+
+    def _change_to_master(self, broker: BrokerCore, master: Master) -> list:
+        """The metadata names ``broker`` master in ``self.epoch`` with ``self.sss``; the epoch file
+        entries written (one write, ending with the new epoch at the log end)."""
+        assert broker.me in self.sss, (broker.me, self.sss)
+        self.pending = None
+        effects = broker.change_to_master(self.epoch, self.sss, self.sss_epoch)
+        written = [e.entries for e in effects if isinstance(e, bfx.WriteEpochFile)]
+        assert [w[-1] for w in written] == [(self.epoch, master.core.log.wrote)], written
+        assert master.core.sync_state_set == ack_members(broker.me, self.sss, frozenset(), bugs=self.bugs), \
+            "the ack view the node pushes"
+        master.pump()
+        return written
 
     def _slave_process(self, scan) -> None:
         """The slave's process starts (or restarts): a BrokerCore from its recovered log and its
@@ -335,12 +368,12 @@ class FollowerMachine(RuleBasedStateMachine):
         end = new.core.log.wrote
         assert end == cut, (end, cut)
         self.epoch += 1
-        epochs = [tuple(e) for e in EpochFileCache(self.master.core.epochs.entries).truncate_beyond(end).entries]
-        new.begin(tuple(epochs) + ((self.epoch, end),))
-        self.master, self.master_broker = new, None
+        self.sss_epoch += 1
+        epochs = tuple(EpochFileCache(self.master.core.epochs.entries).truncate_beyond(end).entries)
+        # ElectMaster: the SyncStateSet is the new master alone; the slave rejoins by expansion
+        self._elect(new, f"m{self.epoch}", epochs, frozenset({f"m{self.epoch}"}))
         # the slave learns the new master from the metadata: its follower stops (what it learned is
         # the broker's role state), and a new one starts over its files recovered (Node._become_slave)
-        self.master_name = f"m{self.epoch}"
         assert self.broker.stops_serving_for(self.master_name)
         self.broker.detach()
         assert not self.broker.change_to_slave(self.master_name, self.epoch) == (), "ChangeToSlave was refused"
@@ -352,8 +385,8 @@ class FollowerMachine(RuleBasedStateMachine):
         and its epoch file gains the new epoch at its end; the old master, restarted, follows it with
         its own files and epochs — whatever it wrote past the slave's end is a diverged tail.  Only a
         slave following the master is a member: its log is a prefix of the master's."""
-        if not (self.linked and self.follower.state == TRANSFER):
-            return
+        if not (self.linked and self.follower.state == TRANSFER and "s" in self.sss):
+            return                       # ElectMaster takes a member of the controller's SyncStateSet
         self._unlink()
         keys: list[int] = []
         scan = scan_log(sorted(self.files), lambda start: bytes(self.files[start]), SEG,
@@ -383,12 +416,9 @@ class FollowerMachine(RuleBasedStateMachine):
         self.master = Master([], None, files=self.files, bugs=self.bugs, scan=self._held())
         broker.peers = ("s",)
         broker.attach_master(self.master.core)
-        effects = broker.change_to_master(self.epoch, frozenset({broker.me, "s"}), 1)
-        written = [e for e in effects if isinstance(e, bfx.WriteEpochFile)]
-        assert [e.entries for e in written] == [epochs + ((self.epoch, end),)], (written, epochs)
-        assert self.master.core.sync_state_set == ack_members(broker.me, frozenset({broker.me, "s"}), frozenset(),
-                                                              bugs=self.bugs), "the view the node pushes"
-        self.master.pump()
+        self.sss, self.sss_epoch = frozenset({broker.me}), self.sss_epoch + 1      # ElectMaster
+        written = self._change_to_master(broker, self.master)
+        assert written == [epochs + ((self.epoch, end),)], (written, epochs)
         self.master_name, self.master_broker = broker.me, broker
         # its records: a prefix of the old master's (the slave held what it was sent), for later failovers
         self.master.records = old.records[: scan.record_count]
@@ -405,15 +435,42 @@ class FollowerMachine(RuleBasedStateMachine):
         a while): a new epoch from its log end, in one step, and a connected slave stays
         connected — its next batches must carry the new label (BugTransferCursorNotReset: not)."""
         self.epoch += 1
-        core = self.master.core
         REACHED["reelected"] += 1
-        if self.master_broker is not None:     # the promoted slave: the node's path, BrokerCore's
-            effects = self.master_broker.change_to_master(self.epoch, frozenset({self.master_broker.me, "s"}), 1)
-            assert [e.entries[-1] for e in effects if isinstance(e, bfx.WriteEpochFile)] == \
-                [(self.epoch, core.log.wrote)], effects
-        else:
-            core.begin_epoch(tuple(core.epochs.entries) + ((self.epoch, core.log.wrote),), core.confirm or 0,
-                             self.bugs)
+        # ElectMaster re-elects it: the SyncStateSet is the master alone again (the slave rejoins)
+        self.sss, self.sss_epoch = frozenset({self.master_name}), self.sss_epoch + 1
+        self._change_to_master(self.master_broker, self.master)
+
+    @rule(dt_ms=st.sampled_from((0, 60, 120)))
+    def check_sync_state_set(self, dt_ms: int) -> None:
+        """The master's periodic checkSyncStateSetAndDoReport (BrokerCore.master_check_sync_state_set)
+        on its own acks: a proposal goes to the controller (answer_alter)."""
+        self.now_ms += dt_ms
+        for proposal in self.master_broker.master_check_sync_state_set(self.now_ms):
+            if proposal.action != "Resend":
+                REACHED[proposal.action] += 1
+                self.pending = proposal
+        self.master.pump()
+
+    @precondition(lambda self: "s" not in self.sss and self.pending is None)
+    @rule()
+    def rejoin(self) -> None:
+        """The slave catches up, and the master expands the SyncStateSet by it (the three steps in
+        one: a new master starts alone in its set, and the search should not have to find them)."""
+        self.settle()
+        self.check_sync_state_set(0)
+        if self.pending is not None and self.pending.action == "ExpandSyncStateSet":
+            self.answer_alter(True)
+            REACHED["rejoined"] += 1
+
+    @rule(accept=st.booleans())
+    def answer_alter(self, accept: bool) -> None:
+        """The controller's answer: the proposal committed (sssEpoch + 1), or refused."""
+        if self.pending is None:
+            return
+        if accept:
+            self.sss, self.sss_epoch = frozenset(self.pending.sss), self.sss_epoch + 1
+        self.pending = None
+        self.master_broker.master_alter_answered(accept, self.epoch, self.sss, self.sss_epoch)
         self.master.pump()
 
     @rule()
@@ -461,7 +518,8 @@ def test_the_machine_reaches_diverged_tails_cuts_and_crashes_right_after_them():
     # Hypothesis takes from the modules loaded: stateful_tests/constants_pool.py loads them all)
     diverged = REACHED["follower_ahead_of_the_new_master"] + REACHED["old_master_ahead_of_the_promoted_slave"]
     assert diverged > 0 and all(REACHED[k] > 0 for k in ("failover", "cut", "rescan", "crash_after_cut",
-                                                          "promoted", "held", "reelected")), REACHED
+                                                          "promoted", "held", "reelected", "rejoined",
+                                                          "ShrinkSyncStateSet")), REACHED
 
 
 def _bug_machine():
@@ -569,3 +627,40 @@ def test_the_machine_finds_a_transfer_cursor_that_is_not_reset():
         run_state_machine_as_test(machine, settings=settings(max_examples=3000, stateful_step_count=60, deadline=None,
                                                              database=None, report_multiple_bugs=False,
                                                              suppress_health_check=list(HealthCheck)))
+
+
+def _program(bugs: frozenset[str]) -> FollowerMachine:
+    m = type("M", (FollowerMachine,), {"bugs": bugs})()
+    m.start()
+    m.settle()                          # the slave follows, a member, holding all there is
+    return m
+
+
+@pytest.mark.parametrize("bug", ["BugShrinkBeforeCommit", "BugCommittedSssOnly"])
+def test_the_sync_state_set_policy_over_bytes_keeps_every_put_ok_on_an_electable_member(bug):
+    """BrokerCore's SyncStateSet decisions over bytes, on the master core's own acks.  A shrink
+    proposed but not yet committed leaves the slave electable: PUT_OKs must still wait for it
+    (BugShrinkBeforeCommit: not).  An expansion proposed makes the slave electable once
+    committed: PUT_OKs must wait for it from the proposal on (BugCommittedSssOnly: not)."""
+    for bugs, survives in ((frozenset(), True), (frozenset({bug}), False)):
+        m = _program(bugs)
+        if bug == "BugShrinkBeforeCommit":
+            m.put(40)                   # not delivered: the slave falls behind
+            m.check_sync_state_set(0)
+            m.check_sync_state_set(120)  # behind for longer than haMaxTimeSlaveNotCatchup
+            assert m.pending is not None and m.pending.action == "ShrinkSyncStateSet", m.pending
+            m.put(40)                   # the controller has not answered: the slave is still a member
+        else:
+            m.failover(0)               # a new master, alone in its SyncStateSet
+            m.settle()                  # the slave follows it and catches up
+            m.check_sync_state_set(0)
+            assert m.pending is not None and m.pending.action == "ExpandSyncStateSet", m.pending
+            m.put(40)                   # not delivered: the slave has not got it
+            m.answer_alter(True)        # the expansion is committed: the slave is electable
+        assert "s" in m.sss
+        assert (m.master.acked == set()) == survives, m.master.acked
+        if survives:
+            m.promote_the_slave()
+        else:
+            with pytest.raises(AssertionError, match="AckedSurvivesFailover"):
+                m.promote_the_slave()
