@@ -588,16 +588,27 @@ def test_a_put_ok_without_the_slave_is_lost_when_the_slave_is_promoted():
     """AckedSurvivesFailover over bytes: under ALL_IN_SYNC a PUT_OK waits for the slave's copy, so the
     promoted slave holds it; with the ack view the node pushes under BugNoAllAck (none) it does not."""
     for bugs, survives in ((frozenset(), True), (frozenset({"BugNoAllAck"}), False)):
-        m = type("M", (FollowerMachine,), {"bugs": bugs})()
-        m.start()
-        m.settle()                      # the slave follows, holding nothing yet
+        m = _program(bugs)              # the slave follows, holding nothing yet
         m.put(40)                       # not delivered: the slave has not got it
-        assert (m.master.acked == set()) == survives, m.master.acked
-        if survives:
+        _promote(m, survives)
+
+
+def _program(bugs: frozenset[str]) -> FollowerMachine:
+    m = type("M", (FollowerMachine,), {"bugs": bugs})()
+    m.start()
+    m.settle()                          # the slave follows, a member, holding all there is
+    return m
+
+
+def _promote(m: FollowerMachine, survives: bool) -> None:
+    """The slave, which lacks the last put, is promoted: fine if nothing was acknowledged
+    without it; else AckedSurvivesFailover fails."""
+    assert (m.master.acked == set()) == survives, m.master.acked
+    if survives:
+        m.promote_the_slave()
+    else:
+        with pytest.raises(AssertionError, match="AckedSurvivesFailover"):
             m.promote_the_slave()
-        else:
-            with pytest.raises(AssertionError, match="AckedSurvivesFailover"):
-                m.promote_the_slave()
 
 
 def test_a_re_elected_master_labels_a_connected_slaves_next_batches_with_its_new_epoch():
@@ -629,13 +640,6 @@ def test_the_machine_finds_a_transfer_cursor_that_is_not_reset():
                                                              suppress_health_check=list(HealthCheck)))
 
 
-def _program(bugs: frozenset[str]) -> FollowerMachine:
-    m = type("M", (FollowerMachine,), {"bugs": bugs})()
-    m.start()
-    m.settle()                          # the slave follows, a member, holding all there is
-    return m
-
-
 @pytest.mark.parametrize("bug", ["BugShrinkBeforeCommit", "BugCommittedSssOnly"])
 def test_the_sync_state_set_policy_over_bytes_keeps_every_put_ok_on_an_electable_member(bug):
     """BrokerCore's SyncStateSet decisions over bytes, on the master core's own acks.  A shrink
@@ -658,9 +662,4 @@ def test_the_sync_state_set_policy_over_bytes_keeps_every_put_ok_on_an_electable
             m.put(40)                   # not delivered: the slave has not got it
             m.answer_alter(True)        # the expansion is committed: the slave is electable
         assert "s" in m.sss
-        assert (m.master.acked == set()) == survives, m.master.acked
-        if survives:
-            m.promote_the_slave()
-        else:
-            with pytest.raises(AssertionError, match="AckedSurvivesFailover"):
-                m.promote_the_slave()
+        _promote(m, survives)
