@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from reference.real.loop import Loop, RoleLoop, call_and_wait
+from reference.real.loop import Loop, RoleLoop, call_and_wait, submit
 
 IDLE_WAIT_MS = 1000          # no role yet: wait for a call (a role change) at most this long
 
@@ -70,6 +70,10 @@ class BrokerRuntime:
     def call(self, fn: Callable[[], object], timeout_s: float = 30.0) -> object:
         """Run ``fn()`` on the loop thread, between two turns, and return its result."""
         return call_and_wait(self.loop, fn, timeout_s)
+
+    def submit(self, fn: Callable[[], object]):
+        """``fn()`` on the loop thread; a concurrent future of its result (for asyncio callers)."""
+        return submit(self.loop, fn)
 
 
 def _no_sockets(key, mask) -> None:

@@ -103,9 +103,8 @@ class Loop:
         self._wake_w.close()
 
 
-def call_and_wait(loop, fn: Callable[[], object], timeout_s: float) -> object:
-    """Run ``fn()`` on ``loop``'s thread, between two turns, and return its result (or raise its
-    error) in the calling thread: another thread's way to read or change a core."""
+def submit(loop, fn: Callable[[], object]) -> concurrent.futures.Future:
+    """Run ``fn()`` on ``loop``'s thread, between two turns; its result (or error) in the future."""
     fut: concurrent.futures.Future = concurrent.futures.Future()
 
     def run() -> None:
@@ -114,7 +113,12 @@ def call_and_wait(loop, fn: Callable[[], object], timeout_s: float) -> object:
         except BaseException as err:        # handed to the caller, re-raised there
             fut.set_exception(err)
     loop.call_soon(run)
-    return fut.result(timeout_s)
+    return fut
+
+
+def call_and_wait(loop, fn: Callable[[], object], timeout_s: float) -> object:
+    """``submit`` and wait: another thread's way to read or change a core."""
+    return submit(loop, fn).result(timeout_s)
 
 
 class RoleLoop:

@@ -372,12 +372,14 @@ class Node:
     # ------------------------------------------------------------------ the controller
 
     async def _heartbeats(self, client: ControllerClient) -> None:
-        """BrokerHeartbeat on its own timer: role changes (a log recovery, a runtime stopping)
-        run in a thread meanwhile, and must not look like a dead broker to the controller."""
+        """BrokerHeartbeat on its own timer, beside the controller calls of ``_tick`` (a role change
+        waits on those), so a broker changing role never looks dead to the controller."""
         opts = self.opts
         while client.error is None and not self.stopping:
-            report = self.broker.heartbeat_report()
             try:
+                # read on the loop thread, where the cores change: one consistent report
+                report = await asyncio.wait_for(asyncio.wrap_future(self.proc.submit(self.broker.heartbeat_report)),
+                                                CONTROLLER_CALL_TIMEOUT_S)
                 await asyncio.wait_for(client.heartbeat(opts.group, opts.broker_id, epoch=report.epoch,
                                                         max_offset=report.max_offset,
                                                         confirm_offset=report.confirm_offset,
