@@ -38,11 +38,10 @@ from reference.replica import ReplicaCore
 
 @attrs.frozen
 class HeldLog:
-    """The log a stopped machine left, for the next: ``scan`` (its checkpoints and last segment,
-    from memory: commitlog.held_log), and whether a partial record lies on disk beyond its end
-    (a slave stopped mid-record), which the runtime zeroes as a reconnecting slave does."""
+    """The log a stopped machine left, for the next: ``scan``, its checkpoints and last segment
+    from memory (commitlog.held_log).  The runtime zeroes what lies beyond its end on disk and
+    makes it durable before the next role serves (reference/real/disk.py ``take_held``)."""
     scan: LogScan
-    partial: bool
 
 
 @attrs.frozen
@@ -61,7 +60,7 @@ class BrokerCore:
         itself, ``recovered``, for the first machine) and its epoch file loaded; no role yet."""
         assert recovered is None or recovered.end_offset == log_end_offset, (recovered, log_end_offset)
         # what the next machine starts from without recovering the files again (None: it must)
-        self.held: HeldLog | None = None if recovered is None else HeldLog(recovered, False)
+        self.held: HeldLog | None = None if recovered is None else HeldLog(recovered)
         self.rm = ReplicasManager.recover(me, epoch_cache=epoch_cache, log_end_offset=log_end_offset,
                                           checkpoint_confirm_offset=0, bugs=bugs, policy=policy)
         self.master: MasterCore | None = None
@@ -106,13 +105,18 @@ class BrokerCore:
             rm.epoch_cache = follower.cache.truncate_beyond(rm.log_end_offset)
             rm.confirm_offset = min(follower.confirm_offset, rm.log_end_offset)
             # in the middle of a cut its index no longer says what the files hold: the next recovers them
-            self.held = None if follower.rescanning else HeldLog(
-                held_log(replica.index, replica.segments, replica.parsed_end), replica.received_end > replica.parsed_end)
+            self.held = None if follower.index_stale else HeldLog(
+                held_log(replica.index, replica.segments, replica.parsed_end))
         elif self.master is not None:
+            # its acks went with its connections; the log it leaves is its last whole record in the
+            # page cache (a write buffer past it, a write that failed, are not the log)
             core = self.master
-            self._sync(core)
             end = core.log_end_offset()
-            self.held = HeldLog(held_log(core.log.index, core.log.segments, end), core.log.committed > end)
+            rm.log_end_offset = end
+            rm.epoch_cache = rm.epoch_cache.truncate_beyond(end)
+            rm.confirm_offset = min(rm.confirm_offset, end)
+            rm.connections = {}
+            self.held = HeldLog(held_log(core.log.index, core.log.segments, end))
         self.master = self.follower = None
 
     def take_held(self) -> HeldLog | None:
@@ -191,11 +195,12 @@ class BrokerCore:
     # ------------------------------------------------------------------ what the broker reports
 
     def heartbeat_report(self) -> HeartbeatReport:
-        rm = self.rm
-        if self.follower is not None:
-            cache, end, confirm = self.follower.cache, self.follower.log_end_offset, self.follower.confirm_offset
-        elif self.master is not None and rm.role == MASTER and self.master.confirm is not None:
-            cache, end, confirm = rm.epoch_cache, rm.log_end_offset, self.master.readable_end()
+        """On the thread that changes the cores (the node's loop)."""
+        rm, follower, master = self.rm, self.follower, self.master
+        if follower is not None:
+            cache, end, confirm = follower.cache, follower.log_end_offset, follower.confirm_offset
+        elif master is not None and rm.role == MASTER and master.confirm is not None:
+            cache, end, confirm = rm.epoch_cache, rm.log_end_offset, master.readable_end()
         else:
             cache, end, confirm = rm.epoch_cache, rm.log_end_offset, rm.confirm_offset
         return HeartbeatReport(cache.last_epoch(), end, min(confirm, end))

@@ -44,6 +44,9 @@ class FollowerCore:
         # TruncateBeyond: entries past the recovered log's end are gone with the bytes they named
         self.client = SlaveHandshake(cache.truncate_beyond(end), end, min(confirm_offset, end), bugs=bugs)
         self.rescanning = False
+        # the cut is on disk but the index is not yet rebuilt (RescanLog unanswered): a link that
+        # drops meanwhile clears ``rescanning``, not this — the index does not say what the files hold
+        self.index_stale = False
         self.effects: list = []
 
     # --- what the node reads (heartbeats, a promotion) -----------------------------------------
@@ -121,7 +124,7 @@ class FollowerCore:
         cut = self.client.log_end_offset < before
         self.effects.extend(e for e in effects if not isinstance(e, bfx.ReportOffset))
         if cut:
-            self.rescanning = True
+            self.rescanning = self.index_stale = True
             self.effects.append(fx.RescanLog(self.client.log_end_offset))
         else:
             self.replica.connect()      # the handshake: our offset and chain hash there
@@ -129,7 +132,7 @@ class FollowerCore:
     def rescanned(self, scan: LogScan) -> None:
         """The log, indexed again from its files up to the cut: the HANDSHAKE follows."""
         assert self.rescanning
-        self.rescanning = False
+        self.rescanning = self.index_stale = False
         if scan.end_offset > self.client.log_end_offset:
             # The cut fell inside the padding at a segment's end: the point is no record boundary of
             # this log, so its bytes below the point are not the master's (only a cut in memory,

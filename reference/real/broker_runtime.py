@@ -4,9 +4,10 @@ A node is master, then slave, then master again; each role is a runtime of its o
 (reference/real/master_server.py ``MasterRuntime``, replica_server.py ``ReplicaRuntime``, the
 ones `broker master` and `broker replica` run), but here they share this process's Loop and its
 thread: a role change is a call on the loop thread (``switch``) that closes the old role (its
-ports, connections, workers and timers: reference/real/loop.py ``RoleLoop``) and builds the next
-over the log the old one held in memory (BrokerCore.take_held), between two turns — no put is
-taken in between, and no thread is stopped or started.  The decisions are BrokerCore's
+ports, connections, worker threads and timers: reference/real/loop.py ``RoleLoop``) and builds the
+next over the log the old one held in memory (BrokerCore.take_held).  The call runs inside a
+wake-up of the old role's turn; a closed role's turn ends there (its ``turn`` checks), so no put
+is taken in between, and the loop thread itself goes on.  The decisions are BrokerCore's
 (reference/failover/broker.py); this only runs turns and swaps roles.
 """
 

@@ -88,6 +88,7 @@ class SegmentStore:
         self.fail_write_kind = "eio"                # ...with EIO, ENOSPC, or a short write
         self._fsyncs_done = 0
         self._writes_done = 0
+        self.closed = False
 
     def path(self, start: int) -> Path:
         return self.dir / f"{start:0{NAME_DIGITS}d}"
@@ -95,6 +96,8 @@ class SegmentStore:
     def _fd(self, start: int) -> int:
         fd = self._fds.get(start)
         if fd is None:
+            if self.closed:           # a closed role's late work (a role change): it must not touch the log
+                raise OSError(errno.EBADF, f"the store of {self.dir} is closed")
             path = self.path(start)
             existed = path.exists()
             fd = self.ops.open(path)
@@ -229,6 +232,7 @@ class SegmentStore:
         self.ops.fdatasync(self.path(start), self._fd(start))
 
     def close(self) -> None:
+        self.closed = True
         for fd in self._fds.values():
             self.ops.close(fd)
         self._fds.clear()
@@ -236,9 +240,15 @@ class SegmentStore:
 
 def take_held(store: SegmentStore, held) -> LogScan:
     """A role change within one process (reference/failover/broker.py ``HeldLog``): the log the
-    previous machine held, taken as it is — no recovery scan.  A partial record it left on disk
-    beyond its end (a slave stopped mid-record) is zeroed first, as a reconnecting slave zeroes it."""
+    previous role held, taken as it is — no CRC scan — and left as recovery leaves a log.  What
+    lies on disk beyond its end (a partial record a slave was receiving, a write that failed, a
+    segment made ahead) is zeroed and later segments deleted, and every segment below the end is
+    fdatasynced: the next role counts the whole log flushed (a promoted slave's pages may not be:
+    its fsync is timer-driven), and a hole left by a power loss must not cut what it acknowledges."""
     scan = held.scan
-    if held.partial:
-        store.zero_tail(scan.tail_start, scan.end_offset - scan.tail_start)
+    end = scan.end_offset
+    store.zero_tail(scan.tail_start, end - scan.tail_start)
+    for start in store.segments():
+        if start < end:
+            store._fdatasync(start)
     return scan

@@ -47,6 +47,7 @@ class Loop:
         self._seq = itertools.count()
         self.selector.register(self._wake_r, selectors.EVENT_READ, None)
         self.stopping = False
+        self.closed = False          # as RoleLoop's: a runtime's turn ends once its loop is closed
 
     # --- from any thread ---------------------------------------------------------------
 
@@ -98,6 +99,7 @@ class Loop:
             fn()
 
     def close(self) -> None:
+        self.closed = True
         self.selector.close()
         self._wake_r.close()
         self._wake_w.close()

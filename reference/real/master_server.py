@@ -78,11 +78,16 @@ class MasterRuntime(ConnServer):
             self._start_trace(opts.trace)
         self.admission = Admission(cfg)
         self.loop = loop if loop is not None else Loop()
-        self.client_sock = listen(opts.host, opts.port)
+        try:
+            self.client_sock = listen(opts.host, opts.port)
+        except OSError:
+            self.store.close()       # a node retries on a port still held: leak no descriptors
+            raise
         try:
             self.ha_sock = listen(opts.host, opts.ha_port)
         except OSError:
             self.client_sock.close()
+            self.store.close()
             raise
         self.port = self.client_sock.getsockname()[1]
         self.ha_port = self.ha_sock.getsockname()[1]
@@ -138,6 +143,8 @@ class MasterRuntime(ConnServer):
         due = [self._core_due_ms] + ([self._clean_due_ms] if self._clean_due_ms is not None else [])
         wait = 0 if self._more_puts else max(0, min(due) - now_ms())
         self.loop.run_once(wait, self._on_event)
+        if self._shut:
+            return                   # a role change closed this role during the wake-up: nothing more of it
         self._turn()
 
     def close_role(self) -> None:

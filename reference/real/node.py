@@ -27,7 +27,7 @@ the controller and answers back and performs the effects the cores emit in
 order.  The process has one event loop for its whole life
 (reference/real/broker_runtime.py ``BrokerRuntime``): a role — a
 MasterRuntime or a ReplicaRuntime over the same --dir — runs its turns on
-it, and a role change is one call on that loop, between two turns, over the
+it, and a role change is one call on that loop, whose closed role does nothing more, over the
 log the old role held in memory (recovered once, when the process starts).
 """
 
@@ -235,7 +235,7 @@ class Node:
         self.following = None
 
     def _switch(self, make: Callable[[], object]) -> object:
-        """A role change, in one call on the loop thread between two turns: the old role closed
+        """A role change, in one call on the loop thread: the old role closed (it does nothing more)
         (BrokerCore.detach), the next built by ``make`` over the log held in memory."""
         def build():
             self.broker.detach()        # the role switch() just closed: what its machine held is the role state now
@@ -337,7 +337,7 @@ class Node:
     # ------------------------------------------------------------------ the SyncStateSet
 
     def _on_master_loop(self, fn: Callable[[], object]) -> object:
-        """``fn`` (a BrokerCore master_* step) on the loop thread, between two turns."""
+        """``fn`` (a BrokerCore master_* step) on the loop thread, where the cores change."""
         return self.proc.call(fn)
 
     async def _maintain_sss(self, client: ControllerClient, info: dict) -> None:

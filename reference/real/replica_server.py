@@ -116,6 +116,8 @@ class ReplicaRuntime:
     def turn(self) -> None:
         """One wake-up of the loop and what follows it (BrokerRuntime calls it while slave)."""
         self.loop.run_once(1000, self._on_event)
+        if self.loop.closed:
+            return                   # a role change closed this role during the wake-up: nothing more of it
         self._perform()
         if self.conn is not None and not self.conn.closed:
             self._flush()

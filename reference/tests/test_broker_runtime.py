@@ -14,6 +14,7 @@ import pytest
 
 from reference.config import StoreConfig
 from reference.real.broker_runtime import BrokerRuntime, RoleFailed
+from reference.real.disk import SegmentStore
 from reference.real.master_server import MasterRuntime
 from reference.real.options import MasterOptions, ReplicaOptions
 from reference.real.replica_server import ReplicaRuntime
@@ -122,3 +123,42 @@ def test_a_failed_slave_ends_the_run_with_its_reason(tmp_path):
     runtime.loop.call_soon(lambda: role._fail("the disk is gone"))
     thread.join(10)
     assert not thread.is_alive() and [str(e) for e in failures] == ["the disk is gone"], failures
+
+
+def test_a_role_closed_during_a_wake_up_does_nothing_more_in_it(tmp_path, proc):
+    """A put that arrived in the wake-up whose queued calls change the role (its frame read just
+    before them): the closed master must not take it, write it or ship it — the next role started
+    over the log the master held, and a record written past it would be on disk unknown to it."""
+    from reference.commitlog import held_log
+    from reference.failover.broker import HeldLog
+    from reference.real.loop import now_ms
+    from reference.record import scan_log
+
+    runtime, _ = proc
+    port = _free_port()
+    mopts = MasterOptions(directory=tmp_path, config=CFG, port=port, ha_port=_free_port())
+    master = runtime.call(lambda: runtime.switch(lambda: MasterRuntime(mopts, log=lambda m: None,
+                                                                          loop=runtime.role_loop())))
+    assert put(port, 1, b"x" * 100).status == int(PutStatus.PUT_OK)
+    ropts = ReplicaOptions(directory=tmp_path, name="b1", master=("127.0.0.1", _free_port()),
+                           segment_size=CFG.mapped_file_size_commit_log)
+    ends = {}
+
+    def change():
+        master.admission.arrive(10_000, 2, b"y" * 100, now_ms())     # read in this wake-up, not yet taken
+        core = master.core
+
+        def slave():
+            ends["held"] = end = core.log_end_offset()
+            return ReplicaRuntime(ropts, log=lambda m: None, loop=runtime.role_loop(),
+                                  held=HeldLog(held_log(core.log.index, core.log.segments, end)))
+        return runtime.switch(slave)
+    runtime.call(change)
+    time.sleep(0.3)
+    assert master.core.log.wrote == ends["held"], "the closed master took a put after the role change"
+    store = SegmentStore(tmp_path / "commitlog", CFG.mapped_file_size_commit_log)
+    try:
+        data = store.read(0, 0, CFG.mapped_file_size_commit_log)
+    finally:
+        store.close()
+    assert scan_log([0], lambda start: data, CFG.mapped_file_size_commit_log).end_offset == ends["held"]

@@ -193,13 +193,12 @@ class FollowerMachine(RuleBasedStateMachine):
 
     def _held(self):
         """The log the slave's stopped machine held (BrokerCore.detach, take_held), as the next
-        runtime takes it (disk.take_held: a partial record beyond zeroed); without a cut only in
+        runtime takes it (disk.take_held: what lies beyond zeroed); without a cut only in
         memory it is what recovering the files gives, and the machine checks that it is."""
         held = self.broker.take_held()
         if held is None:                       # stopped in the middle of a cut: recover the files
             return self._scan(None)
-        if held.partial:
-            self._zero_from(held.scan.end_offset)
+        self._zero_from(held.scan.end_offset)     # beyond the end, whatever it is, goes (disk.take_held)
         if "BugTruncateNotDurable" not in self.bugs:
             files = self._scan(None)
             assert (held.scan.end_offset, held.scan.record_count, held.scan.checkpoints, held.scan.tail_bytes) == \
