@@ -18,6 +18,9 @@ from __future__ import annotations
 import pytest
 
 SLOW_TESTS = (
+    # the byte-level failover machine's plain run: the reach test runs the same machine, invariants and all, on
+    # 300 programs in `make test`
+    "reference/tests/test_follower_machine.py::TestFollowerMachine::runTest",  # 5 s
     "reference/tests/test_sss_policy_mutants.py::test_fuzz_failover_finds_a_defect_seeded_in_the_policy_source[expand_one_behind]",  # 15 s
     "stateful_tests/test_failover.py::test_failover_bug_is_caught[BugSlaveConfirmFromMaxOffset]",  # 109 s
     "stateful_tests/test_failover.py::test_failover_bug_is_caught[BugAlterWithoutFencing]",  # 71 s
