@@ -106,6 +106,9 @@ class WriteInFlight:
     stale: bool = False        # issued after a write that failed: its bytes follow a hole
 
 
+MAX_REPLICAS = 64           # slaves a master ever takes (change_sync_state_set only adds them)
+
+
 class MasterCore:
     def __init__(self, config: StoreConfig, replicas: tuple[str, ...], now_ms: int,
                  log: CommitLog | None = None) -> None:
@@ -861,7 +864,7 @@ class MasterCore:
         replicas, sync_state_set = tuple(replicas), frozenset(sync_state_set)
         assert set(self.replicas) <= set(replicas), (self.replicas, replicas)
         assert sync_state_set <= set(replicas), (sync_state_set, replicas)
-        assert len(replicas) <= 64, "replicas unbounded"
+        assert len(replicas) <= MAX_REPLICAS, "replicas unbounded"
         self.replicas, self.sync_state_set = replicas, sync_state_set
         self._old_capacity = max(2, len(replicas) + 1)
         self._complete_covered()

@@ -31,7 +31,7 @@ from reference.failover.epochfile import EpochFileCache
 from reference.failover.follower import FollowerCore
 from reference.failover.roles import MASTER, SLAVE, HaConnection, ReplicasManager, sss_view
 from reference.failover.sss_policy import SyncStateSetPolicy
-from reference.master import MasterCore
+from reference.master import MAX_REPLICAS, MasterCore
 from reference.record import LogScan
 from reference.replica import ReplicaCore
 
@@ -123,6 +123,16 @@ class BrokerCore:
         """The log the next machine starts from, once (None: recover it from the files)."""
         held, self.held = self.held, None
         return held
+
+    def peers_problem(self, peers: tuple[str, ...]) -> str | None:
+        """Why the controller's brokers cannot be this broker's peers, or None: a master only ever
+        adds slaves (MasterCore.change_sync_state_set), so brokers that come and go must not add
+        up past MAX_REPLICAS over its life — network input is refused here, never asserted."""
+        known = self.master.replicas if self.master is not None else ()
+        if len(dict.fromkeys(known + self.peers + tuple(peers))) > MAX_REPLICAS:
+            return f"{len(dict.fromkeys(known + self.peers + tuple(peers)))} brokers over this master's life; " \
+                   f"at most {MAX_REPLICAS}"
+        return None
 
     def stops_serving_for(self, master: str) -> bool:
         """Whether the metadata naming ``master`` ends the machine this broker runs: a master

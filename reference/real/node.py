@@ -404,7 +404,12 @@ class Node:
             # with a log line, never by the cores' assertions (MasterCore.change_sync_state_set)
             self.log(f"controller metadata refused: {problem}")
             return
-        self.addresses = {int(b): parse_node_address(a) for b, a in info.get("addresses", {}).items()}
+        addresses = {int(b): parse_node_address(a) for b, a in info.get("addresses", {}).items()}
+        others = tuple(broker_name(b) for b in sorted(addresses) if b != opts.broker_id)
+        if (problem := self.broker.peers_problem(others)) is not None:
+            self.log(f"controller metadata refused: {problem}")
+            return
+        self.addresses = addresses
         change = rm.role_named(broker_name(info["master_id"]) if info["master_id"] != NO_MASTER else None,
                                info["master_epoch"])
         if change == MASTER:

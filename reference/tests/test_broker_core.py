@@ -99,3 +99,15 @@ def test_a_follower_stopped_in_the_middle_of_a_cut_leaves_the_next_runtime_to_re
     follower.disconnected()                 # the role closes: its link goes first (ReplicaRuntime.close_role)
     broker.detach()
     assert broker.take_held() is None
+
+
+def test_brokers_that_come_and_go_past_the_bound_are_refused_not_asserted():
+    """The controller's metadata is network input: a master only ever adds slaves, so a group
+    whose brokers keep changing would pass MasterCore's bound over time — refused before it."""
+    from reference.master import MAX_REPLICAS
+
+    broker, _ = _master_broker()
+    assert broker.peers_problem(tuple(f"b{k}" for k in range(2, 5))) is None
+    broker.peers = tuple(f"b{k}" for k in range(2, MAX_REPLICAS))
+    assert broker.peers_problem(("b999",)) is None
+    assert "at most 64" in broker.peers_problem(("b999", "b1000", "b1001"))
