@@ -21,7 +21,7 @@ SLOW_TESTS = (
     # the byte-level failover machine's plain run: the reach test runs the same machine, invariants and all, on
     # 300 programs in `make test`
     "reference/tests/test_follower_machine.py::TestFollowerMachine::runTest",  # 5 s
-    "reference/tests/test_sss_policy_mutants.py::test_fuzz_failover_finds_a_defect_seeded_in_the_policy_source[expand_one_behind]",  # 15 s
+    "reference/tests/test_sss_policy_mutants.py::test_fuzz_failover_finds_a_defect_seeded_in_the_policy_source[expand_at_confirm]",  # 15 s
     "stateful_tests/test_failover.py::test_failover_bug_is_caught[BugSlaveConfirmFromMaxOffset]",  # 109 s
     "stateful_tests/test_failover.py::test_failover_bug_is_caught[BugAlterWithoutFencing]",  # 71 s
     "reference/tests/test_bench.py::test_bench_all_tiny_writes_docs",  # 69 s
@@ -35,6 +35,15 @@ SLOW_TESTS = (
     "tla/tests/test_tlc_models.py::test_small_model[sync_master_any_tsp]",  # 33 s
     "reference/tests/test_failover_real.py::test_chaos_failover_catches_a_cut_only_in_memory",  # 33 s
     "reference/tests/test_failover_drive.py::test_seeded_runs_never_leave_the_spec[bugs0]",  # 32 s
+    "reference/tests/test_failover_drive.py::test_a_rule_broken_in_a_core_is_caught_by_the_simulator[begin_epoch]",  # 21 s
+    "reference/tests/test_failover_drive.py::test_the_scenarios_reach_the_deep_failover_bugs[BugSlaveConfirmFromMaxOffset-LogMatchingAcrossEpochs-None]",  # 35 s
+    "reference/tests/test_failover_drive.py::test_the_scenarios_reach_the_deep_failover_bugs[BugAlterWithoutFencing-SSSContainsMaster-deposed-master]",  # 20 s
+    "reference/tests/test_failover_drive.py::test_the_scenarios_reach_the_deep_failover_bugs[BugCommittedSssOnly-AckedSurvivesFailover-joining-member]",  # 30 s
+    "reference/tests/test_failover_drive.py::test_the_failover_simulator_catches_every_switch[BugCommittedSssOnly]",  # 13 s
+    "reference/tests/test_failover_drive.py::test_the_failover_simulator_catches_every_switch[BugSlaveConfirmFromMaxOffset]",  # 15 s
+    "reference/tests/test_failover_drive.py::test_the_failover_simulator_catches_every_switch[BugAlterWithoutFencing]",  # 6 s
+    "reference/tests/test_failover_drive.py::test_the_failover_simulator_catches_every_switch[BugShrinkBeforeCommit]",  # 6 s
+    "reference/tests/test_failover_drive.py::test_the_failover_simulator_catches_every_switch[BugTransferCursorNotReset]",  # 5 s
     "stateful_tests/test_failover.py::test_failover_bug_is_caught[BugCommittedSssOnly]",  # 32 s
     "reference/tests/test_failover_drive.py::test_seeded_runs_never_leave_the_spec[bugs1]",  # 30 s
     "cli/tests/test_campaign_cli.py::test_a_bug_campaign_exits_0_when_found_its_reproducer_pastes_and_a_long_one_reports_beside_it",  # 29 s
@@ -77,12 +86,10 @@ SLOW_TESTS = (
     "reference/tests/test_contracts.py::test_contracts_hold[reference.frames.decode_frames]",  # 12 s
     "spark_fuzz/tests/test_campaign.py::test_campaign_finds_bug_with_a_reproducer[BugHandshakeRefusesCaughtUp]",  # 12 s
     "tla/tests/test_tlc_models.py::test_small_model[sync_master_all]",  # 12 s
-    "reference/tests/test_failover_drive.py::test_the_scenarios_reach_the_deep_failover_bugs[BugSlaveConfirmFromMaxOffset-LogMatchingAcrossEpochs-lagging-member]",  # 12 s
     "tla/tests/test_failover_proofs.py::test_failover_bug_has_a_reachable_cti[BugTruncateNotDurable--EpochCacheAccurate]",  # 12 s
     "cli/tests/test_campaign_cli.py::test_a_ctrl_c_stops_a_campaign_with_130_and_no_traceback",  # 11 s
     "spark_fuzz/tests/test_campaign.py::test_campaign_writes_one_row_per_seed",  # 11 s
     "tla/tests/test_twin_matches_tlc.py::test_twin_agrees_with_tlc[live_write_fail_forged]",  # 10 s
-    "reference/tests/test_failover_drive.py::test_the_scenarios_reach_the_deep_failover_bugs[BugAlterWithoutFencing-SSSContainsMaster-deposed-master]",  # 10 s
     "tla/tests/test_twin_matches_tlc.py::test_twin_agrees_with_tlc[sync_master_any_tsp]",  # 10 s
     "stateful_tests/test_failover.py::test_failover_bug_is_caught[BugTransferCursorNotReset]",  # 10 s
     "cli/tests/test_failover_trace_check.py::test_the_trace_of_each_failover_bug_is_rejected[BugShrinkBeforeCommit]",  # 10 s

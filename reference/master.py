@@ -789,8 +789,15 @@ class MasterCore:
         epochs = EpochFileCache(entries)
         assert epochs.entries, "a master has at least its own epoch"
         assert epochs.last_start() <= self.log.wrote, (epochs.entries, self.log.wrote)
+        re_elected = bool(self.epochs.entries)
         self.epochs, self.failover_bugs = epochs, frozenset(bugs)
         self.confirm = min(confirm_offset, self.log_end_offset())
+        if re_elected:
+            # A request of an earlier epoch is never answered PUT_OK (the spec's Respond needs the
+            # master's epoch to be the request's): the SyncStateSet it waited for is gone, and the
+            # new epoch's starts with this master alone.  Its producer learns so now.
+            for req in [r for r in self.requests.values() if r.status is None]:
+                self._fail(req, PutStatus.FLUSH_SLAVE_TIMEOUT)
 
     def log_end_offset(self) -> int:
         """The master's max offset as the failover rules count it: its last whole record in the

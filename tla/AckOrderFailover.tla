@@ -103,23 +103,28 @@ Timeout(i) ==
 (* The master sends its epoch entries and max offset; the slave truncates *)
 (* its log and epoch cache to the consistent point, records the epoch of  *)
 (* the first header (a heartbeat), takes confirmOffset from it, and its   *)
-(* first report becomes its ack.  No common epoch: the handshake fails    *)
-(* (the step is not taken; RocketMQ retries every 2 s).  Under B14 the    *)
-(* truncated records stay on disk.                                         *)
+(* first report becomes its ack.  No common epoch (only a lost epoch file *)
+(* leaves one): RocketMQ retries every 2 s, forever; the reference cuts    *)
+(* the whole log, durably, and follows from 0 (FollowerCore.epoch_reply), *)
+(* a liveness choice the spec makes too.  A master whose entries do not   *)
+(* cover where the stream would start is refused (the step is not taken). *)
+(* Under B14 the truncated records stay on disk.                           *)
 (***************************************************************************)
 ReplicaConnect(s) ==
     LET m == bMasterId[s]
-        p == ConsistentPoint(s, m)
+        point == ConsistentPoint(s, m)
+        p == IF point < 0 THEN 0 ELSE point
         disk == blog[s] \o staleTail[s]
-        header == epochCache[m][CoveringIndex(epochCache[m], p)]
+        ci == CoveringIndex(epochCache[m], p)
+        header == epochCache[m][ci]
         connected2 == [connected EXCEPT ![s] = TRUE]
         ack2 == [ack EXCEPT ![s] = p]
     IN /\ up[s] /\ role[s] = Slave /\ m # NoBroker /\ ~connected[s]
        /\ up[m] /\ role[m] = Master
-       /\ p >= 0
+       /\ ci > 0
        /\ blog' = [blog EXCEPT ![s] = SubSeq(blog[s], 1, p)]
-       /\ staleTail' = [staleTail EXCEPT ![s] = IF BugTruncateNotDurable THEN SubSeq(disk, p + 1, Len(disk))
-                                                ELSE <<>>]
+       /\ staleTail' = [staleTail EXCEPT ![s] = IF BugTruncateNotDurable /\ point >= 0
+                                                THEN SubSeq(disk, p + 1, Len(disk)) ELSE <<>>]
        /\ epochCache' = [epochCache EXCEPT ![s] = AppendEntry(TruncateSuffixByOffset(@, p), header)]
        /\ connected' = connected2
        /\ ack' = ack2

@@ -40,8 +40,11 @@ from reference.replica import ReplicaCore
 class HeldLog:
     """The log a stopped machine left, for the next: ``scan``, its checkpoints and last segment
     from memory (commitlog.held_log).  The runtime zeroes what lies beyond its end on disk and
-    makes it durable before the next role serves (reference/real/disk.py ``take_held``)."""
+    makes it durable before the next role serves (reference/real/disk.py ``take_held``) — unless
+    ``zero_beyond`` is off: BugTruncateNotDurable's cuts stay in memory, the hand-over's too.
+    (The core decides it, as it decides every switch: the runtime reads none.)"""
     scan: LogScan
+    zero_beyond: bool = True
 
 
 @attrs.frozen
@@ -55,17 +58,36 @@ class HeartbeatReport:
 
 class BrokerCore:
     def __init__(self, me: str, *, epoch_cache: EpochFileCache, log_end_offset: int, bugs: frozenset[str],
-                 policy: SyncStateSetPolicy, recovered: LogScan | None = None) -> None:
+                 policy: SyncStateSetPolicy, recovered: LogScan | None = None,
+                 checkpoint_confirm_offset: int = 0) -> None:
         """A broker as its process starts: its log recovered once (``log_end_offset``; the scan
-        itself, ``recovered``, for the first machine) and its epoch file loaded; no role yet."""
+        itself, ``recovered``, for the first machine), its epoch file loaded and confirmOffset from
+        its checkpoint (clamped into the log); no role yet."""
         assert recovered is None or recovered.end_offset == log_end_offset, (recovered, log_end_offset)
         # what the next machine starts from without recovering the files again (None: it must)
         self.held: HeldLog | None = None if recovered is None else HeldLog(recovered)
         self.rm = ReplicasManager.recover(me, epoch_cache=epoch_cache, log_end_offset=log_end_offset,
-                                          checkpoint_confirm_offset=0, bugs=bugs, policy=policy)
+                                          checkpoint_confirm_offset=checkpoint_confirm_offset, bugs=bugs,
+                                          policy=policy)
         self.master: MasterCore | None = None
         self.follower: FollowerCore | None = None
         self.peers: tuple[str, ...] = ()       # the other brokers of the group (the controller's metadata)
+
+    @classmethod
+    def initial(cls, me: str, initial_master: str, *, bugs: frozenset[str], policy: SyncStateSetPolicy) -> BrokerCore:
+        """Init of a new group: the master of epoch 1 with SyncStateSet {itself}, or a slave
+        following it; both logs empty (the failover simulator's first state, the spec's Init)."""
+        broker = cls(me, epoch_cache=EpochFileCache(), log_end_offset=0, bugs=bugs, policy=policy)
+        broker.rm = ReplicasManager.initial(me, initial_master, bugs=bugs, policy=policy)
+        return broker
+
+    def resume_master(self) -> None:
+        """The master core attached to a broker whose role state is already MASTER (Init):
+        its epochs, confirmOffset and views from the manager, before the first put."""
+        core = self.master
+        assert core is not None and self.rm.role == MASTER, (self.rm.role, core)
+        core.begin_epoch(self.rm.epoch_cache.entries, self.rm.confirm_offset, self.rm.bugs)
+        self._push(core)
 
     @property
     def me(self) -> str:
@@ -105,7 +127,7 @@ class BrokerCore:
             rm.epoch_cache = follower.cache.truncate_beyond(rm.log_end_offset)
             rm.confirm_offset = min(follower.confirm_offset, rm.log_end_offset)
             # in the middle of a cut its index no longer says what the files hold: the next recovers them
-            self.held = None if follower.index_stale else HeldLog(
+            self.held = None if follower.index_stale else self._held(
                 held_log(replica.index, replica.segments, replica.parsed_end))
         elif self.master is not None:
             # its acks went with its connections; the log it leaves is its last whole record in the
@@ -114,10 +136,15 @@ class BrokerCore:
             end = core.log_end_offset()
             rm.log_end_offset = end
             rm.epoch_cache = rm.epoch_cache.truncate_beyond(end)
-            rm.confirm_offset = min(rm.confirm_offset, end)
+            # confirmOffset moved on the core's acks since the manager last looked (_sync)
+            confirm = core.confirm if core.confirm is not None and rm.role == MASTER else rm.confirm_offset
+            rm.confirm_offset = min(confirm, end)
             rm.connections = {}
-            self.held = HeldLog(held_log(core.log.index, core.log.segments, end))
+            self.held = self._held(held_log(core.log.index, core.log.segments, end))
         self.master = self.follower = None
+
+    def _held(self, scan: LogScan) -> HeldLog:
+        return HeldLog(scan, zero_beyond="BugTruncateNotDurable" not in self.rm.bugs)
 
     def take_held(self) -> HeldLog | None:
         """The log the next machine starts from, once (None: recover it from the files)."""
@@ -190,7 +217,7 @@ class BrokerCore:
         manager decides on."""
         rm = self.rm
         rm.log_end_offset = max(rm.log_end_offset, core.log_end_offset())
-        rm.connections = {name: HaConnection(hc.ack_offset, hc.ack_offset) for name, hc in core.conns.items()} \
+        rm.connections = {name: HaConnection(hc.ack_offset) for name, hc in core.conns.items()} \
             if rm.role == MASTER else {}
         if core.confirm is not None:
             rm.confirm_offset = min(core.confirm, rm.log_end_offset)

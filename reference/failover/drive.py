@@ -1,6 +1,9 @@
 """Seeded simulation of a broker group under failover: a random schedule of
-the spec's actions on a ``FailoverGroup``, the refinement check after every
-step and the safety invariants on every state.  Deterministic per seed.
+the spec's actions on a ``FailoverGroup`` (reference/failover/group.py: the
+``BrokerCore``s the node runs, over bytes, and the ``ControllerCore``), the
+refinement check after every step (a step the cores take at once may be
+several spec steps: refine.spec_path) and the safety invariants on every
+state of it.  Deterministic per seed.
 
 Each seed first draws a ``Scenario`` (``draw_scenario``): a fault pattern such as a
 master deposed while it keeps proposing, or a lagging SyncStateSet member with an
@@ -15,7 +18,7 @@ import random
 import attrs
 
 from reference.failover.group import GROUP, SIM_MAX_NOT_CATCHUP_MS, SSS_CHECK_INTERVAL_MS, FailoverGroup
-from reference.failover.refine import RefinementError, check_step, violated
+from reference.failover.refine import SEP, RefinementError, check_step, spec_path, violated
 from spec.failover.config import FailoverConfig
 from spec.failover.properties import stable_master
 
@@ -75,9 +78,11 @@ class Scenario:
     late_acks: str | None = None             # this member's acks wait as often (its transfers do not)
     put_rate: float = 0.25                   # share of the steps (beyond faults) that are producers' puts ...
     put_rate_in_faults: float | None = None  # ... and from faults_from on (None: the same)
+    slow_joiner: bool = False                # a member being added to the SyncStateSet is slow while it joins
     cuts_hold: float = 0.0                   # how often a broker cut from the controller stays cut (this step)
     prompt_shrinks: float = 0.0              # how often a master's check comes after haMaxTimeSlaveNotCatchup
     check_ms: int = SSS_CHECK_INTERVAL_MS    # virtual time before a master's SyncStateSet check otherwise
+    send_window_records: int = 1             # how far a slave's data runs ahead of its ACKs (group.py)
 
     def __attrs_post_init__(self) -> None:
         assert 0 < self.fault_rate < 1 and set(self.aimed) <= {"brokerCrash", "powerLoss", "cutOff"}, self
@@ -97,6 +102,15 @@ class Scenario:
         return [b for start, b in self.slow if start <= step][-1]
 
 
+def _joiner(g: FailoverGroup) -> str | None:
+    """A broker an up master has proposed to add to its SyncStateSet (its alter in flight)."""
+    for b in g.brokers.values():
+        rm = b.rm
+        if rm is not None and rm.role == "MASTER" and rm.remote_sss - rm.sss:
+            return min(rm.remote_sss - rm.sss)
+    return None
+
+
 def _weights(**boost: float) -> tuple[tuple[str, float], ...]:
     return tuple((k, boost.get(k, 1.0)) for k in FAULT_KINDS)
 
@@ -110,15 +124,23 @@ def draw_scenario(rng: random.Random) -> Scenario:
     lagging-member: a quiet start in which the SSS forms; then one member's link degrades
       while another member's data flows but its acks are late (so the master does not take
       it into the SSS, though it may be ahead of the lagging member); then crashes and
-      power losses, aimed at the master."""
+      power losses, aimed at the master.
+    joining-member: any fault, aimed crashes and power losses at the master; a member whose
+      expansion is in flight is slow (its ACKs wait, so its data stops at the send window) until
+      the controller answers: a PUT_OK in that window must wait for it (#5663)."""
     name = rng.choice(SCENARIOS)
     if name == "mixed":
-        return Scenario(name, rng.choice(FAULT_RATES), _weights(), slow=((0, rng.choice((None,) * 3 + BROKERS)),))
+        return Scenario(name, rng.choice(FAULT_RATES), _weights(), slow=((0, rng.choice((None,) * 3 + BROKERS)),),
+                        send_window_records=rng.choice((1, 4)))
     if name == "deposed-master":
         return Scenario(name, rng.choice(FAULT_RATES[1:]),
                         _weights(cutOff=4.0, sssProposal=4.0, brokerCrash=0.5, powerLoss=0.5),
                         aimed=("cutOff",), faults_from=rng.randrange(10, 60), slow=((0, rng.choice((None,) + BROKERS)),),
                         put_rate=0.1, cuts_hold=0.8, prompt_shrinks=0.3)
+    if name == "joining-member":
+        return Scenario(name, rng.choice(FAULT_RATES[1:]), _weights(brokerCrash=3.0, powerLoss=2.0, disconnect=0.5),
+                        aimed=("brokerCrash", "powerLoss"), faults_from=rng.randrange(10, 40), slow_joiner=True,
+                        slow_skip=0.9, put_rate=0.3)
     assert name == "lagging-member", name
     lagging, late = rng.sample(BROKERS[1:], 2)          # the initial master's two slaves
     degrade_step = rng.randrange(20, 100)
@@ -126,7 +148,8 @@ def draw_scenario(rng: random.Random) -> Scenario:
                     _weights(brokerCrash=3.0, powerLoss=2.0, cutOff=0.5, disconnect=0.5, sssProposal=0.5),
                     aimed=("brokerCrash", "powerLoss"), faults_from=degrade_step + rng.randrange(5, 40),
                     slow=((0, None), (degrade_step, lagging)), slow_skip=1.0, late_acks=late, put_rate=0.08,
-                    put_rate_in_faults=0.3, check_ms=SSS_CHECK_INTERVAL_MS // 10)   # the lagging member stays a while
+                    put_rate_in_faults=0.3, check_ms=SSS_CHECK_INTERVAL_MS // 10,   # the lagging member stays a while
+                    send_window_records=4)          # the late member's data flows while its ACKs wait
 
 
 def _faults(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: Scenario) -> list:
@@ -169,7 +192,8 @@ def _choices(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: S
     if roll < sc.fault_rate + sc.puts_at(step) and len(g.requests) < budget.puts:
         out = [lambda b=b: g.put(b) for b in g.names]
     else:
-        out = fair_actions(g, sc.slow_at(step) if rng.random() < sc.slow_skip else None,
+        slow = (_joiner(g) if sc.slow_joiner else None) or sc.slow_at(step)
+        out = fair_actions(g, slow if rng.random() < sc.slow_skip else None,
                            sc.late_acks if rng.random() < sc.slow_skip else None, rng.random() < sc.cuts_hold)
         if g.counters["sssProposal"] < budget.sss_proposals:     # the master's housekeeping: isInSyncSlave
             advance_ms = SIM_MAX_NOT_CATCHUP_MS if rng.random() < sc.prompt_shrinks else sc.check_ms
@@ -179,28 +203,28 @@ def _choices(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: S
 
 
 FAULT_RATES = (0.02, 0.05, 0.1, 0.2)     # one per run, from the seed
-SCENARIOS = ("mixed", "deposed-master", "lagging-member")
+SCENARIOS = ("mixed", "deposed-master", "lagging-member", "joining-member")
 HEAL_STEPS = 300       # fair steps after the faults stop (a few dozen suffice when nothing is wrong)
 
 
 def fair_actions(g: FailoverGroup, slow: str | None = None, late_acks: str | None = None,
                  cuts_hold: bool = False) -> list:
-    """The protocol's own actions (weakly fair in the spec), in a fixed order; a ``slow``
-    broker's transfers and acks, a ``late_acks`` broker's acks, and (``cuts_hold``) the
-    reconnections to the controller are left out (this time)."""
+    """The protocol's own actions (weakly fair in the spec), in a fixed order; a ``slow`` or
+    ``late_acks`` broker's ACKs (so its data too, beyond the send window: group.py), and
+    (``cuts_hold``) the reconnections to the controller are left out (this time).  Transfer and
+    Respond are no actions of their own: a frame reaches its slave in the step that sends it, and
+    a master's core answers in the step that allows it (group.py)."""
     out = [g.elect_master]
     for b in g.names:
         out += [lambda b=b: g.broker_restart(b), lambda b=b: g.change_role(b), lambda b=b: g.change_sync_state_set(b),
                 lambda b=b: g.alter_sync_state_set(b), lambda b=b: g.replica_connect(b)]
         if not cuts_hold:
             out.append(lambda b=b: g.reconnect_to_controller(b))
-        if b != slow:
-            out.append(lambda b=b: g.transfer(b))
-            if b != late_acks:
-                out.append(lambda b=b: g.replica_ack(b))
+        if b not in (slow, late_acks):
+            out.append(lambda b=b: g.replica_ack(b))
     for i in range(1, len(g.requests) + 1):
         if g.requests[i - 1].status == "WAITING":
-            out += [lambda i=i: g.respond(i), lambda i=i: g.timeout(i)]
+            out.append(lambda i=i: g.timeout(i))
     return out
 
 
@@ -215,6 +239,23 @@ def step_once(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: 
     return None
 
 
+def _checked(cfg: FailoverConfig, pre, label: str, post, check: bool) -> tuple[list, str | None, str]:
+    """The spec steps of one concrete step [(label, state)], checked: the twin's path through
+    its labels (refine.spec_path) and the safety invariants on every state of it.  Unchecked,
+    a compound step's parts are recorded with the step's end state."""
+    if not check:
+        return [(part, post) for part in label.split(SEP)], None, ""
+    try:
+        path = spec_path(cfg, pre, label, post)
+    except RefinementError as err:
+        return [(label, post)], "Refinement", str(err)
+    for part, s in path:
+        bad = violated(cfg, s)
+        if bad:
+            return path, bad[0], f"{bad[0]} violated after {part}"
+    return path, None, ""
+
+
 def heal_and_check(cfg: FailoverConfig, g: FailoverGroup, pre, labels: list[str] | None = None,
                    states: list | None = None):
     """The faults stop; the fair actions run round-robin until nothing is enabled (at
@@ -227,18 +268,14 @@ def heal_and_check(cfg: FailoverConfig, g: FailoverGroup, pre, labels: list[str]
             if label is None:
                 continue
             progress = True
-            if labels is not None:
-                labels.append(label)
             post = g.abstract()
+            path, violation, detail = _checked(cfg, pre, label, post, True)
+            if labels is not None:
+                labels += [part for part, _ in path]
             if states is not None:
-                states.append(post)
-            try:
-                check_step(cfg, pre, label, post)
-            except RefinementError as err:
-                return "Refinement", str(err)
-            bad = violated(cfg, post)
-            if bad:
-                return bad[0], f"{bad[0]} violated after {label}"
+                states += [s for _, s in path]
+            if violation is not None:
+                return violation, detail
             pre = post
         if not progress:
             break
@@ -252,37 +289,37 @@ def heal_and_check(cfg: FailoverConfig, g: FailoverGroup, pre, labels: list[str]
 
 
 def simulate(seed: int, steps: int = 400, bugs: tuple[str, ...] = (), budget: FailoverBudget = FailoverBudget(),
-             check: bool = True, heal: bool = True, states: list | None = None) -> FailoverRun:
+             check: bool = True, heal: bool = True, states: list | None = None, group=None) -> FailoverRun:
     """One seeded run of up to ``steps`` actions; stops at the first violation.  Then
     (``heal``) the faults stop, the fair actions run round-robin, and the liveness
     properties MasterEventuallyStable and EveryRequestAnswered are checked at the end.  ``states``:
-    a list the spec state after each labelled step is appended to (a trace's ``state``)."""
+    a list the spec state after each labelled step is appended to (a trace's ``state``).
+    ``group``: the simulated group's class (the byte-level ``FailoverGroup`` unless a test
+    passes a double)."""
     cfg = FailoverConfig(BROKERS, "b1", bugs=frozenset(bugs))
     rng = random.Random(seed)
-    g = FailoverGroup(cfg)
+    sc = draw_scenario(rng)
+    g = FailoverGroup(cfg, sc.send_window_records) if group is None else group(cfg)
     labels: list[str] = []
     pre = g.abstract()
     truncations = 0
-    sc = draw_scenario(rng)
     for step in range(steps):
         label = step_once(g, rng, budget, sc, step)
         if label is None:
             continue
-        labels.append(label)
         post = g.abstract()
+        path, violation, detail = _checked(cfg, pre, label, post, check)
+        labels += [part for part, _ in path]
         if states is not None:
-            states.append(post)
-        if label.startswith("ReplicaConnect"):
-            k = cfg.index(label[15:-1])
-            truncations += len(post.blog[k]) < len(pre.blog[k])
-        if check:
-            try:
-                check_step(cfg, pre, label, post)
-            except RefinementError as err:
-                return _run(seed, bugs, sc, labels, "Refinement", str(err), g, truncations)
-            bad = violated(cfg, post)
-            if bad:
-                return _run(seed, bugs, sc, labels, bad[0], f"{bad[0]} violated after {label}", g, truncations)
+            states += [s for _, s in path]
+        at = pre
+        for part, s in path:
+            if part.startswith("ReplicaConnect"):
+                k = cfg.index(part[15:-1])
+                truncations += len(s.blog[k]) < len(at.blog[k])
+            at = s
+        if violation is not None:
+            return _run(seed, bugs, sc, labels, violation, detail, g, truncations)
         pre = post
     if heal:
         problem = heal_and_check(cfg, g, pre, labels, states) if check else None

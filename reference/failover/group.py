@@ -1,37 +1,46 @@
-"""A broker group under controller-driven failover, simulated step by step:
-the reference's ``ControllerCore`` and one ``ReplicasManager`` per broker,
-wired together at the granularity of the failover spec's actions.
+"""A broker group under controller-driven failover over bytes: the ``BrokerCore``s that
+``ackorder broker node`` runs (a ``MasterCore`` or a ``FollowerCore`` each, over segment files),
+and the ``ControllerCore``, wired by a simulated network and disks.
 
-Every method named after an action of tla/AckOrderFailover.tla performs that
-action on the concrete parts (controller requests and replies, role changes,
-the AutoSwitch handshake and its truncation, transfers, acks, crashes, power
-loss, restarts, cuts between a broker and the controller) and returns the
-spec's label, or None when the action is not enabled.  ``abstract()`` maps
-the concrete state onto the spec's ``FState``; the refinement check
-(reference/failover/refine.py) asks the twin whether each step is one of its
-steps.  The group holds no protocol rule of its own: who may do what is
-decided by the cores; the group only moves requests, replies, records and
-the disks' contents between them (the simulator's network and disks).
+It offers the record-level ``FailoverGroup``'s methods (one per action of
+tla/AckOrderFailover.tla), so the seeded simulator (drive.py) and the Hypothesis machine drive
+either; ``abstract()`` maps the bytes onto the spec's ``FState``.  The group decides nothing:
+the cores do, the group moves frames, performs effects on files and answers the controller.
 
-Logs are in records (offset = number of records before), like the spec's;
-a record is the id of the request that put it.  The controller's metadata
-store is made durable at once (its own durability is tested in
-reference/tests/test_controller_*.py).  Liveness: before every controller
-request the virtual clock jumps past the heartbeat timeout and every broker
-that is up and reachable heartbeats, so the controller's view of who is
-alive is the spec's Alive(b) when it decides.
+One concrete step may be several spec steps, because the cores act on their inputs at once:
+an ACK that covers requests is ReplicaAck, then each Respond; a put with a slave waiting for
+data is Put, then Transfer.  A method returns the labels joined by ``;`` in the order the cores
+emitted them, and the refinement check (refine.check_step) asks the twin for a path through
+them.  Two choices make the spec's atomic actions the cores' own:
+
+* frames are delivered the moment a core sends them, and the master's send window is one record
+  (``SIM_CONFIG``): a transfer header carries the master's confirmOffset of that instant, as the
+  spec's Transfer reads it, and a slave whose ACKs wait gets no further data (a lagging member);
+* a slave's ACK waits in the network until ReplicaAck delivers it (at most one is in flight,
+  by the window).
+
+Records are of one size (``RECORD_BYTES``) in one segment, so a byte offset is a record count
+times that size; ``abstract()`` asserts every offset it maps is a record boundary.
 """
 
 from __future__ import annotations
 
 import attrs
 
+from reference import effects as fx
+from reference.commitlog import CommitLog
+from reference.config import StoreConfig
 from reference.failover import broker_effects as bfx
 from reference.failover import effects as cfx
+from reference.failover.broker import BrokerCore
 from reference.failover.controller import CONTROLLER_BUG_NAMES, ControllerConfig, ControllerCore
 from reference.failover.epochfile import EpochFileCache
-from reference.failover.roles import MASTER, SLAVE, ReplicasManager
+from reference.failover.roles import MASTER, SLAVE
 from reference.failover.sss_policy import SyncStateSetPolicy
+from reference.master import MasterCore
+from reference.record import HEADER_SIZE, MESSAGE_MAGIC, record_crc_ok, scan_log
+from reference.replica import ReplicaCore
+from reference.status import PutStatus
 from spec.failover.config import FailoverConfig
 from spec.failover.state import CLIENT_TIMEOUT, FLUSH_SLAVE_TIMEOUT, PUT_OK, WAITING, FCounters, FRequest, FState
 
@@ -40,85 +49,144 @@ HEARTBEAT_TIMEOUT_MS = 10_000
 SSS_CHECK_INTERVAL_MS = 5_000        # checkSyncStateSetAndDoReport's period
 SIM_MAX_NOT_CATCHUP_MS = 3 * SSS_CHECK_INTERVAL_MS     # haMaxTimeSlaveNotCatchup in the simulator
 SIM_ALTER_TIMEOUT_MS = 1 << 62       # never: an unanswered alter is AlterSyncStateSet's, enabled while pending
-MAX_REQUESTS = 100_000          # bound on the requests one run keeps
+MAX_REQUESTS = 100_000               # bound on the requests one run keeps
+BODY_BYTES = 4
+RECORD_BYTES = HEADER_SIZE + BODY_BYTES
+SEGMENT_BYTES = 1 << 16             # every run's log fits one segment (MAX_RECORDS records)
+MAX_RECORDS = (SEGMENT_BYTES - 64) // RECORD_BYTES
+NEVER_MS = 1 << 50
+SIM_CONFIG = StoreConfig(mapped_file_size_commit_log=SEGMENT_BYTES, max_message_size=64,
+                         broker_role="SYNC_MASTER", ack_policy="ALL_IN_SYNC",
+                         ha_transfer_batch_size=RECORD_BYTES, ha_send_window_bytes=RECORD_BYTES,
+                         ha_housekeeping_interval_ms=NEVER_MS)
+MAX_PUMP = 10_000                   # effects one step may cause (a bound, asserted)
 
 
 @attrs.define
-class Broker:
-    """One broker's process (``rm``; None while down) and what survives it: the log in
-    the page cache, records a non-durable truncation left on disk, the epoch file as
-    written (``epoch_file``) and as made durable (``epoch_file_durable``), and the
-    confirmOffset checkpoint."""
+class ByteBroker:
+    """One broker's process (``core``; None while down) and what survives it: its segment
+    file (the page cache: a crash keeps it, a power loss keeps a prefix), its epoch file as
+    written and as made durable, and the confirmOffset checkpoint."""
     name: str
     broker_id: int
-    rm: ReplicasManager | None
-    log: list[int] = attrs.Factory(list)
-    stale_tail: list[int] = attrs.Factory(list)
+    core: BrokerCore | None
+    files: dict[int, bytearray] = attrs.Factory(dict)
     epoch_file: tuple = ()
     epoch_file_durable: tuple = ()
     confirm_checkpoint: int = 0
     reachable: bool = True
-    linked: bool = False            # this slave's HA connection to the master it follows is up
-    alter_pending: bool = False     # an AlterSyncStateSet of this master is on its way to the controller
+    alter_pending: bool = False
+    conn: int | None = None         # as a slave: its HA connection's id while linked
+    acks: list = attrs.Factory(list)    # as a slave: its ACKs in flight to the master
+    clock_ms: int = 0               # the master core's clock
+    down_end: int = 0               # while down: where its log ended (the page cache past it is stale)
 
     @property
     def up(self) -> bool:
-        return self.rm is not None
+        return self.core is not None
+
+    @property
+    def rm(self):
+        return None if self.core is None else self.core.rm
+
+    @property
+    def linked(self) -> bool:
+        return self.conn is not None
 
     def fenced_out(self) -> bool:
-        """A restarted broker follows nobody until the controller names its role."""
-        return self.rm is not None and self.rm.fenced
+        return self.core is not None and self.core.rm.fenced
+
+    def data(self) -> bytes:
+        return bytes(self.files.get(0, bytearray(SEGMENT_BYTES)))
+
+    @property
+    def log(self) -> list[int]:
+        """The records the broker holds (drive.py draws a power loss's prefix from it)."""
+        return record_keys(self.data(), log_end(self))
+
+
+def record_keys(data: bytes, end: int) -> list[int]:
+    assert end % RECORD_BYTES == 0, f"log end {end} is not a record boundary"
+    return [int.from_bytes(data[o + 12:o + 20], "big") for o in range(0, end, RECORD_BYTES)]
+
+
+def stale_keys(data: bytes, end: int) -> list[int]:
+    """Whole records on disk past the log end (only a cut in memory leaves them)."""
+    out, o = [], end
+    while o + RECORD_BYTES <= len(data) and int.from_bytes(data[o + 4:o + 8], "big") == MESSAGE_MAGIC \
+            and int.from_bytes(data[o:o + 4], "big") == RECORD_BYTES and record_crc_ok(data, o, RECORD_BYTES):
+        out.append(int.from_bytes(data[o + 12:o + 20], "big"))
+        o += RECORD_BYTES
+    return out
+
+
+def log_end(b: ByteBroker) -> int:
+    """Where the broker's log ends, in bytes: its machine's end while up, recovery's when down."""
+    core = b.core
+    if core is None:
+        return b.down_end
+    if core.master is not None:
+        return core.master.log_end_offset()
+    if core.follower is not None:
+        return core.follower.log_end_offset
+    return core.rm.log_end_offset
+
+
+def rec(offset: int) -> int:
+    assert offset % RECORD_BYTES == 0, f"offset {offset} is not a record boundary"
+    return offset // RECORD_BYTES
 
 
 @attrs.define
-class Request:
-    off: int
+class ByteRequest:
+    off: int                # records up to and including this one (the spec's offset)
     status: str
     epoch: int
     master: str
 
 
 class FailoverGroup:
-    def __init__(self, cfg: FailoverConfig) -> None:
+    def __init__(self, cfg: FailoverConfig, send_window_records: int = 1) -> None:
+        """``send_window_records``: how far a slave whose ACKs wait gets ahead of them (one record:
+        its data waits with its ACKs; more: its data flows while its ACKs are late)."""
+        assert 1 <= send_window_records <= 64, send_window_records
         self.cfg = cfg
+        self.store_cfg = attrs.evolve(SIM_CONFIG, ha_send_window_bytes=send_window_records * RECORD_BYTES)
         self.names = cfg.brokers
         self.ids = {b: k + 1 for k, b in enumerate(self.names)}
         self.by_id = {k + 1: b for k, b in enumerate(self.names)}
         self.broker_bugs = frozenset(b for b in cfg.bugs if b not in CONTROLLER_BUG_NAMES)
         self.now_ms = 0
-        # The controller's clock jumps past its heartbeat timeout before every request (see the
-        # module doc); the masters' SyncStateSet checks run on a clock of their own, so how long
-        # a member lags is the schedule's choice, not a side effect of controller traffic.
         self.check_clock_ms = 0
         self.req_ids = 0
+        self.conn_ids = 0
         self.controller = ControllerCore(ControllerConfig(controller_broker_heartbeat_timeout_ms=HEARTBEAT_TIMEOUT_MS,
                                                           design="pipelined",
                                                           bugs=frozenset(cfg.bugs) & set(CONTROLLER_BUG_NAMES)),
                                          self.now_ms)
-        self.brokers: dict[str, Broker] = {}
-        self.requests: list[Request] = []
+        self.brokers: dict[str, ByteBroker] = {}
+        self.requests: list[ByteRequest] = []
         self.pc_lost: set[int] = set()
         self.counters = {a.name: 0 for a in attrs.fields(FCounters)}
-        # Init: the initial master registers first (the controller makes it master of epoch 1).
+        self.labels: list[str] = []         # the spec steps of the step being taken
         for b in sorted(self.names, key=lambda b: b != cfg.initial_master):
-            rm = ReplicasManager.initial(b, cfg.initial_master, bugs=self.broker_bugs, policy=self._policy(b))
-            broker = self.brokers[b] = Broker(b, self.ids[b], rm)
-            self._perform(broker, () if rm.role == SLAVE else (bfx.WriteEpochFile(rm.epoch_cache.entries, True),))
-            broker.epoch_file_durable = broker.epoch_file
+            core = BrokerCore.initial(b, cfg.initial_master, bugs=self.broker_bugs, policy=self._policy(b))
+            broker = self.brokers[b] = ByteBroker(b, self.ids[b], core)
+            if core.rm.role == MASTER:
+                self._start_master(broker, None)
+                core.resume_master()
+                self._pump_master(broker)
+                broker.epoch_file = broker.epoch_file_durable = core.rm.epoch_cache.entries
             reply = self._ask(self.controller.register_broker, GROUP, self.ids[b])
             assert reply.code == cfx.SUCCESS, reply
-        # The slaves' HA clients stay READY: each connects (and handshakes) in its ReplicaConnect.
-        # Starting them here left them in HANDSHAKE with no reply to come, so no initial slave
-        # could connect before a crash or a role change.
 
-    # ------------------------------------------------------------------ plumbing
+    # ------------------------------------------------------------------ plumbing: the controller
 
     @staticmethod
     def _policy(b: str) -> SyncStateSetPolicy:
         return SyncStateSetPolicy(b, max_not_catchup_ms=SIM_MAX_NOT_CATCHUP_MS, alter_timeout_ms=SIM_ALTER_TIMEOUT_MS)
 
     def _ask(self, request, *args):
-        """One controller request; its metadata made durable at once; its reply."""
         self.req_ids += 1
         req_id = self.req_ids
         request(req_id, *args, now_ms=self.now_ms)
@@ -136,15 +204,13 @@ class FailoverGroup:
         return reply
 
     def _heartbeats(self) -> None:
-        """The clock jumps past the heartbeat timeout; the live, reachable brokers heartbeat."""
         self.now_ms += HEARTBEAT_TIMEOUT_MS + 1
         for b in self.brokers.values():
             if b.up and b.reachable:
                 self.req_ids += 1
-                rm = b.rm
-                self.controller.broker_heartbeat(self.req_ids, GROUP, b.broker_id, self.now_ms,
-                                                 epoch=rm.epoch_cache.last_epoch(), max_offset=rm.log_end_offset,
-                                                 confirm_offset=rm.confirm_offset)
+                report = b.core.heartbeat_report()
+                self.controller.broker_heartbeat(self.req_ids, GROUP, b.broker_id, self.now_ms, epoch=report.epoch,
+                                                 max_offset=report.max_offset, confirm_offset=report.confirm_offset)
         for e in self.controller.take_effects():
             assert isinstance(e, cfx.Reply) and e.code == cfx.SUCCESS, e
 
@@ -154,147 +220,287 @@ class FailoverGroup:
         assert reply.code == cfx.SUCCESS, reply
         return reply.info
 
-    def _perform(self, broker: Broker, effects) -> None:
-        """A broker's runtime: the effects in order, on its log, disk and links."""
+    # ------------------------------------------------------------------ plumbing: the machines' effects
+
+    def _segment(self, b: ByteBroker, start: int) -> bytearray:
+        assert start == 0, f"{b.name}: a second segment ({start}): the run's log outgrew SEGMENT_BYTES"
+        return b.files.setdefault(0, bytearray(SEGMENT_BYTES))
+
+    def _zero_from(self, b: ByteBroker, offset: int) -> None:
+        if 0 in b.files:
+            seg = b.files[0]
+            seg[offset:] = bytes(SEGMENT_BYTES - offset)
+
+    def _perform_role(self, b: ByteBroker, effects) -> None:
+        """BrokerCore's role-change and SyncStateSet effects (broker_effects.py)."""
         for e in effects:
-            if isinstance(e, bfx.TruncateLog):
-                # The disk holds log + stale_tail; a cut only in memory moves the cut
-                # records in front of what an earlier such cut left behind.
-                cut = broker.log[e.offset:]
-                del broker.log[e.offset:]
-                broker.stale_tail = [] if e.on_disk else cut + broker.stale_tail
-            elif isinstance(e, bfx.FsyncLog):
-                pass                # the spec's power loss keeps any prefix: fsync is not modelled
-            elif isinstance(e, bfx.WriteEpochFile):
-                broker.epoch_file = tuple(e.entries)
+            if isinstance(e, bfx.WriteEpochFile):
+                b.epoch_file = tuple(e.entries)
                 if e.durable:
-                    broker.epoch_file_durable = broker.epoch_file
-            elif isinstance(e, (bfx.ReportOffset, bfx.StartHaClient)):
-                pass                # the report is ReplicaAck's; the client connects in ReplicaConnect
-            elif isinstance(e, bfx.StopHaClient):
-                self._unlink(broker)
-            elif isinstance(e, bfx.CloseConnections):
-                for s in e.slave_ids:
-                    self._unlink(self.brokers[s])
-            elif isinstance(e, bfx.HandshakeFailed):
-                pass
+                    b.epoch_file_durable = b.epoch_file
             elif isinstance(e, bfx.ProposeSyncStateSet):
-                # the request is on its way to the controller (AlterSyncStateSet takes it there)
                 assert e.action != "Resend", "the simulator never gives up an alter: SIM_ALTER_TIMEOUT_MS"
-                broker.alter_pending = True
+                b.alter_pending = True
                 self.counters["sssProposal"] += 1
+                self.labels.append(f"{e.action}({b.name},{e.member})")
+            elif isinstance(e, (bfx.StartHaClient, bfx.StopHaClient, bfx.CloseConnections, bfx.ReportOffset,
+                                bfx.HandshakeFailed, bfx.FsyncLog)):
+                pass        # a role change stops one machine and starts the next (the group does it)
+            elif isinstance(e, bfx.TruncateLog):
+                raise AssertionError("a role change cuts no log: the follower's handshake does")
             else:
                 raise AssertionError(f"unexpected effect {e!r}")
-        if broker.rm is not None:
-            broker.confirm_checkpoint = broker.rm.confirm_offset
 
-    def _unlink(self, slave: Broker) -> None:
-        """The HA connection between ``slave`` and the master it follows goes down, both ends."""
-        if not slave.linked:
+    def _pump_master(self, b: ByteBroker) -> None:
+        """The master core's effects, in order: writes land in its file, answers become the
+        requests' statuses, frames reach the slaves at once."""
+        core = b.core.master
+        for _ in range(MAX_PUMP):
+            effects = core.take_effects()
+            if not effects:
+                return
+            for e in effects:
+                if isinstance(e, fx.WriteData):
+                    seg = self._segment(b, e.start)
+                    seg[e.position:e.position + len(e.data)] = e.data
+                    core.write_done(e.start, e.position, len(e.data), b.clock_ms)
+                elif isinstance(e, fx.CreateSegment):
+                    self._segment(b, e.start)
+                elif isinstance(e, fx.Fsync):
+                    core.fsync_done(e.start, e.upto, b.clock_ms)
+                elif isinstance(e, fx.ReadSegment):
+                    core.segment_read(e.start, b.data(), b.clock_ms)
+                elif isinstance(e, fx.Respond):
+                    self._answered(b, e)
+                elif isinstance(e, (fx.SendData, fx.SendEpochs)):
+                    self._to_slave(b, e)
+                elif isinstance(e, fx.CloseReplica):
+                    slave = self._slave_on(b, e.conn)
+                    if slave is not None:
+                        self._unlink(slave, by_master=True)
+                else:
+                    raise AssertionError(f"unexpected master effect {e!r}")
+        raise AssertionError("the master's effects did not settle")
+
+    def _answered(self, b: ByteBroker, e: fx.Respond) -> None:
+        r = self.requests[e.req_id - 1]
+        assert r.master == b.name and r.status == WAITING, (r, e)
+        if e.status == int(PutStatus.PUT_OK):
+            r.status = PUT_OK
+            self.labels.append(f"Respond({e.req_id})")
+        else:
+            r.status = FLUSH_SLAVE_TIMEOUT
+            self.labels.append(f"Timeout({e.req_id})")
+
+    def _slave_on(self, master: ByteBroker, conn: int) -> ByteBroker | None:
+        return next((s for s in self.brokers.values() if s.conn == conn and s.up
+                     and s.rm.master_id == master.name), None)
+
+    def _to_slave(self, master: ByteBroker, e) -> None:
+        slave = self._slave_on(master, e.conn)
+        if slave is None:
+            return                  # the connection is gone: the frame with it
+        follower = slave.core.follower
+        if isinstance(e, fx.SendEpochs):
+            follower.epoch_reply(e.entries, e.log_end_offset, e.confirm_offset)
+        else:
+            before = follower.log_end_offset
+            follower.on_data(e.offset, e.data, e.epoch, e.epoch_start, e.confirm_offset)
+            self.labels += [f"Transfer({slave.name})"] * rec(follower.log_end_offset - before)
+        self._pump_follower(slave)
+
+    def _pump_follower(self, s: ByteBroker) -> None:
+        for _ in range(MAX_PUMP):
+            follower = s.core.follower if s.core is not None else None
+            if follower is None:
+                return
+            effects = follower.take_effects()
+            if not effects:
+                return
+            master = self.brokers.get(s.rm.master_id)
+            for e in effects:
+                if isinstance(e, fx.CreateSegment):
+                    self._segment(s, e.start)
+                elif isinstance(e, fx.WriteData):
+                    seg = self._segment(s, e.start)
+                    seg[e.position:e.position + len(e.data)] = e.data
+                elif isinstance(e, fx.ZeroTail):
+                    self._zero_from(s, e.start + e.position)
+                elif isinstance(e, bfx.TruncateLog):
+                    if e.on_disk:
+                        self._zero_from(s, e.offset)
+                elif isinstance(e, bfx.WriteEpochFile):
+                    s.epoch_file = tuple(e.entries)
+                    if e.durable:
+                        s.epoch_file_durable = s.epoch_file
+                elif isinstance(e, (bfx.FsyncLog, bfx.HandshakeFailed)):
+                    pass
+                elif isinstance(e, fx.RescanLog):
+                    follower.rescanned(self._scan(s, e.upto))
+                elif isinstance(e, fx.SendEpochQuery) and s.linked:
+                    master.core.master.replica_epoch_query(s.conn, master.clock_ms)
+                    self._pump_master(master)
+                elif isinstance(e, fx.SendHandshake) and s.linked:
+                    master.core.master.replica_handshake(s.conn, s.name, e.offset, e.chain, master.clock_ms,
+                                                         e.records)
+                    self._pump_master(master)
+                elif isinstance(e, fx.SendAck) and s.linked:
+                    s.acks.append(e)
+                elif isinstance(e, fx.CloseMaster):
+                    self._unlink(s, by_follower=True)
+                elif isinstance(e, (fx.SendEpochQuery, fx.SendHandshake, fx.SendAck)):
+                    pass            # no connection: nothing goes out
+                else:
+                    raise AssertionError(f"unexpected follower effect {e!r}")
+        raise AssertionError("the follower's effects did not settle")
+
+    def _scan(self, b: ByteBroker, upto: int | None = None):
+        data = b.data()
+        if upto is not None:
+            data = data[:upto] + bytes(SEGMENT_BYTES - upto)
+        return scan_log([0] if b.files else [], lambda start: data, SEGMENT_BYTES)
+
+    def _unlink(self, s: ByteBroker, by_master: bool = False, by_follower: bool = False) -> None:
+        """The slave's HA connection goes down, both ends."""
+        if s.conn is None:
             return
-        slave.linked = False
-        for m in self.brokers.values():
-            if m.up and m.rm.role == MASTER and slave.name in m.rm.connections:
-                m.rm.slave_disconnected(slave.name)
-        if slave.rm is not None:
-            slave.rm.follower_disconnected()
+        conn, s.conn = s.conn, None
+        s.acks.clear()
+        master = self.brokers.get(s.rm.master_id) if s.rm is not None and s.rm.master_id else None
+        if master is not None and master.up and master.core.master is not None:
+            master.core.master.replica_disconnected(conn)
+            if not by_master:
+                self._pump_master(master)
+        if s.core is not None and s.core.follower is not None and not by_follower:
+            s.core.follower.disconnected()
+        if by_master or by_follower:
+            self.counters["disconnect"] += 1
+            self.labels.append(f"ReplicaDisconnect({s.name})")
 
-    def _master_of(self, slave: Broker) -> Broker | None:
-        """The broker a linked slave follows, when it is up and acting as master."""
-        m = self.brokers.get(slave.rm.master_id) if slave.rm and slave.rm.master_id else None
-        return m if m is not None and m.up and m.rm.role == MASTER else None
+    def _held_scan(self, b: ByteBroker):
+        """The log the next machine starts from: the stopped machine's, in memory, or the files
+        recovered; what lies beyond its end zeroed (disk.take_held)."""
+        held = b.core.take_held()
+        if held is None:
+            scan = self._scan(b)
+            self._zero_from(b, scan.end_offset)
+            return scan
+        if held.zero_beyond:
+            self._zero_from(b, held.scan.end_offset)
+        return held.scan
+
+    def _start_master(self, b: ByteBroker, scan) -> None:
+        core = b.core
+        log = CommitLog(SEGMENT_BYTES, False) if scan is None else CommitLog.recovered(SEGMENT_BYTES, False, scan)
+        master = MasterCore(self.store_cfg, tuple(n for n in self.names if n != b.name), b.clock_ms, log=log)
+        core.peers = tuple(n for n in self.names if n != b.name)
+        core.attach_master(master)
+
+    def _stop_machine(self, b: ByteBroker) -> None:
+        """The role's machine stops (a role change): its connections close, what it learned stays."""
+        core = b.core
+        if core.master is not None:
+            for s in self.brokers.values():
+                if s is not b and s.linked and s.rm is not None and s.rm.master_id == b.name:
+                    self._unlink(s)
+        if core.follower is not None:
+            self._unlink(b)
+        core.detach()
+
+    def _settle(self, b: ByteBroker) -> None:
+        if b.core is not None and b.core.master is not None:
+            self._pump_master(b)
+
+    def _done(self) -> str | None:
+        labels, self.labels = self.labels, []
+        return ";".join(labels) if labels else None
 
     # ------------------------------------------------------------------ producer and GroupTransferService
 
     def put(self, b: str) -> str | None:
-        """Put(b): a producer's message at a broker that believes it is master."""
         broker = self.brokers[b]
-        if not (broker.up and broker.rm.role == MASTER):
+        if not (broker.up and broker.rm.role == MASTER and broker.core.master is not None):
             return None
-        assert len(self.requests) < MAX_REQUESTS
+        assert len(self.requests) < min(MAX_REQUESTS, MAX_RECORDS)
         rid = len(self.requests) + 1
-        broker.log.append(rid)
-        broker.stale_tail = broker.stale_tail[1:]
-        epoch = broker.rm.put(len(broker.log))
-        self.requests.append(Request(len(broker.log), WAITING, epoch, b))
-        self._perform(broker, ())
-        return f"Put({b})"
-
-    def respond(self, i: int) -> str | None:
-        """Respond(i) / Timeout(i): the master's GroupTransferService answers a waiting request."""
-        r = self.requests[i - 1]
-        broker = self.brokers[r.master]
-        if r.status != WAITING or not broker.up:
-            return None
-        if broker.rm.can_respond(r.epoch, r.off):
-            r.status = PUT_OK
-            return f"Respond({i})"
-        return None
+        core = broker.core.master
+        before = core.log_end_offset()
+        broker.clock_ms += 1
+        self.requests.append(ByteRequest(rec(before) + 1, WAITING, broker.rm.master_epoch, b))
+        self.labels.append(f"Put({b})")
+        core.put(rid, rid, rid.to_bytes(BODY_BYTES, "big"), broker.clock_ms)
+        self._pump_master(broker)
+        assert core.log_end_offset() == before + RECORD_BYTES, "the put did not reach the page cache"
+        return self._done()
 
     def timeout(self, i: int) -> str | None:
+        """Timeout(i): request i's deadline passes at its master's core (earlier ones with it);
+        a master whose machine stopped (demoted) answers nothing more: its producer's wait ends."""
         r = self.requests[i - 1]
         broker = self.brokers[r.master]
-        if r.status != WAITING or (broker.up and broker.rm.can_respond(r.epoch, r.off)):
+        if r.status != WAITING:
             return None
-        r.status = FLUSH_SLAVE_TIMEOUT
-        return f"Timeout({i})"
+        core = broker.core.master if broker.up else None
+        if core is None or not broker.rm.role == MASTER:
+            if broker.up and core is None:
+                r.status = FLUSH_SLAVE_TIMEOUT
+                return f"Timeout({i})"
+            return None
+        deadline = next((d for d, req in core.repl_deadlines if req.req_id == i), None)
+        if deadline is None:
+            return None
+        broker.clock_ms = max(broker.clock_ms, deadline)
+        core.tick(broker.clock_ms)
+        self._pump_master(broker)
+        return self._done()
 
     # ------------------------------------------------------------------ HA
 
+    def _master_of(self, slave: ByteBroker) -> ByteBroker | None:
+        m = self.brokers.get(slave.rm.master_id) if slave.rm and slave.rm.master_id else None
+        return m if m is not None and m.up and m.rm.role == MASTER and m.core.master is not None else None
+
     def replica_connect(self, b: str) -> str | None:
-        """ReplicaConnect(b): the AutoSwitch handshake and the slave's crash-safe cut."""
         slave = self.brokers[b]
         if not (slave.up and slave.rm.role == SLAVE and not slave.fenced_out() and not slave.linked):
             return None
         master = self._master_of(slave)
         if master is None:
             return None
-        rm = slave.rm
-        if rm.client is None or rm.client.state != "READY":
+        core = slave.core
+        if core.follower is None:
+            scan = self._held_scan(slave)
+            core.attach_follower(ReplicaCore(b, SEGMENT_BYTES) if scan.end_offset == 0 and not slave.files
+                                 else ReplicaCore.recovered(b, SEGMENT_BYTES, scan))
+        if core.follower.state != "READY":
             return None
-        self._perform(slave, rm.start_following())
-        reply = master.rm.slave_connected(b, rm.epoch_cache.entries, rm.log_end_offset)
-        if reply is None:
-            rm.follower_disconnected()
-            return None
-        self._perform(slave, rm.handshake_reply(reply))
-        slave.linked = True
-        self._perform(master, ())
-        return f"ReplicaConnect({b})"
-
-    def _link(self, b: str) -> tuple[Broker, Broker] | None:
-        """(slave, master) when ``b`` is linked to a live master that holds its connection."""
-        slave = self.brokers[b]
-        if not (slave.up and slave.linked):
-            return None
-        master = self._master_of(slave)
-        if master is None or b not in master.rm.connections:
-            return None
-        return slave, master
-
-    def transfer(self, b: str) -> str | None:
-        """Transfer(b): the next record to a linked slave, with its epoch label."""
-        if (link := self._link(b)) is None:
-            return None
-        slave, master = link
-        batch = master.rm.next_transfer(b, 1)
-        if batch is None:
-            return None
-        assert batch.offset == len(slave.log), (batch, len(slave.log))
-        slave.log.extend(master.log[batch.offset:batch.end])
-        slave.stale_tail = slave.stale_tail[batch.end - batch.offset:]
-        self._perform(slave, slave.rm.transfer_received(batch))
-        return f"Transfer({b})"
+        self.conn_ids += 1
+        slave.conn = self.conn_ids
+        master.core.master.replica_connection_opened(slave.conn, master.clock_ms)
+        self.labels.append(f"ReplicaConnect({b})")
+        core.follower.connect()
+        self._pump_follower(slave)
+        if b not in master.core.master.conns:
+            # refused (or dropped) before TRANSFER: no spec step, unless the follower cut its log
+            return self._done()
+        return self._done()
 
     def replica_ack(self, b: str) -> str | None:
-        """ReplicaAck(b): the slave reports what it holds; the master may move confirmOffset."""
-        if (link := self._link(b)) is None:
+        slave = self.brokers[b]
+        if not (slave.up and slave.linked and slave.acks):
             return None
-        slave, master = link
-        if master.rm.connections[b].ack_offset >= slave.rm.log_end_offset:
+        master = self._master_of(slave)
+        if master is None or b not in master.core.master.conns:
             return None
-        self._perform(master, master.rm.slave_ack(b, slave.rm.log_end_offset))
-        return f"ReplicaAck({b})"
+        # HAConnection.ReadSocketService reads the last whole report in its buffer (the reports are
+        # cumulative): the master takes the slave's latest, which says what it holds now
+        last, slave.acks = slave.acks[-1], []
+        if last.offset <= master.core.master.conns[b].ack_offset:
+            return None
+        self.labels.append(f"ReplicaAck({b})")
+        master.core.master.replica_ack(slave.conn, last.offset, master.clock_ms, last.records)
+        self._pump_master(master)
+        return self._done()
 
     def replica_disconnect(self, b: str) -> str | None:
         slave = self.brokers[b]
@@ -302,28 +508,24 @@ class FailoverGroup:
             return None
         self._unlink(slave)
         self.counters["disconnect"] += 1
-        return f"ReplicaDisconnect({b})"
+        self.labels.append(f"ReplicaDisconnect({b})")
+        return self._done()
 
     # ------------------------------------------------------------------ SyncStateSet
 
     def check_sync_state_set(self, m: str, advance_ms: int = SSS_CHECK_INTERVAL_MS) -> str | None:
-        """ShrinkSyncStateSet(m, s) / ExpandSyncStateSet(m, s): ``advance_ms`` pass on the
-        virtual clock, then master m's periodic check (checkSyncStateSetAndDoReport) runs the
-        policy (reference/failover/sss_policy.py, the node's too) and proposes what it says."""
         master = self.brokers[m]
-        if not (master.up and master.rm.role == MASTER):
+        if not (master.up and master.rm.role == MASTER and master.core.master is not None):
             return None
         assert advance_ms >= 0, advance_ms
         self.check_clock_ms += advance_ms
-        effects = master.rm.check_sync_state_set(self.check_clock_ms)
-        self._perform(master, effects)
-        proposal = next((e for e in effects if isinstance(e, bfx.ProposeSyncStateSet)), None)
-        if proposal is None:
-            return None
-        return f"{proposal.action}({m},{proposal.member})"
+        self._perform_role(master, master.core.master_check_sync_state_set(self.check_clock_ms))
+        self._pump_master(master)
+        return self._done()
 
     def alter_sync_state_set(self, m: str) -> str | None:
-        """AlterSyncStateSet(m): the controller's compare-and-set; a refusal clears the proposal."""
+        """AlterSyncStateSet(m), and the master's handling of the answer (as the node does:
+        an accepted alter's SyncStateSet applied at once, ChangeSyncStateSet in the same step)."""
         master = self.brokers[m]
         if not (master.alter_pending and master.up and master.reachable):
             return None
@@ -332,30 +534,38 @@ class FailoverGroup:
         self._heartbeats()
         reply = self._ask(self.controller.alter_sync_state_set, GROUP, self.ids[m], rm.master_epoch, rm.sss_epoch,
                           frozenset(self.ids[x] for x in rm.remote_sss))
-        if reply.code != cfx.SUCCESS:
-            rm.alter_refused()
-            self._perform(master, ())
-        return f"AlterSyncStateSet({m})"
+        self.labels.append(f"AlterSyncStateSet({m})")
+        if master.core.master is not None and rm.role == MASTER:
+            info = self._ask(self.controller.get_replica_info, GROUP).info
+            sss_epoch = rm.sss_epoch
+            master.core.master_alter_answered(reply.code == cfx.SUCCESS, info.master_epoch,
+                                              frozenset(self.by_id[x] for x in info.sync_state_set), info.sss_epoch)
+            if rm.sss_epoch != sss_epoch:
+                self.labels.append(f"ChangeSyncStateSet({m})")
+            self._pump_master(master)
+        return self._done()
 
     def change_sync_state_set(self, m: str) -> str | None:
-        """ChangeSyncStateSet(m): the master learns the controller's SyncStateSet."""
         master = self.brokers[m]
-        if not (master.up and master.reachable and master.rm.role == MASTER):
+        if not (master.up and master.reachable and master.rm.role == MASTER and master.core.master is not None):
             return None
         info = self._info()
         if self.by_id.get(info.master_id) != m:
             return None
         sss = frozenset(self.by_id[x] for x in info.sync_state_set)
-        if not master.rm.change_sync_state_set(info.master_epoch, sss, info.sss_epoch):
-            return None
+        sss_epoch = master.rm.sss_epoch
+        master.core.master_sync_state_set(info.master_epoch, sss, info.sss_epoch)
+        if master.rm.sss_epoch == sss_epoch:
+            self._pump_master(master)
+            return self._done()
         master.alter_pending = False
-        self._perform(master, ())
-        return f"ChangeSyncStateSet({m})"
+        self.labels.append(f"ChangeSyncStateSet({m})")
+        self._pump_master(master)
+        return self._done()
 
     # ------------------------------------------------------------------ elections and role changes
 
     def elect_master(self) -> str | None:
-        """ElectMaster: the controller's inactive-broker scan."""
         before = len(self.controller.steps)
         self._heartbeats()
         self.controller.tick(self.now_ms)
@@ -371,45 +581,57 @@ class FailoverGroup:
         return "ElectMaster"
 
     def change_role(self, b: str) -> str | None:
-        """ChangeToMaster(b) / ChangeToSlave(b): the broker follows the controller's metadata."""
+        """ChangeToMaster(b) / ChangeToSlave(b), as the node performs them (reference/real/node.py)."""
         broker = self.brokers[b]
         if not (broker.up and broker.reachable):
             return None
         info = self._info()
         master = self.by_id.get(info.master_id)
-        if master is None or info.master_epoch <= broker.rm.master_epoch:
+        core = broker.core
+        if core.role_named(master, info.master_epoch) is None:
             return None
-        rm = broker.rm
         if master == b:
             sss = frozenset(self.by_id[x] for x in info.sync_state_set)
-            was_slave = rm.role == SLAVE
-            if was_slave:
-                self._unlink(broker)
-            effects = rm.change_to_master(info.master_epoch, sss, info.sss_epoch)
+            if not (core.rm.role == MASTER and core.master is not None):
+                if core.master is not None or core.follower is not None:
+                    self._stop_machine(broker)
+                self._start_master(broker, self._held_scan(broker))
+            self.labels.insert(0, f"ChangeToMaster({b})")
+            self._perform_role(broker, core.change_to_master(info.master_epoch, sss, info.sss_epoch))
             broker.alter_pending = False
-            self._perform(broker, effects)
-            return f"ChangeToMaster({b})"
-        if rm.role == SLAVE and rm.master_id != master:
-            self._unlink(broker)
-        effects = rm.change_to_slave(master, info.master_epoch)
+            self._pump_master(broker)
+            return self._done()
+        if core.stops_serving_for(master):
+            self._stop_machine(broker)
+        self.labels.append(f"ChangeToSlave({b})")
+        self._perform_role(broker, core.change_to_slave(master, info.master_epoch))
         broker.alter_pending = False
-        self._perform(broker, effects)
-        return f"ChangeToSlave({b})"
+        return self._done()
 
     # ------------------------------------------------------------------ failures
 
-    def _die(self, broker: Broker) -> None:
-        if broker.rm.role == MASTER:
+    def _die(self, b: ByteBroker) -> None:
+        core = b.core
+        if core.master is not None:
             for s in self.brokers.values():
-                if s is not broker and s.linked and s.rm is not None and s.rm.master_id == broker.name:
-                    self._unlink(s)
+                if s is not b and s.linked and s.rm is not None and s.rm.master_id == b.name:
+                    s.conn = None
+                    s.acks.clear()
+                    s.core.follower.disconnected()
         else:
-            self._unlink(broker)
-        broker.confirm_checkpoint = broker.rm.confirm_offset
-        broker.rm = None
-        broker.linked = broker.alter_pending = False
+            if b.linked:
+                m = self._master_of(b)
+                if m is not None:
+                    m.core.master.replica_disconnected(b.conn)
+                    self._pump_master(m)
+                b.conn = None
+                b.acks.clear()
+        b.confirm_checkpoint = self._confirm_of(b)
+        b.down_end = log_end(b)
+        b.core = None
+        b.alter_pending = False
         for r in self.requests:
-            if r.status == WAITING and r.master == broker.name:
+            if r.status == WAITING and r.master == b.name:
                 r.status = CLIENT_TIMEOUT
 
     def broker_crash(self, b: str) -> str | None:
@@ -421,35 +643,34 @@ class FailoverGroup:
         return f"BrokerCrash({b})"
 
     def broker_power_loss(self, b: str, keep: int, lose_epoch_write: bool) -> str | None:
-        """BrokerPowerLoss(b): the first ``keep`` records survive; the epoch file as made durable."""
+        """BrokerPowerLoss(b): the first ``keep`` records survive (and half of the next, torn);
+        the epoch file as made durable."""
         broker = self.brokers[b]
         if not broker.up:
             return None
+        end = log_end(broker)
         self._die(broker)
-        keep = min(keep, len(broker.log))
-        self.pc_lost |= set(broker.log[keep:])
-        del broker.log[keep:]
-        broker.stale_tail = []
+        held = record_keys(broker.data(), end)
+        keep = min(keep, len(held))
+        self.pc_lost |= set(held[keep:])
+        torn = RECORD_BYTES // 2 if keep < len(held) else 0
+        self._zero_from(broker, keep * RECORD_BYTES + torn)
+        broker.down_end = keep * RECORD_BYTES
         if lose_epoch_write and broker.epoch_file != broker.epoch_file_durable and broker.epoch_file:
-            # The epoch file was written without fsync (BugEpochFileNotDurable): its newest
-            # entry is lost with the power (the spec's ``last_lost``).
             broker.epoch_file = broker.epoch_file[:-1]
         broker.epoch_file_durable = broker.epoch_file
         self.counters["powerLoss"] += 1
         return f"BrokerPowerLoss({b})"
 
     def broker_restart(self, b: str) -> str | None:
-        """BrokerRestart(b): recovery, the confirmOffset clamp; fenced until it learns its role."""
         broker = self.brokers[b]
         if broker.up or self.by_id.get(self.controller.groups[GROUP].master_id) == b:
             return None
-        broker.log.extend(broker.stale_tail)
-        broker.stale_tail = []
-        broker.rm = ReplicasManager.recover(b, epoch_cache=EpochFileCache(broker.epoch_file),
-                                            log_end_offset=len(broker.log),
-                                            checkpoint_confirm_offset=broker.confirm_checkpoint,
-                                            bugs=self.broker_bugs, policy=self._policy(b))
-        # Recovery drops epoch entries past the log; the file is rewritten to match (and synced).
+        scan = self._scan(broker)
+        self._zero_from(broker, scan.end_offset)        # recovery cuts a torn tail
+        broker.core = BrokerCore(b, epoch_cache=EpochFileCache(broker.epoch_file), log_end_offset=scan.end_offset,
+                                 bugs=self.broker_bugs, policy=self._policy(b), recovered=scan,
+                                 checkpoint_confirm_offset=broker.confirm_checkpoint)
         broker.epoch_file = broker.epoch_file_durable = broker.rm.epoch_cache.entries
         return f"BrokerRestart({b})"
 
@@ -470,19 +691,30 @@ class FailoverGroup:
 
     # ------------------------------------------------------------------ the abstraction
 
-    def _recoverable(self, b: Broker) -> tuple:
-        """A down broker's epoch cache as its recovery will load it: the file's entries that
-        start within the log recovery finds (the spec drops the others at the power loss)."""
-        end = len(b.log) + (len(b.stale_tail) if "BugTruncateNotDurable" in self.cfg.bugs else 0)
-        return EpochFileCache(b.epoch_file).truncate_beyond(end).entries
+    def _confirm_of(self, b: ByteBroker) -> int:
+        core = b.core
+        if core is None:
+            return b.confirm_checkpoint
+        if core.master is not None and core.master.confirm is not None and core.rm.role == MASTER:
+            return core.master.confirm
+        if core.follower is not None:
+            return core.follower.confirm_offset
+        return core.rm.confirm_offset
+
+    def _cache_of(self, b: ByteBroker, end: int) -> tuple:
+        core = b.core
+        if core is None:
+            stale = len(stale_keys(b.data(), end)) * RECORD_BYTES \
+                if "BugTruncateNotDurable" in self.cfg.bugs else 0
+            return EpochFileCache(b.epoch_file).truncate_beyond(end + stale).entries
+        return (core.follower.cache if core.follower is not None else core.rm.epoch_cache).entries
 
     def abstract(self) -> FState:
-        """The spec state this concrete state stands for (one field per TLA+ variable)."""
         g = self.controller.groups[GROUP]
         nb = self.cfg.no_broker
+        cols = zip(*(self._abstract_broker(self.brokers[b], nb) for b in self.names))
         (reachable, up, role, b_master, b_epoch, b_sss, b_sss_epoch, b_remote_sss, alter_pending, blog, epoch_cache,
-         confirm, stale_tail, connected, ack, cursor) = zip(*(self._abstract_broker(self.brokers[b], nb)
-                                                             for b in self.names))
+         confirm, stale_tail, connected, ack, cursor) = cols
         return FState(
             masterId=self.by_id.get(g.master_id, nb), masterEpoch=g.master_epoch,
             syncStateSet=frozenset(self.by_id[x] for x in g.sync_state_set), sssEpoch=g.sss_epoch,
@@ -495,20 +727,22 @@ class FailoverGroup:
             aux_ctrs=FCounters(**self.counters),
         )
 
-    def _abstract_broker(self, b: Broker, nb: str) -> tuple:
-        """One broker's column of every per-broker variable, in abstract()'s order (one pass
-        over the broker: the mapping runs after every step of a checked run)."""
+    def _abstract_broker(self, b: ByteBroker, nb: str) -> tuple:
+        data = b.data()
+        end = log_end(b)
+        keys = tuple(record_keys(data, end))
+        stale = tuple(stale_keys(data, end)) if "BugTruncateNotDurable" in self.cfg.bugs else ()
+        cache = tuple((e, rec(o)) for e, o in self._cache_of(b, end))
+        confirm = rec(self._confirm_of(b))
         rm = b.rm
         if rm is None:
-            cache = self._recoverable(b)
-            return (b.reachable, False, SLAVE, nb, 0, frozenset(), 0, frozenset(), b.alter_pending, tuple(b.log),
-                    tuple(tuple(e) for e in cache), b.confirm_checkpoint, tuple(b.stale_tail), False, 0, 0)
+            return (b.reachable, False, SLAVE, nb, 0, frozenset(), 0, frozenset(), b.alter_pending, keys, cache,
+                    confirm, stale, False, 0, 0)
         master = rm.role == MASTER
         m = self._master_of(b) if b.linked else None
-        conn = m.rm.connections.get(b.name) if m is not None else None
+        hc = m.core.master.conns.get(b.name) if m is not None else None
         return (b.reachable, True, rm.role, rm.master_id or nb, rm.master_epoch,
                 rm.sss if master else frozenset(), rm.sss_epoch if master else 0,
-                rm.remote_sss if master else frozenset(), b.alter_pending, tuple(b.log),
-                tuple(tuple(e) for e in rm.epoch_cache.entries), rm.confirm_offset, tuple(b.stale_tail),
-                b.linked, conn.ack_offset if conn is not None else 0, conn.cursor_epoch if conn is not None else 0)
-
+                rm.remote_sss if master else frozenset(), b.alter_pending, keys, cache, confirm, stale,
+                hc is not None, rec(hc.ack_offset) if hc is not None else 0,
+                hc.cursor_epoch if hc is not None else 0)

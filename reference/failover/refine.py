@@ -1,6 +1,7 @@
 """The refinement check of the failover reference: every concrete step of a
 ``FailoverGroup`` must be a step of the failover twin (spec/failover/actions.py)
-with the same label, or leave the abstract state unchanged; every abstract
+with the same label — or a path of twin steps, one per label of a compound
+step (``spec_path``) — or leave the abstract state unchanged; every abstract
 state must satisfy the spec's safety invariants.  Nothing here knows a rule:
 the twin's action functions say which successors are allowed."""
 
@@ -35,8 +36,55 @@ def _diff(a: FState, b: FState) -> str:
                      for f in attrs.fields(FState) if getattr(a, f.name) != getattr(b, f.name))
 
 
+SEP = ";"        # a concrete step that is several spec steps: their labels, in order
+
+
+def spec_path(cfg: FailoverConfig, pre: FState, label: str, post: FState,
+              remember: bool = False) -> list[tuple[str, FState]]:
+    """The spec steps one concrete step stands for: [(label, state after it)], ending in ``post``.
+    A label joined by SEP names several actions in order (the byte-level group's cores act on an
+    input at once: an ACK, then the PUT_OKs it allows); the twin must reach ``post`` through
+    them.  RefinementError when it cannot."""
+    parts = label.split(SEP)
+    if len(parts) == 1:
+        check_step(cfg, pre, label, post, remember)
+        return [(label, post)]
+    # depth-first over the twin's successors (power loss and elections offer several)
+    stack: list[tuple[int, FState, tuple]] = [(0, pre, ())]
+    deepest: tuple[int, FState] = (0, pre)
+    while stack:
+        k, s, path = stack.pop()
+        if k == len(parts):
+            if s == post:
+                return list(path)
+            continue
+        options = allowed(cfg, s, parts[k])
+        if k >= deepest[0] and (options or k > deepest[0]):
+            deepest = (k, s)
+        for o in reversed(options):
+            stack.append((k + 1, o, path + ((parts[k], o),)))
+    k, s = deepest
+    if k < len(parts) and not allowed(cfg, s, parts[k]):
+        raise RefinementError(f"{label}: the spec does not allow {parts[k]} after {SEP.join(parts[:k]) or 'nothing'}; "
+                              f"the reference changed {_diff(pre, post)}")
+    ends = [o for o in _ends(cfg, pre, parts)]
+    closest = min(ends, key=lambda o: len(_diff(o, post))) if ends else pre
+    raise RefinementError(f"{label}: no spec path leads here; the closest differs in {_diff(closest, post)}  "
+                          f"(spec vs reference)")
+
+
+def _ends(cfg: FailoverConfig, pre: FState, parts: list[str], limit: int = 64) -> list[FState]:
+    frontier = [pre]
+    for part in parts:
+        frontier = [o for s in frontier for o in allowed(cfg, s, part)][:limit]
+    return frontier
+
+
 def check_step(cfg: FailoverConfig, pre: FState, label: str, post: FState, remember: bool = False) -> None:
     """Raise RefinementError unless pre -label-> post is a twin step (or a stutter)."""
+    if SEP in label:
+        spec_path(cfg, pre, label, post)
+        return
     if post == pre:
         return
     key = (cfg, pre, label, post) if remember else None

@@ -1,12 +1,15 @@
-"""The broker's ReplicasManager and the master side of AutoSwitch HA, sans-IO.
+"""The broker's ReplicasManager — its role and epoch state — and the pure rules of AutoSwitch HA.
 
 One ``ReplicasManager`` per broker holds what the broker learned from the
 controller (role, masterId, masterEpoch, SyncStateSet and its epoch, an
 AlterSyncStateSet proposal in flight), its epoch cache, its log end and
-confirmOffset, and as master one ``HaConnection`` per slave.  Events are
-method calls; each returns the effects (reference/failover/broker_effects.py) the
-runtime performs in order.  Every method names the action of
-tla/AckOrderFailover.tla (and spec/failover/actions.py) it refines.
+confirmOffset, and as master the acks of its slaves (``HaConnection``, synced
+from its MasterCore by BrokerCore).  Events are method calls; each returns the
+effects (reference/failover/broker_effects.py) the runtime performs in order.
+The bytes — puts, transfers, acks, the slave's handshake — are the byte-level
+cores' (MasterCore, FollowerCore), joined to this state by BrokerCore
+(reference/failover/broker.py); the functions below are the rules those cores
+call, one definition each.
 
 The rules, from the spec:
 
@@ -18,8 +21,8 @@ The rules, from the spec:
 * confirmOffset = min(own max offset, the acks of the other SSS members), the
   old value while some member has no connection (#6662); clamped into the
   log at recovery (#6703); consumers never read above it.
-* A transfer batch never spans an epoch (H2); the label comes from the
-  offset, not from a cursor fixed at connect (B13).
+* A transfer's label comes from the offset, not from a cursor fixed at
+  connect (B13); MasterCore never lets a batch span an epoch (H2).
 
 Offsets are in the log's unit (bytes in the reference store).
 """
@@ -30,12 +33,10 @@ from collections.abc import Mapping
 
 import attrs
 
-from reference.decisions import replica_coverage
 from reference.failover import broker_effects as fx
 from reference.failover.bugs import check_bugs
 from reference.failover import sss_policy
 from reference.failover.epochfile import EpochEntry, EpochFileCache, epoch_file_durable
-from reference.failover.truncation import SlaveHandshake, consistent_point, handshake_header, HANDSHAKE_FAILED
 
 MASTER, SLAVE = "MASTER", "SLAVE"
 MAX_SLAVES = 64             # bound on a master's HA connections and on a SyncStateSet
@@ -45,13 +46,8 @@ MAX_SLAVES = 64             # bound on a master's HA connections and on a SyncSt
 
 @attrs.define
 class HaConnection:
-    """The master's AutoSwitchHAConnection to one slave: the slave's last report
-    (slaveAckOffset), where the next batch starts, and the transfer cursor's epoch
-    (0: derived from the offset of each batch; BugTransferCursorNotReset fixes it at
-    connect, RocketMQ's currentTransferEpoch with its -1 'unbounded' end)."""
+    """A slave's last report (slaveAckOffset) as the master's policy and confirmOffset see it."""
     ack_offset: int
-    next_offset: int
-    cursor_epoch: int = 0
 
 
 def sss_view(sss: frozenset[str], remote_sss: frozenset[str]) -> frozenset[str]:
@@ -77,21 +73,6 @@ def ack_members(me: str, sss: frozenset[str], remote_sss: frozenset[str], *,
     if "BugNoAllAck" in bugs:
         return frozenset()
     return ack_view(sss, remote_sss, bugs=bugs) - {me}
-
-
-def ack_covered(me: str, view: frozenset[str], connections: Mapping[str, HaConnection], end_offset: int, *,
-                bugs: frozenset[str] = frozenset()) -> bool:
-    """AckCovered(m, off): GroupTransferService under allAckInSyncStateSet — every other
-    member of ``view`` has a connection whose ack covers ``end_offset``.  BugNoAllAck
-    (B10) waits for nothing.  The coverage is reference/decisions.replica_coverage's
-    ALL_IN_SYNC, the one the byte-level MasterCore answers its PUT_OKs by."""
-    if "BugNoAllAck" in bugs or len(view) <= 1:     # the spec's Cardinality(view) <= 1, whoever is in it
-        return True
-    others = sorted(view - {me})
-    acks = [connections[o].ack_offset for o in others if o in connections]
-    # (replica_coverage says 0 for "a member has no connection": offsets of records start at 1; the
-    # spec's off may be 0 here, which a member without a connection does not cover either)
-    return len(acks) == len(others) and end_offset <= replica_coverage("ALL_IN_SYNC", 0, 0, [], acks, len(others))
 
 
 def confirm_with(me: str, view: frozenset[str], connections: Mapping[str, HaConnection], log_end_offset: int,
@@ -135,45 +116,6 @@ def transfer_label(cache: EpochFileCache, offset: int, cursor_epoch: int, *,
     return entry
 
 
-def batch_end(epoch_cache: EpochFileCache, from_offset: int, max_bytes: int, log_end_offset: int) -> int:
-    """Where a transfer batch starting at ``from_offset`` ends: at most ``max_bytes``, at
-    most the log end, and never past the end of the epoch covering ``from_offset`` (H2).
-
-    pre: 0 <= from_offset < log_end_offset and max_bytes > 0
-    pre: epoch_cache.covering_index(from_offset) is not None
-    post: from_offset < __return__ <= min(from_offset + max_bytes, log_end_offset)
-    """
-    assert 0 <= from_offset < log_end_offset and max_bytes > 0, (from_offset, log_end_offset, max_bytes)
-    end = min(from_offset + max_bytes, log_end_offset)
-    k = epoch_cache.covering_index(from_offset)
-    assert k is not None, f"the epoch cache {epoch_cache.entries} does not cover offset {from_offset}"
-    epoch_end = epoch_cache.entry_end(k, log_end_offset)
-    if epoch_end > from_offset:
-        end = min(end, epoch_end)
-    assert from_offset < end, (from_offset, end)
-    return end
-
-
-@attrs.frozen
-class TransferBatch:
-    """A TRANSFER header and its data range [offset, end): what the runtime ships."""
-    offset: int
-    end: int
-    label: EpochEntry
-    confirm_offset: int
-
-
-@attrs.frozen
-class HandshakeReply:
-    """The master's answer to a slave's handshake: where the slave's stream starts, the
-    master's entries and max offset (the slave computes the same point from them) and the
-    confirmOffset of the first header."""
-    point: int
-    entries: tuple[EpochEntry, ...]
-    log_end_offset: int
-    confirm_offset: int
-
-
 class RoleError(ValueError):
     """An event the broker cannot take in its role (the runtime answers it with an error)."""
 
@@ -198,7 +140,6 @@ class ReplicasManager:
         self.log_end_offset = log_end_offset
         self.confirm_offset = confirm_offset
         self.connections: dict[str, HaConnection] = {}  # master: one per slave in TRANSFER
-        self.client: SlaveHandshake | None = None        # slave: the HA client while following
         self.policy = policy or sss_policy.SyncStateSetPolicy(broker_id)   # as master: when to alter the SSS
 
     # --- construction: Init and BrokerRestart ------------------------------------------------
@@ -213,8 +154,6 @@ class ReplicasManager:
         rm.role, rm.master_id, rm.master_epoch = (MASTER if first else SLAVE), initial_master, 1
         if first:
             rm.sss, rm.sss_epoch = frozenset({broker_id}), 1
-        else:
-            rm.client = SlaveHandshake(rm.epoch_cache, 0, 0, bugs=rm.bugs)
         rm.check_invariants()
         return rm
 
@@ -262,8 +201,7 @@ class ReplicasManager:
         assert len(sss) <= MAX_SLAVES, len(sss)
         was_master = self.role == MASTER
         assert was_master or not self.connections, self.connections
-        effects: tuple = () if was_master or self.client is None else (fx.StopHaClient(),)
-        self.client = None
+        effects: tuple = () if was_master or self.master_id is None else (fx.StopHaClient(),)
         self.role, self.master_id, self.master_epoch = MASTER, self.broker_id, master_epoch
         self.sss, self.sss_epoch, self.remote_sss = sss, sss_epoch, frozenset()
         self.policy.reset()
@@ -290,7 +228,6 @@ class ReplicasManager:
         self.connections = {}
         self.role, self.master_id = SLAVE, master_id
         self.sss, self.sss_epoch, self.remote_sss = frozenset(), 0, frozenset()
-        self.client = SlaveHandshake(self.epoch_cache, self.log_end_offset, self.confirm_offset, bugs=self.bugs)
         self.check_invariants()
         return effects + (fx.StartHaClient(master_id),)
 
@@ -384,137 +321,14 @@ class ReplicasManager:
 
     # --- puts, acks, responses, reads --------------------------------------------------------
 
-    def put(self, end_offset: int) -> int:
-        """Put(m), the broker's part: the log now ends at ``end_offset``.  Alone in its SSS
-        view the master confirms it at once.  Returns the epoch the record was put in."""
-        if self.role != MASTER:
-            raise RoleError(f"{self.broker_id}: a {self.role} takes no put")
-        assert end_offset > self.log_end_offset, (end_offset, self.log_end_offset)
-        self.log_end_offset = end_offset
-        if not (sss_view(self.sss, self.remote_sss) - {self.broker_id}):
-            self.confirm_offset = end_offset
-        return self.master_epoch
-
-    def ack_covered(self, end_offset: int) -> bool:
-        """AckCovered(m, off) over this master's view (see the function)."""
-        return ack_covered(self.broker_id, ack_view(self.sss, self.remote_sss, bugs=self.bugs), self.connections,
-                           end_offset, bugs=self.bugs)
-
-    def can_respond(self, put_epoch: int, end_offset: int) -> bool:
-        """CanRespond(i): PUT_OK only from a master still in the epoch it took the put in,
-        once the acks cover the record; otherwise the request times out."""
-        return self.role == MASTER and self.master_epoch == put_epoch and self.ack_covered(end_offset)
-
     def header_confirm(self) -> int:
         """HeaderConfirm(m): the confirmOffset a TRANSFER header carries
         (BugSlaveConfirmFromMaxOffset: the max offset)."""
         return header_confirm(self.log_end_offset, self.confirm_offset, bugs=self.bugs)
 
-    def readable_end(self) -> int:
-        """Consumers read below confirmOffset (reputEndOffset, V1)."""
-        return self.confirm_offset
-
-    def read(self, offset: int, max_bytes: int) -> tuple[int, int]:
-        """The range [offset, end) a consumer may read from ``offset``: empty at or above
-        readable_end(); never above it."""
-        assert offset >= 0 and max_bytes > 0, (offset, max_bytes)
-        end = max(offset, min(offset + max_bytes, self.readable_end()))
-        return offset, end
-
-    # --- the master's HA connections ---------------------------------------------------------
-
-    def slave_connected(self, slave_id: str, slave_entries: tuple[EpochEntry, ...],
-                        slave_end_offset: int) -> HandshakeReply | None:
-        """ReplicaConnect, the master's side: the same consistent point the slave computes;
-        the connection starts with ack = the point (its first report).  None: the handshake
-        fails (no common epoch) and no connection is made."""
-        if self.role != MASTER:
-            raise RoleError(f"{self.broker_id}: a {self.role} takes no HA connection")
-        assert slave_id != self.broker_id
-        point = consistent_point(EpochFileCache(slave_entries), slave_end_offset, self.epoch_cache,
-                                 self.log_end_offset)
-        if point == HANDSHAKE_FAILED:
-            return None
-        handshake_header(self.epoch_cache, point)       # asserts our cache covers it
-        reply = HandshakeReply(point, self.epoch_cache.entries, self.log_end_offset, self.header_confirm())
-        assert len(self.connections) < MAX_SLAVES or slave_id in self.connections
-        self.connections[slave_id] = HaConnection(point, point, cursor_epoch_at_connect(self.epoch_cache,
-                                                                                         bugs=self.bugs))
-        if slave_id in self.sss:
-            self.confirm_offset = self._confirm(sss_view(self.sss, self.remote_sss))
-        self.check_invariants()
-        return reply
-
-    def next_transfer(self, slave_id: str, max_bytes: int) -> TransferBatch | None:
-        """Transfer, the master's side: the next batch for a slave (None: it has it all).
-        The batch ends at its epoch's end (H2) — except under BugTransferCursorNotReset,
-        where a cursor fixed at an older epoch is 'unbounded' and labels it all old."""
-        conn = self.connections[slave_id]
-        start = conn.next_offset
-        if start >= self.log_end_offset:
-            return None
-        label = transfer_label(self.epoch_cache, start, conn.cursor_epoch, bugs=self.bugs)
-        if conn.cursor_epoch != 0:      # only under the bug: the cursor's epoch was the last, its end -1
-            end = min(start + max_bytes, self.log_end_offset)
-        else:
-            end = batch_end(self.epoch_cache, start, max_bytes, self.log_end_offset)
-        conn.next_offset = end
-        return TransferBatch(start, end, label, self.header_confirm())
-
-    def slave_ack(self, slave_id: str, offset: int) -> tuple:
-        """ReplicaAck: a slave reports the offset it holds.  A report past what was shipped
-        closes that connection (a slave never holds what it was not sent)."""
-        conn = self.connections.get(slave_id)
-        if conn is None:
-            return ()
-        if not 0 <= offset <= conn.next_offset:
-            del self.connections[slave_id]
-            return (fx.CloseConnections((slave_id,)),)
-        conn.ack_offset = max(conn.ack_offset, offset)
-        if slave_id in self.sss:
-            self.confirm_offset = self._confirm(sss_view(self.sss, self.remote_sss))
-        self.check_invariants()
-        return ()
-
-    def slave_disconnected(self, slave_id: str) -> None:
-        """ReplicaDisconnect: the link is gone; its ack and cursor go with it."""
-        self.connections.pop(slave_id, None)
-
     def _confirm(self, view: frozenset[str]) -> int:
         return confirm_with(self.broker_id, view, self.connections, self.log_end_offset, self.confirm_offset,
                             bugs=self.bugs)
-
-    # --- the slave's side (delegated to the HA client) -------------------------------------
-
-    def start_following(self) -> tuple:
-        """The HA client connects and sends its handshake."""
-        if self.role != SLAVE or self.client is None:
-            raise RoleError(f"{self.broker_id}: not following a master")
-        return self.client.start()
-
-    def handshake_reply(self, reply: HandshakeReply) -> tuple:
-        """ReplicaConnect, the slave's side: the crash-safe cut (truncation.py)."""
-        assert self.client is not None
-        effects = self.client.handshake_reply(reply.entries, reply.log_end_offset, reply.confirm_offset)
-        self._take_client()
-        return effects
-
-    def transfer_received(self, batch: TransferBatch) -> tuple:
-        """Transfer, the slave's side."""
-        assert self.client is not None
-        effects = self.client.transfer(batch.offset, batch.end - batch.offset, batch.label, batch.confirm_offset)
-        self._take_client()
-        return effects
-
-    def follower_disconnected(self) -> None:
-        if self.client is not None:
-            self.client.disconnected()
-
-    def _take_client(self) -> None:
-        self.epoch_cache = self.client.cache
-        self.log_end_offset = self.client.log_end_offset
-        self.confirm_offset = self.client.confirm_offset
-        self.check_invariants()
 
     # --- invariants --------------------------------------------------------------------------
 
@@ -527,8 +341,7 @@ class ReplicasManager:
         if not self._bug("BugConfirmNotClamped"):
             assert self.confirm_offset <= self.log_end_offset, (self.confirm_offset, self.log_end_offset)
         if self.role == MASTER:
-            assert self.master_id == self.broker_id and not self.client
-            assert all(c.ack_offset <= c.next_offset <= self.log_end_offset for c in self.connections.values())
+            assert self.master_id == self.broker_id
             if not self._bug("BugEpochAppendUnchecked"):
                 assert self.epoch_cache.last_epoch() == self.master_epoch, (self.epoch_cache.entries,
                                                                              self.master_epoch)

@@ -247,7 +247,8 @@ def take_held(store: SegmentStore, held) -> LogScan:
     its fsync is timer-driven), and a hole left by a power loss must not cut what it acknowledges."""
     scan = held.scan
     end = scan.end_offset
-    store.zero_tail(scan.tail_start, end - scan.tail_start)
+    if held.zero_beyond:
+        store.zero_tail(scan.tail_start, end - scan.tail_start)
     for start in store.segments():
         if start < end:
             store._fdatasync(start)

@@ -111,3 +111,33 @@ def test_brokers_that_come_and_go_past_the_bound_are_refused_not_asserted():
     broker.peers = tuple(f"b{k}" for k in range(2, MAX_REPLICAS))
     assert broker.peers_problem(("b999",)) is None
     assert "at most 64" in broker.peers_problem(("b999", "b1000", "b1001"))
+
+
+def test_a_re_elected_master_answers_its_earlier_epochs_requests_with_an_error_never_put_ok():
+    """The spec's Respond needs the master's epoch to be the request's: a request waiting for the
+    SyncStateSet of epoch 1 is answered FLUSH_SLAVE_TIMEOUT when epoch 2 begins (whose set is this
+    master alone), never PUT_OK.  Found by the byte-level failover simulator: the core answered it
+    PUT_OK at the next ACK, a step no spec path allows."""
+    from reference import effects as fx
+    from reference.status import PutStatus
+
+    broker, master = _master_broker(records=0)
+    broker.master_sync_state_set(1, frozenset({"b1", "s"}), 2)
+    master.put(7, 40)
+    assert 7 not in master.acked and master.core.requests, "it waits for s"
+    broker.change_to_master(2, frozenset({"b1"}), 3)
+    answers = [(e.req_id, PutStatus(e.status)) for e in master.core.take_effects() if isinstance(e, fx.Respond)]
+    assert answers == [(1, PutStatus.FLUSH_SLAVE_TIMEOUT)] and not master.core.requests, answers
+
+
+def test_a_demoted_master_leaves_the_confirm_offset_its_core_reached():
+    """detach: confirmOffset moved on the master core's acks since the manager last synced; a
+    demoted master kept the manager's older value (the byte-level simulator: ChangeToSlave moved
+    confirm back, a step the spec does not take)."""
+    broker, master = _master_broker()
+    core = master.core
+    assert core.confirm == master.end
+    master.put(8, 40)                  # alone in its SyncStateSet: the put moves confirmOffset
+    assert core.confirm == master.end > broker.rm.confirm_offset
+    broker.detach()
+    assert broker.rm.confirm_offset == master.end

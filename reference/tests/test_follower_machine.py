@@ -198,7 +198,8 @@ class FollowerMachine(RuleBasedStateMachine):
         held = self.broker.take_held()
         if held is None:                       # stopped in the middle of a cut: recover the files
             return self._scan(None)
-        self._zero_from(held.scan.end_offset)     # beyond the end, whatever it is, goes (disk.take_held)
+        if held.zero_beyond:                      # beyond the end, whatever it is, goes (disk.take_held)
+            self._zero_from(held.scan.end_offset)
         if "BugTruncateNotDurable" not in self.bugs:
             files = self._scan(None)
             assert (held.scan.end_offset, held.scan.record_count, held.scan.checkpoints, held.scan.tail_bytes) == \

@@ -93,8 +93,10 @@ def test_the_handshake_does_what_replica_connect_does(h, master_confirm, bugs):
     header_confirm = sf.header_confirm(cfg(*bugs), s, M)
     out = slave_handshake(EpochFileCache(slave), slave_len, EpochFileCache(master), master_len, header_confirm,
                           bugs=frozenset(bugs))
-    if not succ:
-        assert out is None
+    if out is None:
+        # no common epoch: FollowerCore cuts the whole log, durably, and follows from 0 — the
+        # spec's ReplicaConnect too (unless the master's entries do not cover 0: refused)
+        assert all(len(t.blog[S]) == 0 and t.staleTail[S] == () for t in succ), succ
         return
     (t,) = succ
     assert out.point == len(t.blog[S]) == t.ack[S]

@@ -98,7 +98,8 @@ def timeout(cfg: FailoverConfig, s: FState, i: int) -> list[FState]:
 # --- HA: handshake, transfer, acks ---------------------------------------------------
 
 def replica_connect(cfg: FailoverConfig, s: FState, b: str) -> list[FState]:
-    """Slave's AutoSwitchHAClient: handshake, doTruncate, first header, first report."""
+    """Slave's AutoSwitchHAClient: handshake, doTruncate, first header, first report (no common
+    epoch: the whole log cut, durably, followed from 0)."""
     k = cfg.index(b)
     m = s.bMasterId[k]
     if not (s.up[k] and s.role[k] == SLAVE and m != cfg.no_broker and not s.connected[k]):
@@ -106,12 +107,12 @@ def replica_connect(cfg: FailoverConfig, s: FState, b: str) -> list[FState]:
     j = cfg.index(m)
     if not (s.up[j] and s.role[j] == MASTER):
         return []
-    p = consistent_point(cfg, s, k, j)
-    if p < 0:
-        return []
+    point = consistent_point(cfg, s, k, j)
+    p = max(point, 0)           # no common epoch: the whole log is cut, durably, and followed from 0
     disk = s.blog[k] + s.staleTail[k]
     ci = covering_index(s.epochCache[j], p)
-    assert ci > 0, "a master's epoch cache covers every offset of its log"
+    if ci == 0:
+        return []               # the master's entries do not cover where the stream would start
     header = s.epochCache[j][ci - 1]
     connected = _set(s.connected, k, True)
     ack = _set(s.ack, k, p)
@@ -120,7 +121,7 @@ def replica_connect(cfg: FailoverConfig, s: FState, b: str) -> list[FState]:
         confirm = _set(confirm, j, confirm_with(cfg, s, j, sss_view(s, j), connected, ack, s.confirm[j]))
     return [evolve(
         s, blog=_set(s.blog, k, s.blog[k][:p]),
-        staleTail=_set(s.staleTail, k, disk[p:] if cfg.bug("BugTruncateNotDurable") else ()),
+        staleTail=_set(s.staleTail, k, disk[p:] if cfg.bug("BugTruncateNotDurable") and point >= 0 else ()),
         epochCache=_set(s.epochCache, k, append_entry(cfg, truncate_suffix_by_offset(s.epochCache[k], p), header)),
         connected=connected, ack=ack,
         cursorEpoch=_set(s.cursorEpoch, k, last_epoch(s.epochCache[j]) if cfg.bug("BugTransferCursorNotReset") else 0),

@@ -37,11 +37,18 @@ def test_handshake_cuts_a_demoted_master_back_to_the_new_masters_epoch_start():
     assert t.blog[0] == (1,) and t.epochCache[0] == ((1, 0), (2, 1)) and t.connected[0] and t.ack[0] == 1
 
 
-def test_no_common_epoch_is_a_failed_handshake():
+def test_no_common_epoch_cuts_the_whole_log_and_follows_from_0():
+    """findConsistentPoint fails (only a lost epoch file leaves no common epoch): the slave cuts its
+    whole log, durably even under B14, and follows from 0 (FollowerCore.epoch_reply's choice);
+    a master whose entries do not cover 0 is refused."""
     s = attrs.evolve(S0, blog=((), (7,), ()), epochCache=(((1, 0),), ((3, 0),), ()),
                      bMasterId=("b1", "b1", "b1"))
     assert consistent_point(CFG, s, 1, 0) == -1
-    assert replica_connect(CFG, s, "b2") == []
+    for cfg in (CFG, attrs.evolve(CFG, bugs={"BugTruncateNotDurable"})):
+        (t,) = replica_connect(cfg, s, "b2")
+        assert (t.blog[1], t.staleTail[1], t.epochCache[1], t.ack[1], t.connected[1]) == ((), (), ((1, 0),), 0, True)
+    uncovered = attrs.evolve(s, blog=((5,), (7,), ()), epochCache=(((2, 1),), ((3, 0),), ()))
+    assert replica_connect(CFG, uncovered, "b2") == []
 
 
 def test_union_rule_waits_for_the_proposed_member():
