@@ -36,14 +36,11 @@ SLOW_TESTS = (
     "reference/tests/test_failover_real.py::test_chaos_failover_catches_a_cut_only_in_memory",  # 33 s
     "reference/tests/test_failover_drive.py::test_seeded_runs_never_leave_the_spec[bugs0]",  # 32 s
     "reference/tests/test_failover_drive.py::test_a_rule_broken_in_a_core_is_caught_by_the_simulator[begin_epoch]",  # 21 s
+    "stateful_tests/test_failover.py::test_failover_bug_is_caught[BugShrinkBeforeCommit]",  # 26 s
+    "stateful_tests/test_failover.py::test_failover_bug_is_caught[BugTruncateNotDurable]",  # 21 s
     "reference/tests/test_failover_drive.py::test_the_scenarios_reach_the_deep_failover_bugs[BugSlaveConfirmFromMaxOffset-LogMatchingAcrossEpochs-None]",  # 35 s
     "reference/tests/test_failover_drive.py::test_the_scenarios_reach_the_deep_failover_bugs[BugAlterWithoutFencing-SSSContainsMaster-deposed-master]",  # 20 s
     "reference/tests/test_failover_drive.py::test_the_scenarios_reach_the_deep_failover_bugs[BugCommittedSssOnly-AckedSurvivesFailover-joining-member]",  # 30 s
-    "reference/tests/test_failover_drive.py::test_the_failover_simulator_catches_every_switch[BugCommittedSssOnly]",  # 13 s
-    "reference/tests/test_failover_drive.py::test_the_failover_simulator_catches_every_switch[BugSlaveConfirmFromMaxOffset]",  # 15 s
-    "reference/tests/test_failover_drive.py::test_the_failover_simulator_catches_every_switch[BugAlterWithoutFencing]",  # 6 s
-    "reference/tests/test_failover_drive.py::test_the_failover_simulator_catches_every_switch[BugShrinkBeforeCommit]",  # 6 s
-    "reference/tests/test_failover_drive.py::test_the_failover_simulator_catches_every_switch[BugTransferCursorNotReset]",  # 5 s
     "stateful_tests/test_failover.py::test_failover_bug_is_caught[BugCommittedSssOnly]",  # 32 s
     "reference/tests/test_failover_drive.py::test_seeded_runs_never_leave_the_spec[bugs1]",  # 30 s
     "cli/tests/test_campaign_cli.py::test_a_bug_campaign_exits_0_when_found_its_reproducer_pastes_and_a_long_one_reports_beside_it",  # 29 s

@@ -796,8 +796,14 @@ class MasterCore:
             # A request of an earlier epoch is never answered PUT_OK (the spec's Respond needs the
             # master's epoch to be the request's): the SyncStateSet it waited for is gone, and the
             # new epoch's starts with this master alone.  Its producer learns so now.
-            for req in [r for r in self.requests.values() if r.status is None]:
-                self._fail(req, PutStatus.FLUSH_SLAVE_TIMEOUT)
+            self.stop_serving()
+
+    def stop_serving(self) -> None:
+        """Every request still waiting is answered FLUSH_SLAVE_TIMEOUT: at a re-election (its epoch
+        is over) and when the master's machine stops (BrokerCore.detach: a demotion), so no
+        producer waits on a SyncStateSet, or a machine, that is gone."""
+        for req in [r for r in self.requests.values() if r.status is None]:
+            self._fail(req, PutStatus.FLUSH_SLAVE_TIMEOUT)
 
     def log_end_offset(self) -> int:
         """The master's max offset as the failover rules count it: its last whole record in the

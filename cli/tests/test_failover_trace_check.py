@@ -35,11 +35,13 @@ def test_a_correct_runs_trace_is_valid_and_exit_0(tmp_path):
 
 
 def _first_failing(bug: str):
-    for seed in range(300):
-        run, lines = _trace(seed, (bug,))
-        if run.violation:
-            return seed, run, lines
-    pytest.fail(f"{bug}: no failing seed in 300")
+    """The switch's first failing seed (reference/tests/failover_seeds.py), its run and trace."""
+    from reference.tests.failover_seeds import FIRST_FAILING_SEED
+
+    seed = FIRST_FAILING_SEED[bug]
+    run, lines = _trace(seed, (bug,))
+    assert run.violation, f"{bug}: seed {seed} no longer fails; python -m reference.tests.failover_seeds"
+    return seed, run, lines
 
 
 def _tlc_and_twin_agree(bug: str) -> None:
@@ -82,13 +84,9 @@ def test_a_disagreement_of_tlc_and_the_twin_is_exit_1_and_said(tmp_path, monkeyp
 def test_the_trace_of_each_failover_bug_is_rejected(bug):
     """The first failing seed's trace, written with the switch on, checked with every switch off: the
     step the bug changed is the first one no spec state can take (at or before the violation)."""
-    for seed in range(300):
-        run, lines = _trace(seed, (bug,))
-        if run.violation:
-            verdict = check_failover_lines(lines, bug)
-            assert not verdict.ok and verdict.steps <= len(run.labels), (bug, seed, verdict)
-            return
-    pytest.fail(f"{bug}: no failing seed in 300")
+    seed, run, lines = _first_failing(bug)
+    verdict = check_failover_lines(lines, bug)
+    assert not verdict.ok and verdict.steps <= len(run.labels), (bug, seed, verdict)
 
 
 def test_a_liveness_bug_is_not_judged_on_a_finite_trace():
@@ -180,7 +178,9 @@ def test_replay_writes_a_failover_trace_and_emits_a_test_that_passes(tmp_path):
     trace-check rejects, and the emitted pytest (with the bug: the violation and a rejected trace;
     without: none) passes against today's reference."""
     bug = "BugShrinkBeforeCommit"
-    seed = next(s for s in range(300) if simulate(s, bugs=(bug,)).violation)
+    from reference.tests.failover_seeds import failing_seed
+
+    seed = failing_seed(bug)
     trace, test = tmp_path / "t.ndjson", tmp_path / "test_emitted.py"
     p = ackorder_in_process("replay", "--failover", "--seed", str(seed), "--steps", "400", "--bug", bug,
                             "--trace", str(trace), "--emit-test", str(test))

@@ -131,8 +131,10 @@ class BrokerCore:
                 held_log(replica.index, replica.segments, replica.parsed_end))
         elif self.master is not None:
             # its acks went with its connections; the log it leaves is its last whole record in the
-            # page cache (a write buffer past it, a write that failed, are not the log)
+            # page cache (a write buffer past it, a write that failed, are not the log); its waiting
+            # requests are answered (effects the caller performs, or drops with the runtime)
             core = self.master
+            core.stop_serving()
             end = core.log_end_offset()
             rm.log_end_offset = end
             rm.epoch_cache = rm.epoch_cache.truncate_beyond(end)
@@ -193,16 +195,18 @@ class BrokerCore:
 
     # ------------------------------------------------------------------ the SyncStateSet, on the master's thread
 
-    def master_sync_state_set(self, master_epoch: int, sss: frozenset[str], sss_epoch: int) -> bool:
+    def master_sync_state_set(self, master_id: str | None, master_epoch: int, sss: frozenset[str],
+                              sss_epoch: int) -> bool:
         """ChangeSyncStateSet: the controller's SyncStateSet (the periodic sync)."""
-        return self._step(lambda: self.rm.change_sync_state_set(master_epoch, sss, sss_epoch))
+        return self._step(lambda: self.rm.change_sync_state_set(master_id, master_epoch, sss, sss_epoch))
 
     def master_check_sync_state_set(self, now_ms: int) -> tuple:
         """checkSyncStateSetAndDoReport over the master core's own acks: the proposals to send."""
         return self._step(lambda: self.rm.check_sync_state_set(now_ms))
 
-    def master_alter_answered(self, accepted: bool, master_epoch: int, sss: frozenset[str], sss_epoch: int) -> None:
-        self._step(lambda: self.rm.alter_answered(accepted, master_epoch, sss, sss_epoch))
+    def master_alter_answered(self, accepted: bool, master_id: str | None, master_epoch: int, sss: frozenset[str],
+                              sss_epoch: int) -> None:
+        self._step(lambda: self.rm.alter_answered(accepted, master_id, master_epoch, sss, sss_epoch))
 
     def _step(self, decide: Callable[[], object]) -> object:
         core = self.master

@@ -18,7 +18,7 @@ import random
 import attrs
 
 from reference.failover.group import GROUP, SIM_MAX_NOT_CATCHUP_MS, SSS_CHECK_INTERVAL_MS, FailoverGroup
-from reference.failover.refine import SEP, RefinementError, check_step, spec_path, violated
+from reference.failover.refine import SEP, RefinementError, spec_path, violated
 from spec.failover.config import FailoverConfig
 from spec.failover.properties import stable_master
 
@@ -83,6 +83,7 @@ class Scenario:
     prompt_shrinks: float = 0.0              # how often a master's check comes after haMaxTimeSlaveNotCatchup
     check_ms: int = SSS_CHECK_INTERVAL_MS    # virtual time before a master's SyncStateSet check otherwise
     send_window_records: int = 1             # how far a slave's data runs ahead of its ACKs (group.py)
+    segment_records: int | None = None       # records per segment (logs roll; None: one segment)
 
     def __attrs_post_init__(self) -> None:
         assert 0 < self.fault_rate < 1 and set(self.aimed) <= {"brokerCrash", "powerLoss", "cutOff"}, self
@@ -129,6 +130,14 @@ def draw_scenario(rng: random.Random) -> Scenario:
       expansion is in flight is slow (its ACKs wait, so its data stops at the send window) until
       the controller answers: a PUT_OK in that window must wait for it (#5663)."""
     name = rng.choice(SCENARIOS)
+    sc = _draw(rng, name)
+    return attrs.evolve(sc, segment_records=rng.choice(SEGMENT_RECORDS))
+
+
+SEGMENT_RECORDS = (None, 5, 8)           # records per segment, one per run: a third of the runs keep one segment
+
+
+def _draw(rng: random.Random, name: str) -> Scenario:
     if name == "mixed":
         return Scenario(name, rng.choice(FAULT_RATES), _weights(), slow=((0, rng.choice((None,) * 3 + BROKERS)),),
                         send_window_records=rng.choice((1, 4)))
@@ -299,7 +308,7 @@ def simulate(seed: int, steps: int = 400, bugs: tuple[str, ...] = (), budget: Fa
     cfg = FailoverConfig(BROKERS, "b1", bugs=frozenset(bugs))
     rng = random.Random(seed)
     sc = draw_scenario(rng)
-    g = FailoverGroup(cfg, sc.send_window_records) if group is None else group(cfg)
+    g = FailoverGroup(cfg, sc.send_window_records, sc.segment_records) if group is None else group(cfg)
     labels: list[str] = []
     pre = g.abstract()
     truncations = 0

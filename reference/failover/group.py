@@ -2,28 +2,31 @@
 ``ackorder broker node`` runs (a ``MasterCore`` or a ``FollowerCore`` each, over segment files),
 and the ``ControllerCore``, wired by a simulated network and disks.
 
-It offers the record-level ``FailoverGroup``'s methods (one per action of
-tla/AckOrderFailover.tla), so the seeded simulator (drive.py) and the Hypothesis machine drive
-either; ``abstract()`` maps the bytes onto the spec's ``FState``.  The group decides nothing:
-the cores do, the group moves frames, performs effects on files and answers the controller.
+One method per action of tla/AckOrderFailover.tla (the seeded simulator, drive.py, and the
+Hypothesis machine, stateful_tests/failover_machine.py, drive them); ``abstract()`` maps the bytes
+onto the spec's ``FState``.  The group decides nothing: the cores do; the group moves frames,
+performs effects on files and answers the controller.  (Its environment's choices — a process
+dies, power fails, a link drops, time passes — are the spec's environment actions.)
 
 One concrete step may be several spec steps, because the cores act on their inputs at once:
 an ACK that covers requests is ReplicaAck, then each Respond; a put with a slave waiting for
 data is Put, then Transfer.  A method returns the labels joined by ``;`` in the order the cores
-emitted them, and the refinement check (refine.check_step) asks the twin for a path through
+emitted them, and the refinement check (refine.spec_path) asks the twin for a path through
 them.  Two choices make the spec's atomic actions the cores' own:
 
 * frames are delivered the moment a core sends them, and the master's send window is one record
-  (``SIM_CONFIG``): a transfer header carries the master's confirmOffset of that instant, as the
-  spec's Transfer reads it, and a slave whose ACKs wait gets no further data (a lagging member);
-* a slave's ACK waits in the network until ReplicaAck delivers it (at most one is in flight,
-  by the window).
+  or a few (``send_window_records``): a transfer header carries the master's confirmOffset of
+  that instant, as the spec's Transfer reads it, and a slave whose ACKs wait gets no further
+  data than the window (a lagging member);
+* a slave's ACKs wait in the network until ReplicaAck delivers the latest.
 
-Records are of one size (``RECORD_BYTES``) in one segment, so a byte offset is a record count
-times that size; ``abstract()`` asserts every offset it maps is a record boundary.
+Records are of one size (``RECORD_BYTES``) and every log is laid out alike (``segment_records``
+to a segment, then the blank that pads it), so a byte offset names one record count on every
+broker (``records_below``, which asserts each offset it maps falls between records).
 """
-
 from __future__ import annotations
+
+import functools
 
 import attrs
 
@@ -38,7 +41,7 @@ from reference.failover.epochfile import EpochFileCache
 from reference.failover.roles import MASTER, SLAVE
 from reference.failover.sss_policy import SyncStateSetPolicy
 from reference.master import MasterCore
-from reference.record import HEADER_SIZE, MESSAGE_MAGIC, record_crc_ok, scan_log
+from reference.record import END_FILE_MIN_BLANK_LENGTH, HEADER_SIZE, Record, scan_log, scan_segment
 from reference.replica import ReplicaCore
 from reference.status import PutStatus
 from spec.failover.config import FailoverConfig
@@ -52,8 +55,9 @@ SIM_ALTER_TIMEOUT_MS = 1 << 62       # never: an unanswered alter is AlterSyncSt
 MAX_REQUESTS = 100_000               # bound on the requests one run keeps
 BODY_BYTES = 4
 RECORD_BYTES = HEADER_SIZE + BODY_BYTES
-SEGMENT_BYTES = 1 << 16             # every run's log fits one segment (MAX_RECORDS records)
-MAX_RECORDS = (SEGMENT_BYTES - 64) // RECORD_BYTES
+SEGMENT_BYTES = 1 << 16             # the default: every run's log fits one segment
+BLANK_ROOM_BYTES = 10               # a small segment's room after its last record: the blank that pads it
+MAX_SEGMENTS = 4096                 # bound on a broker's segment files in one run (asserted)
 NEVER_MS = 1 << 50
 SIM_CONFIG = StoreConfig(mapped_file_size_commit_log=SEGMENT_BYTES, max_message_size=64,
                          broker_role="SYNC_MASTER", ack_policy="ALL_IN_SYNC",
@@ -76,10 +80,12 @@ class ByteBroker:
     confirm_checkpoint: int = 0
     reachable: bool = True
     alter_pending: bool = False
+    proposal: frozenset = frozenset()   # the SyncStateSet its AlterSyncStateSet in flight proposes
     conn: int | None = None         # as a slave: its HA connection's id while linked
     acks: list = attrs.Factory(list)    # as a slave: its ACKs in flight to the master
     clock_ms: int = 0               # the master core's clock
     down_end: int = 0               # while down: where its log ended (the page cache past it is stale)
+    segment_bytes: int = SEGMENT_BYTES
 
     @property
     def up(self) -> bool:
@@ -96,28 +102,38 @@ class ByteBroker:
     def fenced_out(self) -> bool:
         return self.core is not None and self.core.rm.fenced
 
-    def data(self) -> bytes:
-        return bytes(self.files.get(0, bytearray(SEGMENT_BYTES)))
+    def records(self) -> list[Record]:
+        """The whole records on disk, in order: each segment read from its start (a blank pads it to
+        its end and the log goes on in the next), as recovery reads them — the log and, past its
+        end, whatever a cut only in memory left there."""
+        out: list[Record] = []
+        start = 0
+        while start in self.files:
+            scan = scan_segment(bytes(self.files[start]), start)
+            out += scan.records
+            if not scan.ends_with_blank or scan.problem:
+                break
+            start += self.segment_bytes
+        return out
 
     @property
     def log(self) -> list[int]:
         """The records the broker holds (drive.py draws a power loss's prefix from it)."""
-        return record_keys(self.data(), log_end(self))
+        end = log_end(self)
+        return [r.key for r in self.records() if r.end <= end]
 
 
-def record_keys(data: bytes, end: int) -> list[int]:
-    assert end % RECORD_BYTES == 0, f"log end {end} is not a record boundary"
-    return [int.from_bytes(data[o + 12:o + 20], "big") for o in range(0, end, RECORD_BYTES)]
-
-
-def stale_keys(data: bytes, end: int) -> list[int]:
-    """Whole records on disk past the log end (only a cut in memory leaves them)."""
-    out, o = [], end
-    while o + RECORD_BYTES <= len(data) and int.from_bytes(data[o + 4:o + 8], "big") == MESSAGE_MAGIC \
-            and int.from_bytes(data[o:o + 4], "big") == RECORD_BYTES and record_crc_ok(data, o, RECORD_BYTES):
-        out.append(int.from_bytes(data[o + 12:o + 20], "big"))
-        o += RECORD_BYTES
-    return out
+def records_below(segment_bytes: int, offset: int, what: str) -> int:
+    """The spec's offset of byte offset ``offset``: how many records of the group's one layout end at
+    or below it.  Every log of the group is laid out alike — records of one size, as many to a
+    segment as leave room for the blank that pads it (END_FILE_MIN_BLANK_LENGTH) — so an offset
+    names the same record count on every broker, held or not (a checkpoint past a power loss's
+    cut).  Every offset the abstraction maps must fall between records."""
+    per_segment = (segment_bytes - END_FILE_MIN_BLANK_LENGTH) // RECORD_BYTES
+    within = offset % segment_bytes
+    assert within % RECORD_BYTES == 0 and within <= per_segment * RECORD_BYTES, \
+        f"{what} {offset} falls inside a record (or inside a segment's padding)"
+    return (offset // segment_bytes) * per_segment + within // RECORD_BYTES
 
 
 def log_end(b: ByteBroker) -> int:
@@ -132,9 +148,13 @@ def log_end(b: ByteBroker) -> int:
     return core.rm.log_end_offset
 
 
-def rec(offset: int) -> int:
-    assert offset % RECORD_BYTES == 0, f"offset {offset} is not a record boundary"
-    return offset // RECORD_BYTES
+def _action(method):
+    """A spec action's method: no label of an earlier step may be left over (each ends in _done)."""
+    @functools.wraps(method)
+    def run(self, *args):
+        assert not self.labels, f"labels left by an earlier step: {self.labels}"
+        return method(self, *args)
+    return run
 
 
 @attrs.define
@@ -146,12 +166,18 @@ class ByteRequest:
 
 
 class FailoverGroup:
-    def __init__(self, cfg: FailoverConfig, send_window_records: int = 1) -> None:
+    def __init__(self, cfg: FailoverConfig, send_window_records: int = 1, segment_records: int | None = None) -> None:
         """``send_window_records``: how far a slave whose ACKs wait gets ahead of them (one record:
-        its data waits with its ACKs; more: its data flows while its ACKs are late)."""
+        its data waits with its ACKs; more: its data flows while its ACKs are late).
+        ``segment_records``: a segment holds that many records and a blank (logs roll, a lagging
+        slave is served from segments read back); None: every log fits one segment."""
         assert 1 <= send_window_records <= 64, send_window_records
+        assert segment_records is None or 5 <= segment_records <= 1000, segment_records
         self.cfg = cfg
-        self.store_cfg = attrs.evolve(SIM_CONFIG, ha_send_window_bytes=send_window_records * RECORD_BYTES)
+        self.segment_bytes = SEGMENT_BYTES if segment_records is None else \
+            segment_records * RECORD_BYTES + BLANK_ROOM_BYTES
+        self.store_cfg = attrs.evolve(SIM_CONFIG, ha_send_window_bytes=send_window_records * RECORD_BYTES,
+                                      mapped_file_size_commit_log=self.segment_bytes)
         self.names = cfg.brokers
         self.ids = {b: k + 1 for k, b in enumerate(self.names)}
         self.by_id = {k + 1: b for k, b in enumerate(self.names)}
@@ -171,7 +197,7 @@ class FailoverGroup:
         self.labels: list[str] = []         # the spec steps of the step being taken
         for b in sorted(self.names, key=lambda b: b != cfg.initial_master):
             core = BrokerCore.initial(b, cfg.initial_master, bugs=self.broker_bugs, policy=self._policy(b))
-            broker = self.brokers[b] = ByteBroker(b, self.ids[b], core)
+            broker = self.brokers[b] = ByteBroker(b, self.ids[b], core, segment_bytes=self.segment_bytes)
             if core.rm.role == MASTER:
                 self._start_master(broker, None)
                 core.resume_master()
@@ -223,13 +249,16 @@ class FailoverGroup:
     # ------------------------------------------------------------------ plumbing: the machines' effects
 
     def _segment(self, b: ByteBroker, start: int) -> bytearray:
-        assert start == 0, f"{b.name}: a second segment ({start}): the run's log outgrew SEGMENT_BYTES"
-        return b.files.setdefault(0, bytearray(SEGMENT_BYTES))
+        assert start % self.segment_bytes == 0 and start < MAX_SEGMENTS * self.segment_bytes, start
+        return b.files.setdefault(start, bytearray(self.segment_bytes))
 
     def _zero_from(self, b: ByteBroker, offset: int) -> None:
-        if 0 in b.files:
-            seg = b.files[0]
-            seg[offset:] = bytes(SEGMENT_BYTES - offset)
+        """SegmentStore.zero_tail: the segment holding ``offset`` zeroed from it, later ones gone."""
+        holding = offset - offset % self.segment_bytes
+        for start in [start for start in b.files if start > holding]:
+            del b.files[start]
+        if holding in b.files:
+            b.files[holding][offset - holding:] = bytes(self.segment_bytes - (offset - holding))
 
     def _perform_role(self, b: ByteBroker, effects) -> None:
         """BrokerCore's role-change and SyncStateSet effects (broker_effects.py)."""
@@ -240,7 +269,7 @@ class FailoverGroup:
                     b.epoch_file_durable = b.epoch_file
             elif isinstance(e, bfx.ProposeSyncStateSet):
                 assert e.action != "Resend", "the simulator never gives up an alter: SIM_ALTER_TIMEOUT_MS"
-                b.alter_pending = True
+                b.alter_pending, b.proposal = True, frozenset(e.sss)
                 self.counters["sssProposal"] += 1
                 self.labels.append(f"{e.action}({b.name},{e.member})")
             elif isinstance(e, (bfx.StartHaClient, bfx.StopHaClient, bfx.CloseConnections, bfx.ReportOffset,
@@ -251,10 +280,10 @@ class FailoverGroup:
             else:
                 raise AssertionError(f"unexpected effect {e!r}")
 
-    def _pump_master(self, b: ByteBroker) -> None:
-        """The master core's effects, in order: writes land in its file, answers become the
-        requests' statuses, frames reach the slaves at once."""
-        core = b.core.master
+    def _pump_master(self, b: ByteBroker, core: MasterCore | None = None) -> None:
+        """The master core's effects (``core``: one just stopped), in order: writes land in its
+        file, answers become the requests' statuses, frames reach the slaves at once."""
+        core = core or b.core.master
         for _ in range(MAX_PUMP):
             effects = core.take_effects()
             if not effects:
@@ -269,7 +298,7 @@ class FailoverGroup:
                 elif isinstance(e, fx.Fsync):
                     core.fsync_done(e.start, e.upto, b.clock_ms)
                 elif isinstance(e, fx.ReadSegment):
-                    core.segment_read(e.start, b.data(), b.clock_ms)
+                    core.segment_read(e.start, bytes(b.files[e.start]), b.clock_ms)
                 elif isinstance(e, fx.Respond):
                     self._answered(b, e)
                 elif isinstance(e, (fx.SendData, fx.SendEpochs)):
@@ -285,6 +314,8 @@ class FailoverGroup:
     def _answered(self, b: ByteBroker, e: fx.Respond) -> None:
         r = self.requests[e.req_id - 1]
         assert r.master == b.name and r.status == WAITING, (r, e)
+        # a put refused before its record reached the log is no step of the spec (no disk faults here)
+        assert e.next_offset != 0, f"request {e.req_id} refused: {PutStatus(e.status).name}"
         if e.status == int(PutStatus.PUT_OK):
             r.status = PUT_OK
             self.labels.append(f"Respond({e.req_id})")
@@ -304,9 +335,9 @@ class FailoverGroup:
         if isinstance(e, fx.SendEpochs):
             follower.epoch_reply(e.entries, e.log_end_offset, e.confirm_offset)
         else:
-            before = follower.log_end_offset
+            before = follower.replica.index.count
             follower.on_data(e.offset, e.data, e.epoch, e.epoch_start, e.confirm_offset)
-            self.labels += [f"Transfer({slave.name})"] * rec(follower.log_end_offset - before)
+            self.labels += [f"Transfer({slave.name})"] * (follower.replica.index.count - before)
         self._pump_follower(slave)
 
     def _pump_follower(self, s: ByteBroker) -> None:
@@ -355,10 +386,15 @@ class FailoverGroup:
         raise AssertionError("the follower's effects did not settle")
 
     def _scan(self, b: ByteBroker, upto: int | None = None):
-        data = b.data()
-        if upto is not None:
-            data = data[:upto] + bytes(SEGMENT_BYTES - upto)
-        return scan_log([0] if b.files else [], lambda start: data, SEGMENT_BYTES)
+        seg = self.segment_bytes
+
+        def read(start: int) -> bytes:
+            buf = bytes(b.files[start])
+            if upto is None:
+                return buf
+            keep = max(0, min(seg, upto - start))
+            return buf[:keep] + bytes(seg - keep)
+        return scan_log(sorted(start for start in b.files if upto is None or start < upto), read, seg)
 
     def _unlink(self, s: ByteBroker, by_master: bool = False, by_follower: bool = False) -> None:
         """The slave's HA connection goes down, both ends."""
@@ -391,7 +427,8 @@ class FailoverGroup:
 
     def _start_master(self, b: ByteBroker, scan) -> None:
         core = b.core
-        log = CommitLog(SEGMENT_BYTES, False) if scan is None else CommitLog.recovered(SEGMENT_BYTES, False, scan)
+        seg = self.segment_bytes
+        log = CommitLog(seg, False) if scan is None else CommitLog.recovered(seg, False, scan)
         master = MasterCore(self.store_cfg, tuple(n for n in self.names if n != b.name), b.clock_ms, log=log)
         core.peers = tuple(n for n in self.names if n != b.name)
         core.attach_master(master)
@@ -405,46 +442,45 @@ class FailoverGroup:
                     self._unlink(s)
         if core.follower is not None:
             self._unlink(b)
+        stopped = core.master
         core.detach()
-
-    def _settle(self, b: ByteBroker) -> None:
-        if b.core is not None and b.core.master is not None:
-            self._pump_master(b)
+        if stopped is not None:
+            self._pump_master(b, stopped)       # its waiting requests' answers (BrokerCore.detach)
 
     def _done(self) -> str | None:
+        """The labels of the step just taken, joined (every method that changes state ends here)."""
         labels, self.labels = self.labels, []
         return ";".join(labels) if labels else None
 
+
     # ------------------------------------------------------------------ producer and GroupTransferService
 
+    @_action
     def put(self, b: str) -> str | None:
         broker = self.brokers[b]
         if not (broker.up and broker.rm.role == MASTER and broker.core.master is not None):
             return None
-        assert len(self.requests) < min(MAX_REQUESTS, MAX_RECORDS)
+        assert len(self.requests) < MAX_REQUESTS
         rid = len(self.requests) + 1
         core = broker.core.master
-        before = core.log_end_offset()
+        count = core.log.index.count
         broker.clock_ms += 1
-        self.requests.append(ByteRequest(rec(before) + 1, WAITING, broker.rm.master_epoch, b))
+        self.requests.append(ByteRequest(count + 1, WAITING, broker.rm.master_epoch, b))
         self.labels.append(f"Put({b})")
         core.put(rid, rid, rid.to_bytes(BODY_BYTES, "big"), broker.clock_ms)
         self._pump_master(broker)
-        assert core.log_end_offset() == before + RECORD_BYTES, "the put did not reach the page cache"
+        assert core.log.index.count == count + 1, "the put did not reach the page cache"
         return self._done()
 
+    @_action
     def timeout(self, i: int) -> str | None:
-        """Timeout(i): request i's deadline passes at its master's core (earlier ones with it);
-        a master whose machine stopped (demoted) answers nothing more: its producer's wait ends."""
+        """Timeout(i): request i's deadline passes at its master's core (earlier ones with it)."""
         r = self.requests[i - 1]
         broker = self.brokers[r.master]
         if r.status != WAITING:
             return None
         core = broker.core.master if broker.up else None
-        if core is None or not broker.rm.role == MASTER:
-            if broker.up and core is None:
-                r.status = FLUSH_SLAVE_TIMEOUT
-                return f"Timeout({i})"
+        if core is None:
             return None
         deadline = next((d for d, req in core.repl_deadlines if req.req_id == i), None)
         if deadline is None:
@@ -460,6 +496,7 @@ class FailoverGroup:
         m = self.brokers.get(slave.rm.master_id) if slave.rm and slave.rm.master_id else None
         return m if m is not None and m.up and m.rm.role == MASTER and m.core.master is not None else None
 
+    @_action
     def replica_connect(self, b: str) -> str | None:
         slave = self.brokers[b]
         if not (slave.up and slave.rm.role == SLAVE and not slave.fenced_out() and not slave.linked):
@@ -470,21 +507,28 @@ class FailoverGroup:
         core = slave.core
         if core.follower is None:
             scan = self._held_scan(slave)
-            core.attach_follower(ReplicaCore(b, SEGMENT_BYTES) if scan.end_offset == 0 and not slave.files
-                                 else ReplicaCore.recovered(b, SEGMENT_BYTES, scan))
+            seg = self.segment_bytes
+            core.attach_follower(ReplicaCore(b, seg) if scan.end_offset == 0 and not slave.files
+                                 else ReplicaCore.recovered(b, seg, scan))
         if core.follower.state != "READY":
             return None
         self.conn_ids += 1
         slave.conn = self.conn_ids
         master.core.master.replica_connection_opened(slave.conn, master.clock_ms)
-        self.labels.append(f"ReplicaConnect({b})")
+        mark, disconnects = len(self.labels), self.counters["disconnect"]
         core.follower.connect()
         self._pump_follower(slave)
         if b not in master.core.master.conns:
-            # refused (or dropped) before TRANSFER: no spec step, unless the follower cut its log
-            return self._done()
+            # refused before TRANSFER (either end): no spec step — RocketMQ retries.  A cut the
+            # follower made before the refusal would change the state with no label, which the next
+            # checked step (and the machine's abstraction_is_current) reports.
+            del self.labels[mark:]
+            self.counters["disconnect"] = disconnects
+            return None
+        self.labels.insert(mark, f"ReplicaConnect({b})")    # before the frames its acceptance sent
         return self._done()
 
+    @_action
     def replica_ack(self, b: str) -> str | None:
         slave = self.brokers[b]
         if not (slave.up and slave.linked and slave.acks):
@@ -495,13 +539,18 @@ class FailoverGroup:
         # HAConnection.ReadSocketService reads the last whole report in its buffer (the reports are
         # cumulative): the master takes the slave's latest, which says what it holds now
         last, slave.acks = slave.acks[-1], []
-        if last.offset <= master.core.master.conns[b].ack_offset:
+        before = master.core.master.conns[b].ack_offset
+        if last.offset <= before:
             return None
-        self.labels.append(f"ReplicaAck({b})")
+        mark = len(self.labels)
         master.core.master.replica_ack(slave.conn, last.offset, master.clock_ms, last.records)
         self._pump_master(master)
+        hc = master.core.master.conns.get(b)
+        if hc is not None and hc.ack_offset > before:     # taken (a refused report closes the link)
+            self.labels.insert(mark, f"ReplicaAck({b})")
         return self._done()
 
+    @_action
     def replica_disconnect(self, b: str) -> str | None:
         slave = self.brokers[b]
         if not slave.linked:
@@ -513,6 +562,7 @@ class FailoverGroup:
 
     # ------------------------------------------------------------------ SyncStateSet
 
+    @_action
     def check_sync_state_set(self, m: str, advance_ms: int = SSS_CHECK_INTERVAL_MS) -> str | None:
         master = self.brokers[m]
         if not (master.up and master.rm.role == MASTER and master.core.master is not None):
@@ -523,6 +573,7 @@ class FailoverGroup:
         self._pump_master(master)
         return self._done()
 
+    @_action
     def alter_sync_state_set(self, m: str) -> str | None:
         """AlterSyncStateSet(m), and the master's handling of the answer (as the node does:
         an accepted alter's SyncStateSet applied at once, ChangeSyncStateSet in the same step)."""
@@ -532,29 +583,30 @@ class FailoverGroup:
         master.alter_pending = False
         rm = master.rm
         self._heartbeats()
+        assert master.proposal == rm.remote_sss, (master.proposal, rm.remote_sss)     # what the node sends
         reply = self._ask(self.controller.alter_sync_state_set, GROUP, self.ids[m], rm.master_epoch, rm.sss_epoch,
-                          frozenset(self.ids[x] for x in rm.remote_sss))
+                          frozenset(self.ids[x] for x in master.proposal))
         self.labels.append(f"AlterSyncStateSet({m})")
         if master.core.master is not None and rm.role == MASTER:
             info = self._ask(self.controller.get_replica_info, GROUP).info
             sss_epoch = rm.sss_epoch
-            master.core.master_alter_answered(reply.code == cfx.SUCCESS, info.master_epoch,
+            master.core.master_alter_answered(reply.code == cfx.SUCCESS, self.by_id.get(info.master_id),
+                                              info.master_epoch,
                                               frozenset(self.by_id[x] for x in info.sync_state_set), info.sss_epoch)
             if rm.sss_epoch != sss_epoch:
                 self.labels.append(f"ChangeSyncStateSet({m})")
             self._pump_master(master)
         return self._done()
 
+    @_action
     def change_sync_state_set(self, m: str) -> str | None:
         master = self.brokers[m]
         if not (master.up and master.reachable and master.rm.role == MASTER and master.core.master is not None):
             return None
         info = self._info()
-        if self.by_id.get(info.master_id) != m:
-            return None
         sss = frozenset(self.by_id[x] for x in info.sync_state_set)
         sss_epoch = master.rm.sss_epoch
-        master.core.master_sync_state_set(info.master_epoch, sss, info.sss_epoch)
+        master.core.master_sync_state_set(self.by_id.get(info.master_id), info.master_epoch, sss, info.sss_epoch)
         if master.rm.sss_epoch == sss_epoch:
             self._pump_master(master)
             return self._done()
@@ -565,6 +617,7 @@ class FailoverGroup:
 
     # ------------------------------------------------------------------ elections and role changes
 
+    @_action
     def elect_master(self) -> str | None:
         before = len(self.controller.steps)
         self._heartbeats()
@@ -578,8 +631,10 @@ class FailoverGroup:
         if not elections:
             return None
         self.counters["election"] += 1
-        return "ElectMaster"
+        self.labels.insert(0, "ElectMaster")
+        return self._done()
 
+    @_action
     def change_role(self, b: str) -> str | None:
         """ChangeToMaster(b) / ChangeToSlave(b), as the node performs them (reference/real/node.py)."""
         broker = self.brokers[b]
@@ -601,9 +656,10 @@ class FailoverGroup:
             broker.alter_pending = False
             self._pump_master(broker)
             return self._done()
+        mark = len(self.labels)
         if core.stops_serving_for(master):
-            self._stop_machine(broker)
-        self.labels.append(f"ChangeToSlave({b})")
+            self._stop_machine(broker)          # a demoted master's waiting requests: Timeout, after
+        self.labels.insert(mark, f"ChangeToSlave({b})")
         self._perform_role(broker, core.change_to_slave(master, info.master_epoch))
         broker.alter_pending = False
         return self._done()
@@ -634,14 +690,17 @@ class FailoverGroup:
             if r.status == WAITING and r.master == b.name:
                 r.status = CLIENT_TIMEOUT
 
+    @_action
     def broker_crash(self, b: str) -> str | None:
         broker = self.brokers[b]
         if not broker.up:
             return None
         self._die(broker)
         self.counters["brokerCrash"] += 1
-        return f"BrokerCrash({b})"
+        self.labels.insert(0, f"BrokerCrash({b})")
+        return self._done()
 
+    @_action
     def broker_power_loss(self, b: str, keep: int, lose_epoch_write: bool) -> str | None:
         """BrokerPowerLoss(b): the first ``keep`` records survive (and half of the next, torn);
         the epoch file as made durable."""
@@ -650,18 +709,21 @@ class FailoverGroup:
             return None
         end = log_end(broker)
         self._die(broker)
-        held = record_keys(broker.data(), end)
+        held = [r for r in broker.records() if r.end <= end]
         keep = min(keep, len(held))
-        self.pc_lost |= set(held[keep:])
-        torn = RECORD_BYTES // 2 if keep < len(held) else 0
-        self._zero_from(broker, keep * RECORD_BYTES + torn)
-        broker.down_end = keep * RECORD_BYTES
+        self.pc_lost |= {r.key for r in held[keep:]}
+        cut = held[keep - 1].end if keep else 0
+        torn = RECORD_BYTES // 2 if keep < len(held) and held[keep].offset == cut else 0
+        self._zero_from(broker, cut + torn)
+        broker.down_end = cut
         if lose_epoch_write and broker.epoch_file != broker.epoch_file_durable and broker.epoch_file:
             broker.epoch_file = broker.epoch_file[:-1]
         broker.epoch_file_durable = broker.epoch_file
         self.counters["powerLoss"] += 1
-        return f"BrokerPowerLoss({b})"
+        self.labels.insert(0, f"BrokerPowerLoss({b})")
+        return self._done()
 
+    @_action
     def broker_restart(self, b: str) -> str | None:
         broker = self.brokers[b]
         if broker.up or self.by_id.get(self.controller.groups[GROUP].master_id) == b:
@@ -672,22 +734,27 @@ class FailoverGroup:
                                  bugs=self.broker_bugs, policy=self._policy(b), recovered=scan,
                                  checkpoint_confirm_offset=broker.confirm_checkpoint)
         broker.epoch_file = broker.epoch_file_durable = broker.rm.epoch_cache.entries
-        return f"BrokerRestart({b})"
+        self.labels.insert(0, f"BrokerRestart({b})")
+        return self._done()
 
+    @_action
     def cut_from_controller(self, b: str) -> str | None:
         broker = self.brokers[b]
         if not broker.reachable:
             return None
         broker.reachable = False
         self.counters["cutOff"] += 1
-        return f"CutFromController({b})"
+        self.labels.insert(0, f"CutFromController({b})")
+        return self._done()
 
+    @_action
     def reconnect_to_controller(self, b: str) -> str | None:
         broker = self.brokers[b]
         if broker.reachable:
             return None
         broker.reachable = True
-        return f"ReconnectToController({b})"
+        self.labels.insert(0, f"ReconnectToController({b})")
+        return self._done()
 
     # ------------------------------------------------------------------ the abstraction
 
@@ -701,18 +768,18 @@ class FailoverGroup:
             return core.follower.confirm_offset
         return core.rm.confirm_offset
 
-    def _cache_of(self, b: ByteBroker, end: int) -> tuple:
+    def _cache_of(self, b: ByteBroker, end: int, stale_end: int) -> tuple:
         core = b.core
         if core is None:
-            stale = len(stale_keys(b.data(), end)) * RECORD_BYTES \
-                if "BugTruncateNotDurable" in self.cfg.bugs else 0
-            return EpochFileCache(b.epoch_file).truncate_beyond(end + stale).entries
+            return EpochFileCache(b.epoch_file).truncate_beyond(
+                stale_end if "BugTruncateNotDurable" in self.cfg.bugs else end).entries
         return (core.follower.cache if core.follower is not None else core.rm.epoch_cache).entries
 
     def abstract(self) -> FState:
         g = self.controller.groups[GROUP]
         nb = self.cfg.no_broker
-        cols = zip(*(self._abstract_broker(self.brokers[b], nb) for b in self.names))
+        records = {name: b.records() for name, b in self.brokers.items()}
+        cols = zip(*(self._abstract_broker(self.brokers[b], nb, records) for b in self.names))
         (reachable, up, role, b_master, b_epoch, b_sss, b_sss_epoch, b_remote_sss, alter_pending, blog, epoch_cache,
          confirm, stale_tail, connected, ack, cursor) = cols
         return FState(
@@ -727,13 +794,20 @@ class FailoverGroup:
             aux_ctrs=FCounters(**self.counters),
         )
 
-    def _abstract_broker(self, b: ByteBroker, nb: str) -> tuple:
-        data = b.data()
+    def _abstract_broker(self, b: ByteBroker, nb: str, records: dict[str, list[Record]]) -> tuple:
+        """One broker's column of every per-broker variable: its records (in its files, up to its
+        machine's end) and every offset it holds counted in them."""
+        mine = records[b.name]
         end = log_end(b)
-        keys = tuple(record_keys(data, end))
-        stale = tuple(stale_keys(data, end)) if "BugTruncateNotDurable" in self.cfg.bugs else ()
-        cache = tuple((e, rec(o)) for e, o in self._cache_of(b, end))
-        confirm = rec(self._confirm_of(b))
+        seg = self.segment_bytes
+        keys = tuple(r.key for r in mine if r.end <= end)
+        assert len(keys) == records_below(seg, end, f"{b.name}'s log end"), (b.name, end, keys)
+        stale_records = [r for r in mine if r.offset >= end]
+        stale = tuple(r.key for r in stale_records) if "BugTruncateNotDurable" in self.cfg.bugs else ()
+        stale_end = stale_records[-1].end if stale_records else end
+        cache = tuple((e, records_below(seg, o, f"{b.name}'s epoch {e} start"))
+                      for e, o in self._cache_of(b, end, stale_end))
+        confirm = records_below(seg, self._confirm_of(b), f"{b.name}'s confirmOffset")
         rm = b.rm
         if rm is None:
             return (b.reachable, False, SLAVE, nb, 0, frozenset(), 0, frozenset(), b.alter_pending, keys, cache,
@@ -741,8 +815,8 @@ class FailoverGroup:
         master = rm.role == MASTER
         m = self._master_of(b) if b.linked else None
         hc = m.core.master.conns.get(b.name) if m is not None else None
+        ack = records_below(seg, hc.ack_offset, f"{b.name}'s ack at {m.name}") if hc is not None else 0
         return (b.reachable, True, rm.role, rm.master_id or nb, rm.master_epoch,
                 rm.sss if master else frozenset(), rm.sss_epoch if master else 0,
                 rm.remote_sss if master else frozenset(), b.alter_pending, keys, cache, confirm, stale,
-                hc is not None, rec(hc.ack_offset) if hc is not None else 0,
-                hc.cursor_epoch if hc is not None else 0)
+                hc is not None, ack, hc.cursor_epoch if hc is not None else 0)

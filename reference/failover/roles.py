@@ -233,12 +233,14 @@ class ReplicasManager:
 
     # --- the SyncStateSet --------------------------------------------------------------------
 
-    def change_sync_state_set(self, master_epoch: int, sss: frozenset[str], sss_epoch: int) -> bool:
+    def change_sync_state_set(self, master_id: str | None, master_epoch: int, sss: frozenset[str],
+                              sss_epoch: int) -> bool:
         """ChangeSyncStateSet(m): the controller's SSS (the alter reply or the periodic sync),
         taken only by a master in the controller's current epoch (``master_epoch``, the
         metadata's) and for a newer sssEpoch; the proposal is cleared and confirmOffset
         recomputed.  Returns whether it was taken."""
-        if self.role != MASTER or master_epoch != self.master_epoch or sss_epoch <= self.sss_epoch:
+        if self.role != MASTER or master_id != self.broker_id or master_epoch != self.master_epoch \
+                or sss_epoch <= self.sss_epoch:
             return False
         self.sss, self.sss_epoch, self.remote_sss = frozenset(sss), sss_epoch, frozenset()
         self.confirm_offset = self._confirm(self.sss)
@@ -303,12 +305,13 @@ class ReplicasManager:
         self.remote_sss = new_sss
         return new_sss
 
-    def alter_answered(self, accepted: bool, master_epoch: int, sss: frozenset[str], sss_epoch: int) -> None:
+    def alter_answered(self, accepted: bool, master_id: str | None, master_epoch: int, sss: frozenset[str],
+                       sss_epoch: int) -> None:
         """The controller's answer to our AlterSyncStateSet, with its metadata as of then.
         The metadata is learned first (ChangeSyncStateSet): a refusal of a proposal sent
         again, because the first one was committed meanwhile, then finds nothing to drop;
         only a proposal the controller holds no trace of is dropped from the ack view."""
-        self.change_sync_state_set(master_epoch, sss, sss_epoch)
+        self.change_sync_state_set(master_id, master_epoch, sss, sss_epoch)
         if not accepted and self.remote_sss:
             self.alter_refused()
 

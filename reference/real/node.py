@@ -348,9 +348,12 @@ class Node:
 
         def names(metadata: dict) -> frozenset[str]:
             return frozenset(broker_name(b) for b in metadata["sync_state_set"])
+
+        def master_of(metadata: dict) -> str | None:
+            return None if metadata["master_id"] == NO_MASTER else broker_name(metadata["master_id"])
         broker = self.broker
         broker.peers = self._others()
-        self._on_master_loop(lambda: broker.master_sync_state_set(info["master_epoch"], names(info),
+        self._on_master_loop(lambda: broker.master_sync_state_set(master_of(info), info["master_epoch"], names(info),
                                                                   info["sss_epoch"]))
         now_ms = int(time.monotonic() * 1000)
 
@@ -363,7 +366,8 @@ class Node:
                 (await asyncio.wait_for(client.get_replica_info(opts.group), CONTROLLER_CALL_TIMEOUT_S))["info"]
             if now is None:
                 continue
-            self._on_master_loop(lambda: broker.master_alter_answered(accepted, now["master_epoch"], names(now),
+            self._on_master_loop(lambda: broker.master_alter_answered(accepted, master_of(now), now["master_epoch"],
+                                                                      names(now),
                                                                       now["sss_epoch"]))
             self.log(f"{e.action} {e.member}: SyncStateSet {sorted(rm.sss)} (sssEpoch {rm.sss_epoch})" if accepted else
                      f"AlterSyncStateSet {sorted(e.sss)} ({e.action} {e.member}) refused: {reply['code']} "

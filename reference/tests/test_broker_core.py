@@ -53,7 +53,7 @@ def test_an_expansion_joins_the_masters_ack_view_in_the_step_that_proposes_it():
     (proposal,) = broker.master_check_sync_state_set(0)
     assert (proposal.action, proposal.member) == ("ExpandSyncStateSet", "s")
     assert core.sync_state_set == frozenset({"s"}), "the proposal is not in the core's ack view"
-    broker.master_alter_answered(False, 1, frozenset({"b1"}), 1)
+    broker.master_alter_answered(False, "b1", 1, frozenset({"b1"}), 1)
     assert core.sync_state_set == frozenset(), "a refused proposal leaves the ack view"
 
 
@@ -122,7 +122,7 @@ def test_a_re_elected_master_answers_its_earlier_epochs_requests_with_an_error_n
     from reference.status import PutStatus
 
     broker, master = _master_broker(records=0)
-    broker.master_sync_state_set(1, frozenset({"b1", "s"}), 2)
+    broker.master_sync_state_set("b1", 1, frozenset({"b1", "s"}), 2)
     master.put(7, 40)
     assert 7 not in master.acked and master.core.requests, "it waits for s"
     broker.change_to_master(2, frozenset({"b1"}), 3)
@@ -141,3 +141,20 @@ def test_a_demoted_master_leaves_the_confirm_offset_its_core_reached():
     assert core.confirm == master.end > broker.rm.confirm_offset
     broker.detach()
     assert broker.rm.confirm_offset == master.end
+
+
+def test_a_demoted_master_answers_its_waiting_requests_when_its_machine_stops():
+    """detach: a request waiting for a member's ACK is answered FLUSH_SLAVE_TIMEOUT when the master's
+    machine stops — none waits on a machine that is gone (found by review: a demoted master's request,
+    its core discarded, waited forever once the broker was elected again)."""
+    from reference import effects as fx
+    from reference.status import PutStatus
+
+    broker, master = _master_broker(records=0)
+    broker.master_sync_state_set("b1", 1, frozenset({"b1", "s"}), 2)
+    master.put(7, 40)
+    assert master.core.requests, "it waits for s"
+    core = master.core
+    broker.detach()
+    answers = [(e.req_id, PutStatus(e.status)) for e in core.take_effects() if isinstance(e, fx.Respond)]
+    assert answers == [(1, PutStatus.FLUSH_SLAVE_TIMEOUT)] and not core.requests, answers

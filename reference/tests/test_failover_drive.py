@@ -71,6 +71,16 @@ def test_seeded_runs_never_leave_the_spec(bugs):
     assert left == []
 
 
+@pytest.mark.full
+@pytest.mark.parametrize("bug", FAILOVER_BUG_NAMES)
+def test_no_switch_takes_the_simulator_out_of_the_spec(bug):
+    """Under every switch the cores' variant is the spec's: 60 seeds, never a Refinement failure
+    (BugElectKeepsEpoch once was: a deposed master took its successor's SyncStateSet, the manager
+    not checking the metadata's master)."""
+    left = [(seed, run.detail) for seed in range(60) if (run := simulate(seed, bugs=(bug,))).violation == "Refinement"]
+    assert left == []
+
+
 def _first_violation(seeds: int):
     for seed in range(seeds):
         run = simulate(seed)
@@ -145,19 +155,25 @@ def test_the_scenarios_reach_the_deep_failover_bugs(bug, prop, scenario):
 
 @pytest.mark.parametrize("bug", FAILOVER_BUG_NAMES)
 def test_the_failover_simulator_catches_every_switch(bug):
-    """Every failover bug switch, over the bytes the node's cores hold: the first violating seed of
-    the campaign's schedule names the property the switch's TLC cfg names (manifest), never the
-    refinement — the cores' variant of the switch is the spec's.  Seeds needed (2026-11-28): at
-    most 4 for nine switches; 15-41 for BugShrinkBeforeCommit, BugTransferCursorNotReset,
-    BugAlterWithoutFencing, BugSlaveConfirmFromMaxOffset and BugCommittedSssOnly (-m full)."""
+    """Every failover bug switch, over the bytes the node's cores hold: the campaign's first failing
+    seed (reference/tests/failover_seeds.py: at most 4 for ten switches, 15-38 for the other four),
+    none before it, names the property the switch's TLC cfg names (manifest), never the refinement —
+    the cores' variant of each switch is the spec's.  The seeds before it run in -m full."""
+    from reference.tests.failover_seeds import FIRST_FAILING_SEED
     from tla.manifest import expected_violations
 
-    for seed in range(200):
-        run = simulate(seed, bugs=(bug,))
-        if run.violation:
-            assert run.violation in expected_violations(bug), (seed, run.violation, run.detail)
-            return
-    pytest.fail(f"{bug}: not caught in 200 seeds")
+    seed = FIRST_FAILING_SEED[bug]
+    run = simulate(seed, bugs=(bug,))
+    assert run.violation in expected_violations(bug), (seed, run.violation, run.detail)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("bug", FAILOVER_BUG_NAMES)
+def test_no_seed_before_the_first_failing_one_fails(bug):
+    from reference.tests.failover_seeds import FIRST_FAILING_SEED
+
+    early = [s for s in range(FIRST_FAILING_SEED[bug]) if simulate(s, bugs=(bug,)).violation]
+    assert early == [], f"{bug}: seeds {early} fail before the table's; python -m reference.tests.failover_seeds"
 
 
 @pytest.mark.parametrize("bugs, accepted", [((), False), (("BugAlterWithoutFencing",), True)])

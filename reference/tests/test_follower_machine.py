@@ -470,7 +470,7 @@ class FollowerMachine(RuleBasedStateMachine):
         if accept:
             self.sss, self.sss_epoch = frozenset(self.pending.sss), self.sss_epoch + 1
         self.pending = None
-        self.master_broker.master_alter_answered(accept, self.epoch, self.sss, self.sss_epoch)
+        self.master_broker.master_alter_answered(accept, self.master_broker.me, self.epoch, self.sss, self.sss_epoch)
         self.master.pump()
 
     @rule()

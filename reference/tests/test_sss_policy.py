@@ -71,12 +71,12 @@ def test_a_refusal_of_a_proposal_already_committed_keeps_the_member():
     rm = ReplicasManager.initial("b1", "b1")
     rm.connections["b2"] = HaConnection(0)
     rm.check_sync_state_set(0)
-    rm.alter_answered(False, 1, SSS, 2)
+    rm.alter_answered(False, "b1", 1, SSS, 2)
     assert rm.sss == SSS and not rm.remote_sss and rm.ack_members() == {"b2"}
     rm2 = ReplicasManager.initial("b1", "b1")
     rm2.connections["b2"] = HaConnection(0)
     rm2.check_sync_state_set(0)
-    rm2.alter_answered(False, 1, frozenset({"b1"}), 1)           # a real refusal: nothing committed
+    rm2.alter_answered(False, "b1", 1, frozenset({"b1"}), 1)           # a real refusal: nothing committed
     assert rm2.sss == {"b1"} and not rm2.remote_sss and rm2.ack_members() == frozenset()
 
 
@@ -126,7 +126,7 @@ def test_bug_shrink_before_commit_stops_waiting_for_a_member_the_controller_stil
     be elected, so a PUT_OK must still wait for it (the union rule).  BugShrinkBeforeCommit
     counts over the proposal alone: the master's next put is acknowledged without b2."""
     rm = ReplicasManager.initial("b1", "b1", bugs=bugs, policy=SyncStateSetPolicy("b1", max_not_catchup_ms=10))
-    rm.change_sync_state_set(1, SSS, 2)
+    rm.change_sync_state_set("b1", 1, SSS, 2)
     rm.log_end_offset = 100                            # the master core's log end (BrokerCore._sync)
     assert rm.check_sync_state_set(0) == ()          # b2's clock starts at the first check
     (proposal,) = rm.check_sync_state_set(10)
