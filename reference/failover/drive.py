@@ -258,10 +258,10 @@ def _checked(cfg: FailoverConfig, pre, label: str, post, check: bool) -> tuple[l
         path = spec_path(cfg, pre, label, post)
     except RefinementError as err:
         return [(label, post)], "Refinement", str(err)
-    for part, s in path:
+    for k, (part, s) in enumerate(path):
         bad = violated(cfg, s)
         if bad:
-            return path, bad[0], f"{bad[0]} violated after {part}"
+            return path[:k + 1], bad[0], f"{bad[0]} violated after {part}"     # the run ends at that step
     return path, None, ""
 
 

@@ -396,6 +396,14 @@ class FailoverGroup:
             return buf[:keep] + bytes(seg - keep)
         return scan_log(sorted(start for start in b.files if upto is None or start < upto), read, seg)
 
+    @staticmethod
+    def _follower_view(s: ByteBroker) -> tuple:
+        """What a slave's follower holds as the spec sees it: its log end, epochs and confirmOffset."""
+        follower = s.core.follower if s.core is not None else None
+        if follower is None:
+            return ()
+        return follower.log_end_offset, follower.cache.entries, follower.confirm_offset
+
     def _unlink(self, s: ByteBroker, by_master: bool = False, by_follower: bool = False) -> None:
         """The slave's HA connection goes down, both ends."""
         if s.conn is None:
@@ -516,15 +524,18 @@ class FailoverGroup:
         slave.conn = self.conn_ids
         master.core.master.replica_connection_opened(slave.conn, master.clock_ms)
         mark, disconnects = len(self.labels), self.counters["disconnect"]
+        held = self._follower_view(slave)
         core.follower.connect()
         self._pump_follower(slave)
         if b not in master.core.master.conns:
-            # refused before TRANSFER (either end): no spec step — RocketMQ retries.  A cut the
-            # follower made before the refusal would change the state with no label, which the next
-            # checked step (and the machine's abstraction_is_current) reports.
+            # refused before TRANSFER (either end): no spec step — RocketMQ retries — unless the
+            # follower changed what it holds before the refusal (a cut, the EPOCH_REPLY's
+            # confirmOffset): then it is claimed as the spec's ReplicaConnect, for the check to judge
+            # at this step (the spec's handshake never fails once it has cut)
             del self.labels[mark:]
             self.counters["disconnect"] = disconnects
-            return None
+            if self._follower_view(slave) == held:
+                return None
         self.labels.insert(mark, f"ReplicaConnect({b})")    # before the frames its acceptance sent
         return self._done()
 
