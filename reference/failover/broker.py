@@ -31,6 +31,7 @@ from reference.failover.epochfile import EpochFileCache
 from reference.failover.follower import FollowerCore
 from reference.failover.roles import MASTER, SLAVE, HaConnection, ReplicasManager, sss_view
 from reference.failover.sss_policy import SyncStateSetPolicy
+from reference.failover.truncation import cuts_are_durable
 from reference.master import MAX_REPLICAS, MasterCore
 from reference.record import LogScan
 from reference.replica import ReplicaCore
@@ -146,7 +147,7 @@ class BrokerCore:
         self.master = self.follower = None
 
     def _held(self, scan: LogScan) -> HeldLog:
-        return HeldLog(scan, zero_beyond="BugTruncateNotDurable" not in self.rm.bugs)
+        return HeldLog(scan, zero_beyond=cuts_are_durable(self.rm.bugs))
 
     def take_held(self) -> HeldLog | None:
         """The log the next machine starts from, once (None: recover it from the files)."""

@@ -87,6 +87,13 @@ class HandshakeOutcome:
     effects: tuple
 
 
+def cuts_are_durable(bugs: frozenset[str]) -> bool:
+    """Whether a cut of the log reaches the disk (B14, BugTruncateNotDurable: only the in-memory
+    positions move) — the handshake's cut here, and the hand-over's at a role change
+    (BrokerCore's ``HeldLog.zero_beyond``): one reading of the switch."""
+    return "BugTruncateNotDurable" not in bugs
+
+
 def slave_handshake(local: EpochFileCache, local_end_offset: int, master: EpochFileCache, master_end_offset: int,
                     header_confirm_offset: int, *, bugs: frozenset[str] = frozenset()) -> HandshakeOutcome | None:
     """The slave's side of ReplicaConnect (doTruncate): None when the handshake fails."""
@@ -96,7 +103,7 @@ def slave_handshake(local: EpochFileCache, local_end_offset: int, master: EpochF
     cache = truncated_cache(local, point, handshake_header(master, point), bugs=bugs)
     if point == local_end_offset:
         cut: tuple = ()                                     # nothing to cut
-    elif "BugTruncateNotDurable" in bugs:
+    elif not cuts_are_durable(bugs):
         cut = (fx.TruncateLog(point, on_disk=False),)      # truncateDirtyFiles: memory only
     else:
         cut = (fx.TruncateLog(point), fx.FsyncLog(point))
