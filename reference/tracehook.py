@@ -231,7 +231,7 @@ REPLICA_EVENTS = ("connect", "heartbeat", "disconnected", "on_data", "on_bad_inp
 # Events the write-path spec has no action for: a traced master refuses them.  Its SyncStateSet is
 # the --replicas it started with; controller-driven changes (reference/real/node.py) are checked
 # against spec/failover by reference/failover/refine.py, not by a trace.
-MASTER_UNTRACED = ("change_sync_state_set", "begin_epoch", "set_confirm_view")
+MASTER_UNTRACED = ("change_sync_state_set", "begin_epoch", "set_confirm_view", "stop_serving")
 
 
 class UntracedEvent(RuntimeError):
