@@ -36,6 +36,16 @@ SLOW_TESTS = (
     "reference/tests/test_failover_real.py::test_chaos_failover_catches_a_cut_only_in_memory",  # 33 s
     "reference/tests/test_failover_drive.py::test_seeded_runs_never_leave_the_spec[bugs0]",  # 32 s
     "reference/tests/test_failover_drive.py::test_a_rule_broken_in_a_core_is_caught_by_the_simulator[begin_epoch]",  # 21 s
+    "tla/tests/test_twin_matches_tlc.py::test_twin_agrees_with_tlc[write_fail_sync_flush_tsp]",  # 14 s
+    "reference/tests/test_incremental_abstraction.py::test_incremental_equals_derived_at_every_step[8]",  # 11 s
+    "reference/tests/test_sim.py::test_the_master_ticks_once_per_wake_up[9]",  # 10 s
+    "spark_fuzz/tests/test_campaign.py::test_campaign_finds_bug_with_a_reproducer[BugDoubleResponse]",  # 9 s
+    "spark_fuzz/tests/test_campaign.py::test_campaign_finds_bug_with_a_reproducer[BugHandshakeOffsetOnly]",  # 9 s
+    "tla/tests/test_twin_matches_tlc.py::test_twin_agrees_with_tlc[sync_both_all_tsp]",  # 9 s
+    "spark_fuzz/tests/test_campaign.py::test_campaign_finds_bug_with_a_reproducer[BugAcceptAckBeyondLog]",  # 9 s
+    "spark_fuzz/tests/test_campaign.py::test_campaign_finds_bug_with_a_reproducer[BugAckOnWrote]",  # 8 s
+    "tla/tests/test_twin_matches_tlc.py::test_twin_agrees_with_tlc[sync_both_all]",  # 8 s
+    "spark_fuzz/tests/test_campaign.py::test_campaign_finds_bug_with_a_reproducer[BugTimeoutAsOK]",  # 8 s
     "stateful_tests/test_failover.py::test_failover_bug_is_caught[BugShrinkBeforeCommit]",  # 26 s
     "stateful_tests/test_failover.py::test_failover_bug_is_caught[BugTruncateNotDurable]",  # 21 s
     "reference/tests/test_failover_drive.py::test_the_scenarios_reach_the_deep_failover_bugs[BugSlaveConfirmFromMaxOffset-LogMatchingAcrossEpochs-None]",  # 35 s
