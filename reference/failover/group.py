@@ -441,15 +441,18 @@ class FailoverGroup:
         core.peers = tuple(n for n in self.names if n != b.name)
         core.attach_master(master)
 
-    def _stop_machine(self, b: ByteBroker) -> None:
-        """The role's machine stops (a role change): its connections close, what it learned stays."""
-        core = b.core
-        if core.master is not None:
+    def _unlink_all(self, b: ByteBroker) -> None:
+        """Every HA connection of ``b`` goes down: its own as a slave, its slaves' as a master."""
+        if b.core is not None and b.core.master is not None:
             for s in self.brokers.values():
                 if s is not b and s.linked and s.rm is not None and s.rm.master_id == b.name:
                     self._unlink(s)
-        if core.follower is not None:
-            self._unlink(b)
+        self._unlink(b)
+
+    def _stop_machine(self, b: ByteBroker) -> None:
+        """The role's machine stops (a role change): its connections close, what it learned stays."""
+        core = b.core
+        self._unlink_all(b)
         stopped = core.master
         core.detach()
         if stopped is not None:
@@ -678,21 +681,7 @@ class FailoverGroup:
     # ------------------------------------------------------------------ failures
 
     def _die(self, b: ByteBroker) -> None:
-        core = b.core
-        if core.master is not None:
-            for s in self.brokers.values():
-                if s is not b and s.linked and s.rm is not None and s.rm.master_id == b.name:
-                    s.conn = None
-                    s.acks.clear()
-                    s.core.follower.disconnected()
-        else:
-            if b.linked:
-                m = self._master_of(b)
-                if m is not None:
-                    m.core.master.replica_disconnected(b.conn)
-                    self._pump_master(m)
-                b.conn = None
-                b.acks.clear()
+        self._unlink_all(b)
         b.confirm_checkpoint = self._confirm_of(b)
         b.down_end = log_end(b)
         b.core = None
