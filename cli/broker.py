@@ -108,6 +108,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     node.add_argument("--inject-ha-lag-to", type=int, default=None, metavar="ID",
                       help="the broker id whose link --inject-ha-lag-ms slows")
     node.add_argument("--peer-secret-file", metavar="FILE", help=SECRET_HELP)
+    node.add_argument("--failover-trace", type=output_file, metavar="FILE",
+                      help="append this node's spec steps to FILE, for the failover trace of a run "
+                           "(spec/failover/procmerge.py)")
     add_store_flags(node)
     node.set_defaults(func=_node, flush_disk_type="SYNC_FLUSH", broker_role="SYNC_MASTER", ack_policy="ALL_IN_SYNC")
 
@@ -198,7 +201,8 @@ def _node(args) -> int:
                            host=args.host, port=args.port, ha_port=args.ha_port,
                            heartbeat_interval_ms=args.heartbeat_interval_ms, shrink_after_ms=args.shrink_after_ms,
                            failover_bugs=frozenset(args.failover_bug), ha_lag_ms=args.inject_ha_lag_ms,
-                           ha_lag_to=args.inject_ha_lag_to, peer_secret=_secret(args))
+                           ha_lag_to=args.inject_ha_lag_to, peer_secret=_secret(args),
+                           failover_trace=args.failover_trace)
         return _until_disk_fails("broker node", lambda: serve_node(opts))
     return guarded("broker node", body)
 

@@ -50,6 +50,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--peer-secret-file", type=Path, default=None, metavar="FILE",
                    help="--failover: the controller and the nodes authenticate every connection between them "
                         "with this secret (mode 600)")
+    p.add_argument("--failover-trace", type=output_file, default=None, metavar="FILE",
+                   help="--failover: every process records its spec steps; write the run's history, merged, to FILE "
+                        "as one AckOrderFailover trace (check it with ackorder trace-check FILE)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--producers", type=positive_int, default=8)
     p.add_argument("--size", type=positive_int, default=200, help="message body bytes")
@@ -87,7 +90,7 @@ MODE_FLAGS = {
     # records each run in a temporary directory; fsync_delay_ms: PowerLossOptions' default
     "--power-loss": {"kills": 10, "messages": 150, "bug": [], "fsync_delay_ms": None},
     "--failover": {"failovers": 10, "failover_bug": [], "settle_timeout_s": 30.0, "slow_member_lag_ms": 0,
-                   "max_load_s": 1.0, "dir": None, "peer_secret_file": None},
+                   "max_load_s": 1.0, "dir": None, "peer_secret_file": None, "failover_trace": None},
 }
 
 
@@ -192,7 +195,7 @@ def _failover(args: argparse.Namespace) -> int:
                                 max_load_s=max(args.max_load_s, 0.2), directory=args.dir,
                                 keep=args.dir is not None, failover_bugs=tuple(args.failover_bug),
                                 settle_timeout_s=args.settle_timeout_s, slow_member_lag_ms=args.slow_member_lag_ms,
-                                peer_secret_file=args.peer_secret_file,
+                                peer_secret_file=args.peer_secret_file, failover_trace=args.failover_trace,
                                 **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}))
     console = make_console()
     report = _with_progress(console, "failover", opts.failovers, lambda progress: run_failover_chaos(opts, progress))
@@ -201,5 +204,6 @@ def _failover(args: argparse.Namespace) -> int:
                     "SYNC_MASTER ALL_IN_SYNC", out,
                     ("failovers", "acked", "lost", "corrupt", "diverged", "not_rejoined", "stuck", "failover_ms_p50",
                      "failover_ms_p99", "failover_ms_max", "truncations", "consumed", "consumed_lost",
-                     "read_above_confirm", "consumer_bad_records", "resends", "seconds", "statuses"),
+                     "read_above_confirm", "consumer_bad_records", "resends", "seconds", "statuses",
+                     *(("trace_steps", "trace_rejected") if args.failover_trace else ())),
                     report.valid)

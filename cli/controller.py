@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from cli import errors
-from cli.argtypes import bug_name, host
+from cli.argtypes import bug_name, host, output_file
 from spec.config import ConfigError
 
 
@@ -60,6 +60,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="how long a metadata write may retry across the endpoints before the controller gives "
                         f"up and stops with exit 3 (default {ETCD_TIMEOUT_MS_DEFAULT})")
     add_peer_flags(p)
+    p.add_argument("--failover-trace", type=output_file, metavar="FILE",
+                   help="append this controller's decisions to FILE as spec steps, for the failover trace of a "
+                        "run (spec/failover/procmerge.py)")
     bugs = CONTROLLER_BUG_NAMES + ETCD_BUG_NAMES
     p.add_argument("--bug", action="append", default=[], type=bug_name(bugs), metavar="NAME",
                    help=f"switch a controller bug on (repeatable, either spelling): {', '.join(bugs)}")
@@ -87,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
         opts = ControllerOptions(directory=args.dir, config=config, host=args.host, port=args.port, store=args.store,
                                  etcd_endpoints=tuple(endpoints), etcd_timeout_ms=args.etcd_timeout_ms,
                                  store_bugs=store_bugs, max_connections=args.max_connections,
-                                 idle_timeout_ms=args.idle_timeout_ms, frame_deadline_ms=args.frame_deadline_ms,
+                                 idle_timeout_ms=args.idle_timeout_ms, failover_trace=args.failover_trace, frame_deadline_ms=args.frame_deadline_ms,
                                  partial_frame_budget_bytes=args.partial_frame_budget_bytes,
                                  peer_secret=load_secret(args.peer_secret_file) if args.peer_secret_file else None)
     except ConfigError as err:

@@ -54,14 +54,46 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
 
 
-def _is_failover_trace(path: Path) -> bool:
+def _failover_kind(path: Path) -> str | None:
+    """"failover" (one trace of the spec's steps), "process" (one process's file of a real run,
+    reference/failover/proctrace.py), or None (a write-path trace, or unreadable)."""
+    from spec.failover.procmerge import MODEL as PROCESS_MODEL
     from spec.failover.tracecheck import MAX_LINE_CHARS, is_failover_header
 
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            return is_failover_header(f.readline(MAX_LINE_CHARS))
+            first = f.readline(MAX_LINE_CHARS)
     except OSError:
-        return False                # the write-path reader names the problem
+        return None                 # the write-path reader names the problem
+    if is_failover_header(first):
+        return "failover"
+    try:
+        head = json.loads(first)
+    except ValueError:
+        return None
+    return "process" if isinstance(head, dict) and head.get("model") == PROCESS_MODEL else None
+
+
+def _is_failover_trace(path: Path) -> bool:
+    return _failover_kind(path) is not None
+
+
+def _merged_process_files(args: argparse.Namespace) -> list[tuple[str, object]]:
+    """The process files of one real run, merged into one failover trace (spec/failover/procmerge.py)."""
+    from spec.failover.procmerge import ProcTraceError, merge_files
+    from spec.failover.tracecheck import read_failover_trace
+
+    if not all(_failover_kind(p) == "process" for p in args.files):
+        raise errors.UsageError("process files of a real run and other traces: check them apart")
+    try:
+        merged = merge_files(list(args.files))
+    except ProcTraceError as err:
+        raise errors.UsageError(str(err)) from None
+    text = merged.text(f"merged from {len(args.files)} process files")
+    if args.merged is not None:
+        args.merged.write_text(text, encoding="utf-8")
+    name = f"{len(args.files)} process files (merged)"
+    return [(name, read_failover_trace(text.splitlines(keepends=True), name))]
 
 
 def check_failover(args: argparse.Namespace, console) -> int:
@@ -75,10 +107,12 @@ def check_failover(args: argparse.Namespace, console) -> int:
     from tla.tlc import TlcUnavailable
     from tla.tracecheck import TraceCheckError
 
-    for flag in ("merged", "strict"):
+    processes = any(_failover_kind(p) == "process" for p in args.files)
+    for flag in ("strict",) if processes else ("merged", "strict"):
         if getattr(args, flag):
             raise errors.UsageError(f"--{flag}: not for failover traces (yet)")
-    for path in args.files:
+    traces = _merged_process_files(args) if processes else []
+    for path in args.files if not processes else ():
         if not _is_failover_trace(path):
             try:
                 open(path, "rb").close()
@@ -87,15 +121,19 @@ def check_failover(args: argparse.Namespace, console) -> int:
             raise errors.UsageError(f"{path}: a write-path trace among failover traces: check them apart")
     start = time.perf_counter()
     verdicts, disagree = [], []
-    for k, path in enumerate(args.files):
-        with open(path, encoding="utf-8", errors="strict") as f:
-            try:
-                trace = read_failover_trace(f, str(path))
-            except UnicodeDecodeError as err:
-                raise errors.UsageError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    names = [name for name, _ in traces] if processes else list(args.files)
+    for k, path in enumerate(names):
+        if processes:
+            trace = traces[k][1]
+        else:
+            with open(path, encoding="utf-8", errors="strict") as f:
+                try:
+                    trace = read_failover_trace(f, str(path))
+                except UnicodeDecodeError as err:
+                    raise errors.UsageError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
         v = check_failover_trace(trace, str(path))
         if not args.twin:
-            keep = None if args.keep is None else (args.keep if len(args.files) == 1 else args.keep / f"{k:04d}")
+            keep = None if args.keep is None else (args.keep if len(names) == 1 else args.keep / f"{k:04d}")
             try:
                 tlc = check_failover_tlc(trace.cfg, [(label, state) for label, state, _ in trace.steps],
                                          TlcOptions(workers=args.workers, short=True), keep=keep)
@@ -108,7 +146,7 @@ def check_failover(args: argparse.Namespace, console) -> int:
     seconds = time.perf_counter() - start
     checker = "the twin" if args.twin else "TLC and the twin"
     steps = sum(v.steps for _, v in verdicts)
-    where = escape(str(args.files[0])) if len(args.files) == 1 else f"{len(args.files)} traces"
+    where = escape(str(names[0])) if len(names) == 1 else f"{len(names)} traces"
     console.print(f"{steps:,} failover step(s) from {where}, checked by {checker} in {seconds:.2f} s "
                   "(liveness is not judged on a finite trace)")
     bugs = sorted({b for _, v in verdicts for b in v.bugs})

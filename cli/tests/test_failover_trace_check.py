@@ -216,3 +216,39 @@ def test_a_state_no_spec_state_has_is_rejected_by_tlc_and_the_twin_at_its_step(t
     assert p.returncode == errors.VIOLATION, p.stdout + p.stderr
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert verdict["failed_line"] == 13 and verdict["disagreements"] == [], verdict
+
+
+def test_the_process_files_of_a_run_are_merged_and_checked(tmp_path):
+    """trace-check of a real run's process files (spec/failover/procmerge.py): merged, checked by TLC
+    and the twin, written with --merged; a history with a PUT_OK before the slave's ack is exit 1 at
+    that step; a malformed process file is exit 2 naming file:line; process files mixed with a
+    failover trace are refused."""
+    from spec.tests.test_failover_procmerge import _alter, _controller, _expanded, _file
+
+    def files(answer_before_ack: bool) -> list[str]:
+        b1, b2 = _expanded()
+        b1 += [(20, "Put", {"req": 1}), (23 if answer_before_ack else 25, "Respond", {"req": 1}),
+               (24, "ReplicaAck", {"slave": "b2", "claim": 1})]
+        b2 += [(21, "Transfer", {"records": 1})]
+        out = []
+        for name, lines in (("controller", _controller(_alter(16))), ("b1", _file("b1", *b1)),
+                            ("b2", _file("b2", *b2))):
+            path = tmp_path / ("bad-" if answer_before_ack else "") / f"{name}.ndjson"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text("".join(lines))
+            out.append(str(path))
+        return out
+    good, merged = files(False), tmp_path / "merged.ndjson"
+    p = ackorder_in_process("trace-check", *good, "--merged", str(merged))
+    assert p.returncode == errors.OK and "valid" in p.stdout, p.stdout + p.stderr
+    assert [json.loads(line)["action"] for line in merged.read_text().splitlines()[1:]][-3:] == \
+        ["Transfer(b2)", "ReplicaAck(b2)", "Respond(1)"]
+    bad = files(True)
+    p = ackorder_in_process("trace-check", "--twin", *bad)
+    assert p.returncode == errors.VIOLATION and "Respond(1)" in p.stdout, p.stdout + p.stderr
+    with open(bad[1], "a") as f:
+        f.write('{"t_ns": 30, "step": "Put"}\n')
+    assert_usage_error(ackorder_in_process("trace-check", "--twin", *bad), "b1.ndjson:9: Put has the fields req")
+    other = tmp_path / "green.ndjson"
+    other.write_text("".join(_trace(3)[1]))
+    assert_usage_error(ackorder_in_process("trace-check", *good, str(other)), "check them apart")

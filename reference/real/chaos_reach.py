@@ -20,6 +20,7 @@ class ChaosCatch:
     and for --failover whether it needs the slow member."""
     test: str
     needs_slow_member: bool = False
+    needs_trace: bool = False       # caught by the check of the run's history (--failover-trace)
 
 
 # kill -9 of a real master under load (reference/real/chaos.py): the page cache survives a
@@ -41,13 +42,17 @@ POWER_LOSS_CATCHES = {
 FAILOVER_CATCHES = {
     "BugTruncateNotDurable": ChaosCatch("test_chaos_failover_catches_a_cut_only_in_memory"),
     "BugNoAllAck": ChaosCatch("test_chaos_failover_catches_acks_without_the_slaves", needs_slow_member=True),
+    # the run loses nothing, but its history has a PUT_OK the joining member had not acked (#5663)
+    "BugCommittedSssOnly": ChaosCatch("test_chaos_failover_history_catches_acks_over_the_committed_set_only",
+                                      needs_trace=True),
 }
 
 WRITE_PATH_MODES = {"kill -9": KILL9_CATCHES, "--power-loss": POWER_LOSS_CATCHES}
 
 
 def _shown(table: dict[str, ChaosCatch]) -> str:
-    return ", ".join(f"{b}{' (with --slow-member-lag-ms)' if c.needs_slow_member else ''}" for b, c in table.items())
+    return ", ".join(f"{b}{' (with --slow-member-lag-ms)' if c.needs_slow_member else ''}"
+                     f"{' (with --failover-trace)' if c.needs_trace else ''}" for b, c in table.items())
 
 
 def check_write_path_reach(mode: str, bugs: tuple[str, ...]) -> None:
@@ -61,14 +66,17 @@ def check_write_path_reach(mode: str, bugs: tuple[str, ...]) -> None:
                               f"{elsewhere}ackorder fuzz --bug {bug} does")
 
 
-def check_failover_reach(bugs: tuple[str, ...], slow_member_lag_ms: int) -> None:
+def check_failover_reach(bugs: tuple[str, ...], slow_member_lag_ms: int, traced: bool = False) -> None:
     """ConfigError (exit 2) for a failover switch chaos --failover is not shown to reach, or one
-    that needs the slow member without it."""
+    that needs the slow member, or the check of the run's history, without it."""
     for bug in bugs:
         catch = FAILOVER_CATCHES.get(bug)
         if catch is None:
             raise ConfigError(f"--failover-bug {bug}: no chaos --failover run is shown to reach it (it catches "
                               f"{_shown(FAILOVER_CATCHES)}); ackorder fuzz --model failover --bug {bug} does")
+        if catch.needs_trace and not traced:
+            raise ConfigError(f"--failover-bug {bug}: caught only by the check of the run's history: add "
+                              "--failover-trace FILE (nothing is lost, so the run's own checks pass)")
         if catch.needs_slow_member and not slow_member_lag_ms:
             raise ConfigError(f"--failover-bug {bug}: bites only with --slow-member-lag-ms (e.g. 300): on loopback "
                               "every slave holds each write before the master's fsync ends")

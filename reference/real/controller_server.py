@@ -64,6 +64,7 @@ class ControllerOptions:
     etcd_endpoints: tuple[tuple[str, int], ...] = ()
     etcd_timeout_ms: int = ETCD_TIMEOUT_MS_DEFAULT
     store_bugs: frozenset[str] = frozenset()
+    failover_trace: Path | None = None   # --failover-trace: the decisions, as spec steps (failover/proctrace.py)
 
 
 def open_store(opts: ControllerOptions) -> MetadataStore:
@@ -95,6 +96,12 @@ class ControllerRuntime(ConnServer):
             self.store.close()
             raise
         self.core.steps = DISCARD
+        self.tracer = None
+        if opts.failover_trace is not None:
+            from reference.failover.proctrace import ControllerTracer, ProcessTrace
+            self.core.steps = []
+            self.tracer = ControllerTracer(ProcessTrace(opts.failover_trace, "controller", opts.config.bugs),
+                                           opts.config.controller_broker_heartbeat_timeout_ms)
         self.loop = Loop()
         try:
             self.sock = listen(opts.host, opts.port)
@@ -215,6 +222,8 @@ class ControllerRuntime(ConnServer):
     # ------------------------------------------------------------------ effects
 
     def _perform(self) -> None:
+        if self.tracer is not None:
+            self.tracer.drain(self.core)      # stamped before any reply of theirs leaves
         for e in self.core.take_effects():
             if isinstance(e, fx.Reply):
                 self._reply(e)
@@ -293,6 +302,8 @@ class ControllerRuntime(ConnServer):
         self.flusher.stop()
         self.store.close()
         self.loop.close()
+        if self.tracer is not None:
+            self.tracer.trace.close()
 
     def stats_line(self) -> str:
         extra = getattr(self.store, "stats", None)

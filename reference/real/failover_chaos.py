@@ -83,6 +83,7 @@ class FailoverChaosOptions:
     failover_bugs: tuple[str, ...] = ()
     slow_member_lag_ms: int = 0     # b3's link lags; the other slave is killed, then the master
     peer_secret_file: Path | None = None   # the controller and the nodes authenticate each other with it
+    failover_trace: Path | None = None     # --failover-trace: the run's history as one AckOrderFailover trace
 
     @property
     def node_shrink_after_ms(self) -> int:
@@ -114,7 +115,7 @@ class FailoverChaosOptions:
             raise ConfigError(f"--slow-member-lag-ms {self.slow_member_lag_ms}: 0..{MAX_HA_LAG_MS}")
         if self.peer_secret_file is not None:
             self.peer_secret          # a file that is missing, open to others or too short: said now
-        check_failover_reach(self.failover_bugs, self.slow_member_lag_ms)
+        check_failover_reach(self.failover_bugs, self.slow_member_lag_ms, self.failover_trace is not None)
         if self.slow_member_lag_ms and self.failovers != 1:
             # once the slow member is master no link is slow; and killed as master it would restart
             # as a lagging slave that never holds every acknowledged message under load (the
@@ -155,11 +156,14 @@ class FailoverReport:
     statuses: dict = attrs.Factory(dict)
     resends: int = 0
     seconds: float = 0.0
+    trace_steps: int | None = None                 # --failover-trace: the merged trace's steps the spec explains
+    trace_rejected: str | None = None              # ... and the first it does not (the twin's verdict)
 
     @property
     def valid(self) -> bool:
         return not (self.lost or self.corrupt or self.diverged or self.not_rejoined or self.stuck
-                    or self.consumed_lost or self.read_above_confirm or self.consumer_bad_records)
+                    or self.consumed_lost or self.read_above_confirm or self.consumer_bad_records
+                    or self.trace_rejected)
 
     def failover_ms(self, q: float) -> float:
         times = sorted(r.failover_ms for r in self.rounds)
@@ -174,7 +178,8 @@ class FailoverReport:
                 "truncations": self.truncations, "consumed": self.consumed,
                 "consumed_lost": len(self.consumed_lost), "read_above_confirm": self.read_above_confirm,
                 "consumer_bad_records": self.consumer_bad_records, "resends": self.resends, "statuses": self.statuses,
-                "seconds": round(self.seconds, 1), "lost_keys": self.lost[:50], "corrupt_keys": self.corrupt[:50],
+                "seconds": round(self.seconds, 1), "trace_steps": self.trace_steps,
+                "trace_rejected": self.trace_rejected, "lost_keys": self.lost[:50], "corrupt_keys": self.corrupt[:50],
                 "diverged_keys": self.diverged[:50], "options": self.options,
                 "rounds": [attrs.asdict(r) for r in self.rounds]}
 
@@ -205,14 +210,37 @@ class Cluster:
         self.controller_port = ports[0]
         self.node_ports = {i: (ports[2 * i - 1], ports[2 * i]) for i in range(1, NODES + 1)}
         self.incarnations = {i: 0 for i in range(1, NODES + 1)}
+        self.chaos_trace = None
         self.controller = self._spawn("controller", ["controller", "--port", str(self.controller_port), "--dir",
                                                      str(work / "controller"),
                                                      "--controller-broker-heartbeat-timeout-ms",
-                                                     str(opts.controller_heartbeat_timeout_ms), *self._secret_flag()],
+                                                     str(opts.controller_heartbeat_timeout_ms), *self._secret_flag(),
+                                                     *self._trace_flag("controller")],
                                       r"listening host=\S+ port=\d+")
         self.nodes: dict[int, Broker] = {}
         for i in range(1, NODES + 1):
             self.start_node(i)
+
+    @property
+    def traces(self) -> Path:
+        return self.work / "traces"
+
+    def _trace_flag(self, process: str) -> list[str]:
+        """--failover-trace: each process appends its spec steps to its own file (proctrace.py)."""
+        if self.opts.failover_trace is None:
+            return []
+        self.traces.mkdir(exist_ok=True)
+        return ["--failover-trace", str(self.traces / f"{process}.ndjson")]
+
+    def fault(self, step: str, **fields) -> None:
+        """A fault the harness itself makes that the spec names (proctrace.py: the chaos file)."""
+        if self.opts.failover_trace is None:
+            return
+        if self.chaos_trace is None:
+            from reference.failover.proctrace import ProcessTrace
+            self.traces.mkdir(exist_ok=True)
+            self.chaos_trace = ProcessTrace(self.traces / "chaos.ndjson", "chaos")
+        self.chaos_trace.step(step, **fields)
 
     def _secret_flag(self) -> list[str]:
         file = self.opts.peer_secret_file
@@ -243,7 +271,7 @@ class Cluster:
                 "--heartbeat-interval-ms", str(opts.node_heartbeat_interval_ms),
                 "--shrink-after-ms", str(opts.node_shrink_after_ms),
                 "--mapped-file-size-commit-log", str(opts.segment_bytes),
-                "--max-message-size", str(opts.size + 64), *self._secret_flag()]
+                "--max-message-size", str(opts.size + 64), *self._secret_flag(), *self._trace_flag(f"b{i}")]
         for bug in opts.failover_bugs:
             argv += ["--failover-bug", bug]
         if opts.slow_member_lag_ms and i != SLOW_MEMBER:
@@ -271,6 +299,19 @@ class Cluster:
     def stop(self) -> None:
         for proc in [*self.nodes.values(), self.controller]:
             proc.stop()
+        if self.chaos_trace is not None:
+            self.chaos_trace.close()
+
+    def write_failover_trace(self, out: Path):
+        """The processes' files merged into one AckOrderFailover trace (spec/failover/procmerge.py),
+        written to ``out`` and checked by the twin: its verdict (spec/failover/tracecheck.py)."""
+        from spec.failover.procmerge import merge_files
+        from spec.failover.tracecheck import check_failover_lines
+
+        merged = merge_files(sorted(self.traces.glob("*.ndjson")))
+        text = merged.text(f"chaos --failover --seed {self.opts.seed}")
+        out.write_text(text, encoding="utf-8")
+        return check_failover_lines(text.splitlines(keepends=True), str(out))
 
 
 def run_failover_chaos(opts: FailoverChaosOptions,
@@ -334,8 +375,10 @@ def run_failover_chaos(opts: FailoverChaosOptions,
             read = check_log(cluster.node_dir(first.broker_id) / "commitlog", opts.segment_bytes,
                              consumer.consumed_by_key(), opts.size)
             report.consumed_lost += read.lost + read.corrupt
-            unreplicated_tail(cluster.node_dir(victim) / "commitlog", opts.segment_bytes, opts.size,
-                              TAIL_KEY_BASE + 10 * n, rng.randint(1, 5))
+            tail = rng.randint(1, 5)
+            if unreplicated_tail(cluster.node_dir(victim) / "commitlog", opts.segment_bytes, opts.size,
+                                 TAIL_KEY_BASE + 10 * n, tail):
+                cluster.fault("UnreplicatedTail", broker=f"b{victim}", records=tail)
             cluster.start_node(victim)
             if not crash_after_cut(cluster, victim):
                 # its log ends with records no one else holds: a restart that cuts nothing is not
@@ -367,6 +410,14 @@ def run_failover_chaos(opts: FailoverChaosOptions,
         if cluster is not None:
             cluster.stop()
             report.truncations = cluster.truncations()
+            if opts.failover_trace is not None and report.rounds:
+                try:
+                    verdict = cluster.write_failover_trace(Path(opts.failover_trace))
+                except ConfigError as err:     # what the processes wrote: an unexpected outcome, not usage
+                    report.trace_rejected = f"not checked: {err}"
+                else:
+                    report.trace_steps = verdict.steps if verdict.ok else verdict.steps - 1
+                    report.trace_rejected = None if verdict.ok else f"step {verdict.steps} ({verdict.label})"
         report.seconds = time.monotonic() - started
         if not opts.keep and not opts.directory:
             shutil.rmtree(work, ignore_errors=True)

@@ -47,6 +47,7 @@ from reference.failover.broker import BrokerCore
 from reference.failover.bugs import check_bugs
 from reference.failover.effects import NO_MASTER, SUCCESS
 from reference.failover.epochfile import EpochFileCache, epoch_file_checks_order
+from reference.failover.proctrace import BrokerTracer, ProcessTrace
 from reference.failover.roles import MASTER, MAX_SLAVES, SLAVE
 from reference.failover.sss_policy import HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT, SyncStateSetPolicy
 from reference.real.controller_client import ControllerClient, ControllerClientError, PeerAuthError
@@ -101,6 +102,7 @@ class NodeOptions:
     ha_lag_ms: int = 0                 # --inject-ha-lag-ms: while master, DATA to broker ha_lag_to leaves late
     ha_lag_to: int | None = None
     peer_secret: bytes | None = attrs.field(default=None, repr=False)   # --peer-secret-file: HA and controller
+    failover_trace: Path | None = None    # --failover-trace: this process's spec steps (failover/proctrace.py)
 
     def __attrs_post_init__(self) -> None:
         require_secret(self.host, self.peer_secret, "HA")
@@ -160,6 +162,10 @@ class Node:
                                  policy=SyncStateSetPolicy(self.me, max_not_catchup_ms=opts.shrink_after_ms),
                                  recovered=recovered)
         self.rm = self.broker.rm
+        self.tracer: BrokerTracer | None = None
+        if opts.failover_trace is not None:
+            self.tracer = BrokerTracer(ProcessTrace(opts.failover_trace, self.me, opts.failover_bugs,
+                                                    recovered.record_count), self.broker)
         self.thread: threading.Thread | None = None
         self.runtime_failure: str | None = None
         self.following: str | None = None         # the master whose HA port a ReplicaRuntime follows
@@ -221,13 +227,17 @@ class Node:
             self.proc.stop()
             self.thread.join(30)
             assert not self.thread.is_alive(), "the node's loop did not stop within 30 s"
+            self._traced_stop(answers=False)     # the process stops: the spec's crash aborts what waits
             self.broker.detach()
             self.thread = None
+            if self.tracer is not None:
+                self.tracer.trace.close()
 
     def _close_role(self) -> None:
         """On the loop thread: the role closed, and what its machine held is the role state now."""
         self.proc.close_role()
         self.broker.detach()            # what a follower learned on its HA connection, the log it held
+        self._traced_stop()
 
     def _stop_runtime(self) -> None:
         if self.runtime is not None:
@@ -239,8 +249,20 @@ class Node:
         (BrokerCore.detach), the next built by ``make`` over the log held in memory."""
         def build():
             self.broker.detach()        # the role switch() just closed: what its machine held is the role state now
+            self._traced_stop()
             return make()
         return self.proc.call(lambda: self.proc.switch(build))
+
+    def _traced_stop(self, answers: bool = True) -> None:
+        """The stopped role's last labels read, after BrokerCore.detach (a follower's last records; a
+        demoted master's answers to what waited, held for the ChangeToSlave that ends its role),
+        before its core is let go.  ``answers`` False: the process is stopping, which the spec
+        knows only as a crash (its waiting requests are aborted, never answered)."""
+        if self.tracer is not None:
+            if not answers and self.tracer.master is not None:
+                self.tracer.master.spec_steps.clear()
+            self.tracer.master_stopped()
+            self.tracer.follower_stopped()
 
     def _others(self) -> tuple[str, ...]:
         return tuple(broker_name(b) for b in sorted(self.addresses) if b != self.opts.broker_id)
@@ -256,8 +278,13 @@ class Node:
             # ChangeToMaster in one step of the master's loop, as the spec's is one action: no put is
             # taken between the log end the new epoch starts at, its entry in the epoch file (fsynced
             # here, on the loop: a rare event) and the labels of the transfer headers.
-            self.proc.call(lambda: self._perform(broker.change_to_master(info["master_epoch"], sss,
-                                                                         info["sss_epoch"])))
+            def reelect() -> None:
+                if self.tracer is not None:
+                    self.tracer.drain()     # before: the answers its new epoch times out come after
+                self._perform(broker.change_to_master(info["master_epoch"], sss, info["sss_epoch"]))
+                if self.tracer is not None:
+                    self.tracer.role_step("ChangeToMaster", epoch=self.rm.master_epoch)
+            self.proc.call(reelect)
             self.log(f"role MASTER epoch {self.rm.master_epoch} (re-elected) from offset {self.rm.log_end_offset}")
             return
         opts = self.opts
@@ -272,12 +299,16 @@ class Node:
                 taken.append(broker.take_held())
             runtime = MasterRuntime(mopts, log=lambda m: self.log(f"[master] {m}"), held=taken[0],
                                     loop=self.proc.role_loop())
+            if self.tracer is not None:
+                runtime.core = self.tracer.traced_master(runtime.core)
             try:
                 # not serving yet: the core's epochs, confirmOffset and views, and the epoch file,
                 # fsynced, before the first put is taken
                 broker.peers = self._others()
                 broker.attach_master(runtime.core)
                 self._perform(broker.change_to_master(info["master_epoch"], sss, info["sss_epoch"]))
+                if self.tracer is not None:
+                    self.tracer.role_step("ChangeToMaster", epoch=self.rm.master_epoch)
             except BaseException as err:
                 runtime.close_role()
                 broker.detach()
@@ -300,10 +331,19 @@ class Node:
         """ChangeToSlave: a ReplicaRuntime following the new master, its FollowerCore starting
         from our epochs; the handshake (and any cut) happens on the HA connection."""
         master = broker_name(info["master_id"])
-        if self.broker.stops_serving_for(master):
-            self._stop_runtime()            # a demoted master takes no put from here on
-        was = self.rm.master_epoch
-        self._perform(self.broker.change_to_slave(master, info["master_epoch"]))
+        tracer = self.tracer
+        if tracer is not None:
+            self.proc.call(tracer.hold)     # a demoted master's last answers follow its ChangeToSlave
+        try:
+            if self.broker.stops_serving_for(master):
+                self._stop_runtime()            # a demoted master takes no put from here on
+            was = self.rm.master_epoch
+            self._perform(self.broker.change_to_slave(master, info["master_epoch"]))
+            if tracer is not None:
+                tracer.role_step("ChangeToSlave", epoch=self.rm.master_epoch, master=master)
+        finally:
+            if tracer is not None:
+                self.proc.call(tracer.release)
         if self.rm.master_epoch != was:
             self.log(f"role SLAVE of {master} epoch {self.rm.master_epoch}")
 
@@ -317,7 +357,12 @@ class Node:
         ropts = ReplicaOptions(directory=opts.directory, name=self.me, master=(addr[0], addr[2]),
                                segment_size=opts.config.mapped_file_size_commit_log,
                                heartbeat_interval_ms=opts.heartbeat_interval_ms, peer_secret=opts.peer_secret)
-        setup = FollowerSetup(self.broker.attach_follower, self.epoch_path, self.check_order)
+        attach, written = self.broker.attach_follower, None
+        if self.tracer is not None:
+            tracer = self.tracer
+            attach = lambda replica: tracer.traced_follower(self.broker.attach_follower(replica))   # noqa: E731
+            written = tracer.written
+        setup = FollowerSetup(attach, self.epoch_path, self.check_order, written)
         taken: list = []
 
         def make() -> ReplicaRuntime:
@@ -353,11 +398,28 @@ class Node:
             return None if metadata["master_id"] == NO_MASTER else broker_name(metadata["master_id"])
         broker = self.broker
         broker.peers = self._others()
-        self._on_master_loop(lambda: broker.master_sync_state_set(master_of(info), info["master_epoch"], names(info),
-                                                                  info["sss_epoch"]))
+        tracer = self.tracer
+
+        def traced(decide: Callable[[], object]) -> Callable[[], object]:
+            """A SyncStateSet step on the loop thread, with its labels written in the same step."""
+            def step():
+                if tracer is None:
+                    return decide()
+                tracer.drain()
+                sss_epoch = rm.sss_epoch
+                out = decide()
+                if rm.sss_epoch != sss_epoch:
+                    tracer.role_step("ChangeSyncStateSet")
+                for e in out if isinstance(out, tuple) else ():
+                    if e.action != "Resend":      # a resent proposal is the same spec proposal
+                        tracer.role_step(e.action, member=e.member)
+                return out
+            return step
+        self._on_master_loop(traced(lambda: broker.master_sync_state_set(master_of(info), info["master_epoch"],
+                                                                         names(info), info["sss_epoch"])))
         now_ms = int(time.monotonic() * 1000)
 
-        for e in self._on_master_loop(lambda: broker.master_check_sync_state_set(now_ms)):
+        for e in self._on_master_loop(traced(lambda: broker.master_check_sync_state_set(now_ms))):
             assert isinstance(e, bfx.ProposeSyncStateSet), e
             reply = await asyncio.wait_for(client.alter(opts.group, opts.broker_id, rm.master_epoch, rm.sss_epoch,
                                                         {broker_id_of(n) for n in e.sss}), CONTROLLER_CALL_TIMEOUT_S)
@@ -366,9 +428,9 @@ class Node:
                 (await asyncio.wait_for(client.get_replica_info(opts.group), CONTROLLER_CALL_TIMEOUT_S))["info"]
             if now is None:
                 continue
-            self._on_master_loop(lambda: broker.master_alter_answered(accepted, master_of(now), now["master_epoch"],
-                                                                      names(now),
-                                                                      now["sss_epoch"]))
+            self._on_master_loop(traced(lambda: broker.master_alter_answered(accepted, master_of(now),
+                                                                             now["master_epoch"], names(now),
+                                                                             now["sss_epoch"])))
             self.log(f"{e.action} {e.member}: SyncStateSet {sorted(rm.sss)} (sssEpoch {rm.sss_epoch})" if accepted else
                      f"AlterSyncStateSet {sorted(e.sss)} ({e.action} {e.member}) refused: {reply['code']} "
                      f"{reply.get('reason')}")

@@ -50,6 +50,7 @@ class FollowerSetup:
     make: Callable[[ReplicaCore], FollowerCore]
     epoch_path: Path
     epoch_file_checks_order: bool
+    written: Callable[[], None] | None = None    # after each turn's effects are performed (an observer's)
 
 
 class ReplicaRuntime:
@@ -290,6 +291,8 @@ class ReplicaRuntime:
     def _perform(self) -> None:
         try:
             self._perform_effects()
+            if self.setup is not None and self.setup.written is not None and self.failure is None:
+                self.setup.written()        # what it parsed is in its page cache now, before any ACK leaves
         except OSError as err:           # this slave's own disk failed (create, zero a tail)
             self._fail(f"disk operation failed: {err}")
             self._close(f"this slave's disk failed: {err}", reconnect=False)
