@@ -74,6 +74,7 @@ SLOW_TESTS = (
     "reference/tests/test_failover_real.py::test_chaos_failover_three_failovers_lose_nothing",  # 19 s
     "reference/tests/test_failover_real.py::test_chaos_failover_history_is_a_behaviour_of_the_spec",  # 40 s
     "reference/tests/test_failover_real.py::test_chaos_failover_history_catches_acks_over_the_committed_set_only",  # 20 s
+    "reference/tests/test_failover_real.py::test_chaos_failover_history_catches_acks_without_the_slaves",  # 12 s
     "spark_fuzz/tests/test_tlcsim.py::test_a_green_model_simulates_clean_with_coverage",  # 19 s
     "reference/tests/test_controller_etcd.py::test_etcd_leader_killed_nothing_acknowledged_lost",  # 18 s
     "spark_fuzz/tests/test_failover_campaign.py::test_a_clean_failover_campaign_finds_nothing_and_counts_failovers",  # 18 s

@@ -179,7 +179,8 @@ def test_chaos_failover_catches_acks_without_the_slaves(tmp_path: Path):
     # a switch no chaos run reaches said "nothing lost" (exit 0) about a defect it never exercised
     (("chaos", "--failover", "--failover-bug", "BugUncleanElection"), "no chaos --failover run is shown to reach"),
     (("chaos", "--failover", "--failover-bug", "BugShrinkBeforeCommit"), "fuzz --model failover --bug"),
-    (("chaos", "--failover", "--failover-bug", "BugNoAllAck"), "bites only with --slow-member-lag-ms"),
+    (("chaos", "--failover", "--failover-bug", "BugNoAllAck"), "bites only with --slow-member-lag-ms (e.g. 300): on "
+     "loopback every slave holds each write before the master's fsync ends, or with --failover-trace FILE"),
     (("chaos", "--failover", "--failover-bug", "BugCommittedSssOnly"), "add --failover-trace FILE"),
     (("chaos", "--failover-trace", "h.ndjson"), "--failover-trace: a flag of --failover, not of the kill -9 run"),
     (("trace-check", "/dev/null/x.ndjson"), "/dev/null/x.ndjson"),
@@ -247,14 +248,25 @@ def test_the_chaos_reach_table_names_a_catching_test_for_each_switch_it_lets_thr
 
     here = sys.modules[__name__]
     for bug, catch in CHAOS_CATCHES.items():
-        test = getattr(here, catch.test, None)
-        assert test is not None, f"{bug}: no test {catch.test}"
-        assert bug in inspect.getsource(test) or "_slow_member_run" in inspect.getsource(test), catch.test
-        assert "returncode == 1" in inspect.getsource(test), f"{catch.test} does not assert exit 1"
-        check_chaos_reach((bug,), 300, traced=True)
+        assert catch.test or catch.history_test, bug
+        for name in (catch.test, catch.history_test):
+            if name is None:
+                continue
+            test = getattr(here, name, None)
+            assert test is not None, f"{bug}: no test {name}"
+            assert bug in inspect.getsource(test) or "_slow_member_run" in inspect.getsource(test), name
+            assert "returncode == 1" in inspect.getsource(test), f"{name} does not assert exit 1"
+        if catch.history_test is not None:
+            assert "trace_rejected" in inspect.getsource(getattr(here, catch.history_test))
+            check_chaos_reach((bug,), 0, traced=True)          # the history alone is enough
+        if catch.test is not None:
+            check_chaos_reach((bug,), 300 if catch.needs_slow_member else 0)
         if catch.needs_trace:
             with pytest.raises(ConfigError, match="add --failover-trace"):
                 check_chaos_reach((bug,), 300, traced=False)
+        if catch.needs_slow_member:
+            with pytest.raises(ConfigError, match="bites only with --slow-member-lag-ms"):
+                check_chaos_reach((bug,), 0, traced=False)
     for bug in set(FAILOVER_BUG_NAMES) - set(CHAOS_CATCHES):
         with pytest.raises(ConfigError, match="no chaos --failover run is shown to reach"):
             check_chaos_reach((bug,), 300)
@@ -332,6 +344,15 @@ def test_chaos_failover_history_is_a_behaviour_of_the_spec(tmp_path: Path):
     again = _cli("trace-check", "--twin", *map(str, processes), "--merged", str(merged))
     assert again.returncode == 0, again.stdout + again.stderr
     assert merged.read_text().splitlines()[1:] == trace.read_text().splitlines()[1:]
+
+
+def test_chaos_failover_history_catches_acks_without_the_slaves(tmp_path: Path):
+    """BugNoAllAck without the slow member: the run loses nothing (every slave held each write
+    before the master's fsync ended), but its history has a PUT_OK before the SyncStateSet's acks."""
+    done, report, _ = _traced_run(tmp_path, "--failover-bug", "BugNoAllAck")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert report["lost"] == 0 and report["trace_rejected"].startswith("step "), report
+    assert "(Respond(1))" in report["trace_rejected"], report["trace_rejected"]
 
 
 def test_chaos_failover_history_catches_acks_over_the_committed_set_only(tmp_path: Path):
