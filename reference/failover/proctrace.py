@@ -15,7 +15,9 @@ What a line says (``step`` and its fields):
   ``ReplicaAck`` (``slave``, ``claim``: the records the report covers; only one that covers more),
   ``ReplicaDisconnect`` (``slave``), ``ShrinkSyncStateSet`` / ``ExpandSyncStateSet`` (``member``),
   ``ChangeSyncStateSet``;
-* broker, as slave: ``Transfer`` (``records``: its log's records after it), ``Connect`` (a new
+* broker, as slave: ``Transfer`` (``records``: its log's records after it, once written to its page
+  cache), ``Received`` (``records``: what it holds once a frame is parsed or a cut is made, before
+  any of it is written: a note that bounds what a kill can leave unlined), ``Connect`` (a new
   HA connection; a note, no spec step);
 * broker, any role: ``ChangeToMaster`` (``epoch``), ``ChangeToSlave`` (``epoch``, ``master``);
 * controller: ``FirstMaster`` (``master``: the spec's Init), ``ElectMaster`` (``master``: elected or
@@ -57,6 +59,11 @@ class ProcessTrace:
         self.clock_ns = clock_ns
         self.lock = threading.Lock()
         self.out = open(path, "a", buffering=1, encoding="utf-8")
+        if self.out.tell() > 0:
+            with open(path, "rb") as f:
+                f.seek(-1, 2)
+                if f.read(1) != b"\n":
+                    self.out.write("\n")       # the last life was killed in the middle of a line
         self._write(header_line(process, clock_ns(), bugs, records))
 
     def _write(self, obj: dict) -> None:
@@ -92,6 +99,7 @@ class _TakeEffectsProxy:
             return attr
 
         def then_read(*args, **kwargs):
+            self._drain()           # before: what the connection did is read while it is still there
             out = attr(*args, **kwargs)
             self._drain()
             return out
@@ -128,6 +136,11 @@ class _FollowerProxy:
         self._tracer.written()
         self._core.rescanned(scan)
         self._tracer.records = self._core.replica.index.count     # the cut: the master's ReplicaConnect says it
+        self._tracer.received()
+
+    def on_data(self, *args) -> None:
+        self._core.on_data(*args)
+        self._tracer.received()
 
 
 class BrokerTracer:
@@ -140,6 +153,7 @@ class BrokerTracer:
         self.follower = None
         self.accepted: dict[str, int] = {}     # master: slave -> the records its last counted report claimed
         self.records = 0                       # slave: records its log holds, as last written
+        self.parsed = 0                        # slave: records its log holds, as last parsed
         self.held: list[tuple[str, dict]] | None = None
 
     # ------------------------------------------------------------------ attaching the cores
@@ -155,8 +169,15 @@ class BrokerTracer:
         """The follower to hand the runtime; the runtime calls ``written`` once the effects of a
         turn are performed (FollowerSetup.written)."""
         self.follower = follower
-        self.records = follower.replica.index.count
+        self.records = self.parsed = follower.replica.index.count
         return _FollowerProxy(follower, self)
+
+    def received(self) -> None:
+        """What the slave holds as parsed, before the runtime writes it (a ``Received`` note)."""
+        count = self.follower.replica.index.count
+        if count != self.parsed:
+            self.parsed = count
+            self.trace.step("Received", records=count)
 
     def written(self) -> None:
         """A slave's records in its page cache now: the spec's Transfer is the record written, so
@@ -210,7 +231,9 @@ class BrokerTracer:
                     if kind == "Put" and req is not None and req.next_offset != 0:
                         self._emit("Put", req=label[1])
                 elif kind in ("Respond", "Timeout"):
-                    self._emit(kind, req=label[1])
+                    # a flush-leg timeout says nothing of the replica leg, which is all the spec's Timeout is
+                    if not (kind == "Timeout" and label[2] == "FLUSH_DISK_TIMEOUT"):
+                        self._emit(kind, req=label[1])
                 elif kind == "ReplicaConnect":
                     hc = core.conns.get(label[1])
                     records = hc.ack_records if hc is not None else 0

@@ -239,9 +239,15 @@ class Node:
         self.broker.detach()            # what a follower learned on its HA connection, the log it held
         self._traced_stop()
 
-    def _stop_runtime(self) -> None:
+    def _stop_runtime(self, hold: bool = False) -> None:
+        def close() -> None:
+            if hold:
+                self.tracer.hold()
+            self._close_role()
         if self.runtime is not None:
-            self.proc.call(self._close_role)
+            self.proc.call(close)
+        elif hold:
+            self.proc.call(self.tracer.hold)
         self.following = None
 
     def _switch(self, make: Callable[[], object]) -> object:
@@ -332,11 +338,14 @@ class Node:
         from our epochs; the handshake (and any cut) happens on the HA connection."""
         master = broker_name(info["master_id"])
         tracer = self.tracer
-        if tracer is not None:
-            self.proc.call(tracer.hold)     # a demoted master's last answers follow its ChangeToSlave
+        stops = self.broker.stops_serving_for(master)
+        if tracer is not None and not stops:
+            self.proc.call(tracer.hold)
         try:
-            if self.broker.stops_serving_for(master):
-                self._stop_runtime()            # a demoted master takes no put from here on
+            if stops:
+                # a demoted master takes no put from here on; its last answers follow its ChangeToSlave
+                # (held from the same step of the loop that closes it)
+                self._stop_runtime(hold=tracer is not None)
             was = self.rm.master_epoch
             self._perform(self.broker.change_to_slave(master, info["master_epoch"]))
             if tracer is not None:

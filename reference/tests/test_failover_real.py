@@ -352,7 +352,7 @@ def test_chaos_failover_history_catches_acks_without_the_slaves(tmp_path: Path):
     done, report, _ = _traced_run(tmp_path, "--failover-bug", "BugNoAllAck")
     assert done.returncode == 1, done.stdout + done.stderr
     assert report["lost"] == 0 and report["trace_rejected"].startswith("step "), report
-    assert "(Respond(1))" in report["trace_rejected"], report["trace_rejected"]
+    assert "(Respond(" in report["trace_rejected"], report["trace_rejected"]
 
 
 def test_chaos_failover_history_catches_acks_over_the_committed_set_only(tmp_path: Path):

@@ -81,3 +81,19 @@ def test_the_controllers_decisions_carry_who_its_heartbeats_count_alive(tmp_path
     assert [(x["step"], x["master"], x["alive"]) for x in steps] == [("FirstMaster", "b1", ["b1"]),
                                                                     ("ElectMaster", "none", ["b2", "b3"])]
     assert steps[1]["epoch"] == 2
+
+
+def test_a_restart_after_a_kill_in_the_middle_of_a_line_starts_on_a_line_of_its_own(tmp_path):
+    """The killed life's cut line stays the last of its life (the merge drops it), never glued to
+    the next header."""
+    from spec.failover.procmerge import read_process_file
+
+    path = tmp_path / "b2.ndjson"
+    first = ProcessTrace(path, "b2", records=0)
+    first.step("Transfer", records=1)
+    first.out.write('{"t_ns": 1, "step": "Tra')        # the kill came here
+    first.out.close()
+    ProcessTrace(path, "b2", records=1).step("Connect")
+    text = path.read_text()
+    process, lines, _ = read_process_file([line + "\n" for line in text.split("\n")[:-1]], str(path), 0)
+    assert process == "b2" and [x.step for x in lines] == ["Transfer", "Start", "Connect"]

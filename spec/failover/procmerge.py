@@ -39,6 +39,7 @@ from pathlib import Path
 import attrs
 
 from spec.config import ConfigError
+from spec.failover.config import FAILOVER_BUG_NAMES
 from spec.failover.tracecheck import MAX_BROKERS, MAX_LINE_CHARS, MAX_STEPS, VERSION, header
 
 MODEL = "failover-process"
@@ -48,7 +49,7 @@ BROKER_STEPS = {
     "Put": {"req"}, "Respond": {"req"}, "Timeout": {"req"}, "ReplicaConnect": {"slave", "records"},
     "ReplicaAck": {"slave", "claim"}, "ReplicaDisconnect": {"slave"}, "ShrinkSyncStateSet": {"member"},
     "ExpandSyncStateSet": {"member"}, "ChangeSyncStateSet": set(), "Transfer": {"records"}, "Connect": set(),
-    "ChangeToMaster": {"epoch"}, "ChangeToSlave": {"epoch", "master"},
+    "ChangeToMaster": {"epoch"}, "ChangeToSlave": {"epoch", "master"}, "Received": {"records"},
 }
 CONTROLLER_STEPS = {"FirstMaster": {"group", "master", "alive"},
                     "ElectMaster": {"group", "master", "epoch", "alive"},
@@ -103,8 +104,12 @@ def _check_fields(obj: dict, step: str, expected: set, where: str) -> None:
         if name in expected and not (isinstance(obj[name], str) and BROKER.fullmatch(obj[name])):
             raise ProcTraceError(f"{where}: {name}: expected a broker name such as b2")
     if "master" in expected and not (isinstance(obj["master"], str)
-                                     and (BROKER.fullmatch(obj["master"]) or obj["master"] == "none")):
-        raise ProcTraceError(f"{where}: master: expected a broker name such as b1 (or none)")
+                                     and (BROKER.fullmatch(obj["master"]) or (obj["master"] == "none"
+                                                                             and step == "ElectMaster"))):
+        raise ProcTraceError(f"{where}: master: expected a broker name such as b1"
+                             + (" (or none)" if step == "ElectMaster" else ""))
+    if "group" in expected and not isinstance(obj["group"], str):
+        raise ProcTraceError(f"{where}: group: expected a text")
     if "alive" in expected and not (isinstance(obj["alive"], list)
                                     and all(isinstance(b, str) and BROKER.fullmatch(b) for b in obj["alive"])):
         raise ProcTraceError(f"{where}: alive: expected a list of broker names")
@@ -113,9 +118,12 @@ def _check_fields(obj: dict, step: str, expected: set, where: str) -> None:
 
 
 def read_process_file(lines: Iterable[str], name: str, number: int) -> tuple[str, list[Line], set[str]]:
-    """(process, its lines with the life each belongs to, the bug switches it ran with)."""
+    """(process, its lines with the life each belongs to, the bug switches it ran with).  ``lines``
+    are split on "\n" only; a line that is not JSON is forgiven only as the last of a life (a kill
+    cut it short: the file ends, or the next life's header follows)."""
     process, life, out, bugs = None, 0, [], set()
     last_t = -1
+    lines = list(lines)
     for n, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -125,8 +133,9 @@ def read_process_file(lines: Iterable[str], name: str, number: int) -> tuple[str
         try:
             obj = json.loads(raw)
         except (ValueError, RecursionError) as err:
-            if not raw.endswith("\n"):
-                break               # the last line of a killed process, cut short: not a step
+            following = next((x for x in lines[n:] if x.strip()), None)
+            if following is None or following.startswith('{"ackorder_trace"'):
+                continue            # the last line of a killed life, cut short: not a step
             raise ProcTraceError(f"{where}: invalid JSON: {str(err)[:120]}") from None
         if not isinstance(obj, dict) or not _int(obj.get("t_ns")):
             raise ProcTraceError(f"{where}: expected a JSON object with t_ns (a non-negative integer)")
@@ -144,8 +153,11 @@ def read_process_file(lines: Iterable[str], name: str, number: int) -> tuple[str
             if process is not None and p != process:
                 raise ProcTraceError(f"{where}: process {p!r} in the file of {process!r}")
             b = obj.get("bugs", [])
-            if not (isinstance(b, list) and all(isinstance(x, str) for x in b)):
-                raise ProcTraceError(f"{where}: bugs: expected a list of switch names")
+            if not (isinstance(b, list) and all(isinstance(x, str) and x in FAILOVER_BUG_NAMES for x in b)):
+                raise ProcTraceError(f"{where}: bugs: expected a list of failover bug switch names")
+            if p == CONTROLLER and process is not None:
+                raise ProcTraceError(f"{where}: the controller started again: a history of one controller "
+                                     "life only (its metadata's restart is not traced yet)")
             bugs |= set(b)
             records = obj.get("records")
             if records is not None and not _int(records):
@@ -158,6 +170,8 @@ def read_process_file(lines: Iterable[str], name: str, number: int) -> tuple[str
         if process is None:
             raise ProcTraceError(f"{where}: a step before the file's header line")
         step = obj.get("step")
+        if not isinstance(step, str):
+            raise ProcTraceError(f"{where}: step: expected the name of a step")
         table = BROKER_STEPS if BROKER.fullmatch(process) else CONTROLLER_STEPS if process == CONTROLLER \
             else CHAOS_STEPS
         if step not in table:
@@ -199,6 +213,9 @@ class _Merge:
             if line.process in brokers and line.step != "Start":
                 self.last_of_life[(line.process, line.life)] = line.order
         self.dead: set[str] = set()                  # its life ended; its crash not placed yet
+        self.role_steps: set[str] = set()            # brokers that took a role step (Init's come first)
+        self.alter_pending = {b: False for b in brokers}
+        self.received: dict[tuple[str, int], int] = defaultdict(int)    # (slave, life) -> records it holds, parsed
         self.recovered = {(x.process, x.life): x.fields["records"] for x in lines
                           if x.step == "Start" and "records" in x.fields}
 
@@ -227,20 +244,32 @@ class _Merge:
         next lines that are records, up to its next step of another kind)."""
         self.flush(s)
         lines, k = self.by_process.get(s, []), self.position.get(s, 0)
-        while k < len(lines) and lines[k].step == "Transfer" and lines[k].order not in self.used:
-            self.used.add(lines[k].order)
-            self.slen[s] += 1
-            self.emit(f"Transfer({s})")
+        while k < len(lines) and lines[k].step in ("Transfer", "Received"):
+            if lines[k].step == "Transfer" and lines[k].order not in self.used:
+                self.used.add(lines[k].order)
+                self.slen[s] += 1
+                self.emit(f"Transfer({s})")
+            elif lines[k].step == "Received":
+                self.received[(s, lines[k].life)] = lines[k].fields["records"]
             k += 1
         if k < len(lines) and lines[k].step == "Start":
             self.unlined(s, lines[k].fields.get("records"))
 
     def unlined(self, s: str, recovered: int | None) -> None:
         """The records s's next life recovers that no line of this life counted: written to its page
-        cache after the last line its tracer wrote (a kill between a write and its line)."""
-        while recovered is not None and self.slen[s] < recovered:
+        cache after the last line its tracer wrote (a kill between a write and its line) — never
+        more than this life received (its ``Received`` lines): beyond that, what a restart finds is
+        not the master's (a cut that did not last, BugTruncateNotDurable) and is left to the check."""
+        if recovered is None:
+            return
+        recovered = min(recovered, self.received[(s, self.life[s])])
+        while self.slen[s] < recovered:
             self.slen[s] += 1
             self.emit(f"Transfer({s})")
+
+    def serves(self, m: str, s: str) -> bool:
+        """Whether, as merged so far, m is a master that s follows (whose connection the spec has)."""
+        return self.up[m] and self.role[m] == MASTER and self.follows.get(s) == m
 
     def slaves_of(self, m: str) -> list[str]:
         return [s for s in self.brokers if s != m and self.follows[s] == m and self.role[s] == SLAVE and self.up[s]]
@@ -248,6 +277,7 @@ class _Merge:
     def crash(self, b: str) -> None:
         """Place the crash of b, whose life has ended."""
         self.dead.discard(b)
+        self.alter_pending[b] = False
         if self.role[b] == MASTER:
             for s in self.slaves_of(b):
                 if self.connected[s]:
@@ -305,7 +335,10 @@ class _Merge:
                 self.emit("ElectMaster")
             else:
                 m = f["master"]
+                if not self.alter_pending[m] and not f["accepted"]:
+                    return                      # a resent proposal the controller had decided already
                 self.controller_view(f["alive"], keep=m)
+                self.alter_pending[m] = False
                 self.emit(f"AlterSyncStateSet({m})")
             return
         step = line.step
@@ -319,15 +352,25 @@ class _Merge:
         if step == "Transfer":
             self.pending[p].append(line)
             return
-        self.flush(p)                           # the process's own order
-        first_life = line.life == 1
-        if step == "Connect":
+        if step == "Received":
+            self.received[(p, line.life)] = f["records"]
             return
+        if step == "Connect":
+            return                              # a note: the old connection's records go at its end
+        self.flush(p)                           # the process's own order
+        # Init holds the epoch-1 roles: a first life's first role step in epoch 1 is Init's, no other
+        in_init = line.life == 1 and p not in self.role_steps and f.get("epoch") == 1
+        if step in ("ChangeToMaster", "ChangeToSlave"):
+            self.role_steps.add(p)
         if step == "Put":
             self.requests[(p, line.life, f["req"])] = self.put(p)
         elif step in ("Respond", "Timeout"):
             i = self.requests.get((p, line.life, f["req"]))
             self.emit(f"{step}({i if i is not None else 0})")
+        elif step in ("ReplicaConnect", "ReplicaAck", "ReplicaDisconnect") and not self.serves(p, f["slave"]):
+            # a master the spec no longer has serving s (deposed, or s follows another): no step
+            # of the spec is this master's connection to s; what it did with it is judged at its answers
+            return
         elif step == "ReplicaConnect":
             s = f["slave"]
             self.flush(s)
@@ -337,7 +380,8 @@ class _Merge:
         elif step == "ReplicaAck":
             s = f["slave"]
             self.flush(s, upto_claim=f["claim"])
-            if self.sack[s] < self.slen[s]:
+            # the spec's ack is the slave's whole log: only when that is no more than the report claims
+            if self.sack[s] < self.slen[s] <= f["claim"]:
                 self.sack[s] = self.slen[s]
                 self.emit(f"ReplicaAck({s})")
         elif step == "ReplicaDisconnect":
@@ -347,7 +391,7 @@ class _Merge:
                 self.connected[s], self.sack[s] = False, 0
                 self.emit(f"ReplicaDisconnect({s})")
         elif step == "ChangeToMaster":
-            if first_life and f["epoch"] == 1 and p == self.initial:
+            if in_init and p == self.initial:
                 return                          # in Init
             self.reach(p)
             if self.role[p] != MASTER:
@@ -356,7 +400,7 @@ class _Merge:
             self.emit(f"ChangeToMaster({p})")
         elif step == "ChangeToSlave":
             m = f["master"]
-            if first_life and f["epoch"] == 1 and m == self.initial:
+            if in_init and m == self.initial:
                 return                          # in Init
             self.reach(p)
             if self.role[p] == MASTER:
@@ -369,6 +413,7 @@ class _Merge:
             self.role[p], self.follows[p] = SLAVE, m
             self.emit(f"ChangeToSlave({p})")
         elif step in ("ShrinkSyncStateSet", "ExpandSyncStateSet"):
+            self.alter_pending[p] = True
             self.emit(f"{step}({p},{f['member']})")
         elif step == "ChangeSyncStateSet":
             self.reach(p)
@@ -390,20 +435,27 @@ def merge_process_traces(named: list[tuple[str, Iterable[str]]]) -> Merged:
     if CONTROLLER not in processes:
         raise ProcTraceError("no controller file among the process traces: its FirstMaster is the spec's Init")
     lines.sort(key=lambda x: (x.t_ns, x.order))
-    first = next((x for x in lines if x.step == "FirstMaster"), None)
-    if first is None:
+    firsts = [x for x in lines if x.step == "FirstMaster"]
+    if not firsts:
         raise ProcTraceError("the controller's file has no FirstMaster: the run never elected a first master")
+    if len(firsts) > 1:
+        raise ProcTraceError(f"{firsts[1].where}: a second FirstMaster: the files of one run, one group")
+    first = firsts[0]
+    early = next((x for x in lines if (x.t_ns, x.order) < (first.t_ns, first.order) and x.process != CHAOS), None)
+    if early is not None:
+        raise ProcTraceError(f"{early.where}: a step before the controller's first registration (FirstMaster): "
+                             "the files of one run, from its start")
     named_brokers = {x for x in processes if BROKER.fullmatch(x)} | {first.fields["master"]}
     for x in lines:
-        named_brokers |= set(x.fields.get("alive", ())) | {x.fields[k] for k in ("slave", "member", "broker")
-                                                           if k in x.fields}
+        named_brokers |= set(x.fields.get("alive", ())) | {x.fields[k] for k in ("slave", "member", "broker", "master")
+                                                           if k in x.fields and x.fields[k] != "none"}
     brokers = tuple(sorted(named_brokers, key=lambda b: int(b[1:])))
     if not 2 <= len(brokers) <= MAX_BROKERS:
         raise ProcTraceError(f"{len(brokers)} brokers named; a failover trace has 2..{MAX_BROKERS}")
     groups = {x.fields["group"] for x in lines if "group" in x.fields}
     if len(groups) > 1:
         raise ProcTraceError(f"the controller decided for {len(groups)} groups: merge the files of one group")
-    walk = [x for x in lines if x.t_ns > first.t_ns or x.order == first.order]
+    walk = [x for x in lines if (x.t_ns, x.order) >= (first.t_ns, first.order)]
     merge = _Merge(walk, brokers, first)
     for x in lines:
         if x.step == "UnreplicatedTail":
@@ -418,7 +470,8 @@ def merge_files(paths: list[Path]) -> Merged:
     named = []
     for path in paths:
         try:
-            named.append((str(path), Path(path).read_text(encoding="utf-8").splitlines(keepends=True)))
+            text = Path(path).read_text(encoding="utf-8")
+            named.append((str(path), [line + "\n" for line in text.split("\n")[:-1]] + [text.rsplit("\n", 1)[-1]]))
         except OSError as err:
             raise ProcTraceError(f"{path}: cannot read: {err.strerror}") from None
         except UnicodeDecodeError as err:

@@ -129,8 +129,10 @@ def test_records_a_killed_slave_wrote_after_its_last_line_come_from_its_next_lif
     b1 += [(20 + k, "Put", {"req": k}) for k in range(1, 6)] + [
         (40, "ReplicaDisconnect", {"slave": "b2"}), (53, "ReplicaConnect", {"slave": "b2", "records": 5}),
         (54, "Put", {"req": 6}), (56, "ReplicaAck", {"slave": "b2", "claim": 6}), (57, "Respond", {"req": 6})]
-    b2 += [(30, "Transfer", {"records": 1}), (31, "Transfer", {"records": 2}),       # then killed
-           (50, "ChangeToSlave", {"epoch": 1, "master": "b1"}), (52, "Connect"), (55, "Transfer", {"records": 6})]
+    b2 += [(29, "Received", {"records": 5}),              # parsed, then written: the lines of two come first
+           (30, "Transfer", {"records": 1}), (31, "Transfer", {"records": 2}),       # then killed
+           (50, "ChangeToSlave", {"epoch": 1, "master": "b1"}), (52, "Connect"), (55, "Received", {"records": 6}),
+           (55, "Transfer", {"records": 6})]
     merged = _merge({"c": _controller(_alter(16)), "b1": _file("b1", *b1),
                      "b2": _file("b2", *b2, starts=(0, 45), records={45: 5})})
     assert merged.labels[9:18] == ("Transfer(b2)",) * 5 + ("ReplicaDisconnect(b2)", "BrokerCrash(b2)",
@@ -143,8 +145,65 @@ def test_records_a_killed_slave_wrote_after_its_last_line_come_from_its_next_lif
     assert not v.ok and v.label == "Respond(6)"
 
 
+def test_what_a_restart_finds_beyond_what_the_slave_received_is_not_made_a_transfer():
+    """A cut that did not last (BugTruncateNotDurable) brings the slave's own tail back: its next life
+    recovers more than it ever received, and the merge does not explain the excess as records from
+    the master (it caps them at the last ``Received`` of the life)."""
+    b1, b2 = _expanded()
+    b1 += [(20 + k, "Put", {"req": k}) for k in range(1, 4)] + [(40, "ReplicaDisconnect", {"slave": "b2"})]
+    b2 += [(29, "Received", {"records": 1}), (30, "Transfer", {"records": 1})]
+    merged = _merge({"c": _controller(_alter(16)), "b1": _file("b1", *b1),
+                     "b2": _file("b2", *b2, starts=(0, 45), records={45: 3})})
+    assert merged.labels.count("Transfer(b2)") == 1
+
+
+def test_an_ack_is_taken_only_from_the_master_the_slave_follows_and_never_beyond_its_claim():
+    """The spec's ack is the slave's whole log: a report that claims less than the merge has placed
+    is no step (it would credit records no report covered), and a deposed master's last report from
+    a slave that follows another master is no step of that master's connection."""
+    b1, b2 = _expanded()
+    b1 += [(20, "Put", {"req": 1}), (21, "Put", {"req": 2}), (22, "Put", {"req": 3}),
+           (45, "ReplicaAck", {"slave": "b2", "claim": 1}), (46, "Respond", {"req": 3}),     # PUT_OK on claim 1
+           (47, "ReplicaDisconnect", {"slave": "b2"})]
+    b2 += [(23, "Transfer", {"records": 1}), (24, "Transfer", {"records": 2}), (25, "Transfer", {"records": 3}),
+           (40, "Connect")]                     # a new connection: the old one's records wait for its end
+    v = _verdict(_merge({"c": _controller(_alter(16)), "b1": _file("b1", *b1), "b2": _file("b2", *b2)}))
+    assert not v.ok and v.label == "Respond(3)"
+    # b1 deposed (cut off, alive): its last ReplicaAck of b3 comes after b3 follows b2
+    b1, b2 = _expanded()
+    b1 += [(12, "ReplicaConnect", {"slave": "b3", "records": 0}), (70, "ReplicaAck", {"slave": "b3", "claim": 1})]
+    b2 += [(40, "ChangeToMaster", {"epoch": 2}), (43, "ReplicaConnect", {"slave": "b3", "records": 0}),
+           (44, "ExpandSyncStateSet", {"member": "b3"}), (46, "ChangeSyncStateSet"), (60, "Put", {"req": 1}),
+           (75, "Respond", {"req": 1})]
+    b3 = [(11, "ChangeToSlave", {"epoch": 1, "master": "b1"}), (41, "ChangeToSlave", {"epoch": 2, "master": "b2"}),
+          (42, "Connect"), (61, "Received", {"records": 1}), (80, "Transfer", {"records": 1})]
+    c = _controller(_alter(16), (30, "ElectMaster", {"group": "g", "master": "b2", "epoch": 2, "alive": ["b2", "b3"]}),
+                    _alter(45, "b2", ["b2", "b3"]))
+    v = _verdict(_merge({"c": c, "b1": _file("b1", *b1), "b2": _file("b2", *b2), "b3": _file("b3", *b3)}))
+    assert not v.ok and v.label == "Respond(1)"
+
+
+def test_only_a_first_lifes_first_role_step_in_epoch_1_is_inits():
+    b1, b2 = _expanded()
+    b1 += [(20, "Put", {"req": 1})]
+    b2 += [(21, "Transfer", {"records": 1}), (70, "ChangeToMaster", {"epoch": 2}),
+           (80, "ChangeToSlave", {"epoch": 1, "master": "b1"})]       # back to epoch 1: E5 forbids it
+    c = _controller(_alter(16), (50, "ElectMaster", {"group": "g", "master": "b2", "epoch": 2, "alive": ["b2", "b3"]}))
+    v = _verdict(_merge({"c": c, "b1": _file("b1", *b1), "b2": _file("b2", *b2)}))
+    assert not v.ok and v.label == "ChangeToSlave(b2)"
+
+
+def test_a_refused_alter_with_nothing_pending_is_a_resend_the_controller_decided_already():
+    b1, b2 = _expanded()
+    c = _controller(_alter(16), (18, "AlterSyncStateSet", {"group": "g", "master": "b1", "accepted": False,
+                                                           "alive": ALL}))
+    merged = _merge({"c": c, "b1": _file("b1", *b1), "b2": _file("b2", *b2)})
+    assert merged.labels.count("AlterSyncStateSet(b1)") == 1 and _verdict(merged).ok
+
+
 @pytest.mark.parametrize("files, message", [
-    ({"c": ["{not json\n"]}, "c:1: invalid JSON"),
+    ({"c": ["{not json\n", '{"t_ns": 1}\n']}, "c:1: invalid JSON"),
+    ({"c": ["{not json\n"]}, "c: no header line"),        # a cut line is no step, even the only one
     ({"c": ['{"t_ns": 1, "step": "ElectMaster"}\n']}, "c:1: a step before the file's header line"),
     ({"c": _controller((20, "Elect", {}))}, "c:3: step 'Elect': not a step of a controller"),
     ({"c": _controller((20, "ElectMaster", {"group": "g", "master": "b2", "alive": ["b2"]}))},
@@ -159,6 +218,21 @@ def test_records_a_killed_slave_wrote_after_its_last_line_come_from_its_next_lif
     ({"c": _controller(), "d": _controller()}, "d: a second file of process controller"),
     ({"c": _controller(), "b1": ['{"ackorder_trace": 1, "model": "failover", "process": "b1", "t_ns": 0}\n']},
      "b1:1: expected a failover process header"),
+    ({"c": _controller((20, "ElectMaster", {"group": ["g"], "master": "b2", "epoch": 2, "alive": []}))},
+     "c:3: group: expected a text"),
+    ({"c": _controller() + ['{"t_ns": 30, "step": ["Put"]}\n']}, "c:3: step: expected the name of a step"),
+    ({"c": _file("controller", (10, "FirstMaster", {"group": "g", "master": "none", "alive": []}))},
+     "c:2: master: expected a broker name such as b1"),
+    ({"c": _file("controller", starts=(0, 5))}, "c:2: the controller started again"),
+    ({"c": _controller((20, "FirstMaster", {"group": "g", "master": "b2", "alive": []}))}, "c:3: a second FirstMaster"),
+    ({"c": _controller(), "b1": _file("b1", (5, "Put", {"req": 1}))}, "b1:2: a step before the controller's first"),
+    ({"c": _controller(), "b1": ['{"ackorder_trace": 1, "model": "failover-process", "process": "b1", "t_ns": 0, '
+                                 '"bugs": ["BugNope"]}\n']}, "b1:1: bugs: expected a list of failover bug switch"),
+    ({"c": _controller(), "b1": _file("b1", (20, "ChangeToSlave", {"epoch": 2, "master": "none"}))},
+     "b1:2: master: expected a broker name such as b1"),
+    ({"c": _controller(), "b1": _file("b1", (20, "Put", {"req": 1}))[:1] + ['{"t_ns": 21, "step": "Put"\n',
+                                                                           '{"t_ns": 22, "step": "Put", "req": 2}\n']},
+     "b1:2: invalid JSON"),
 ])
 def test_malformed_process_files_name_the_file_and_line(files, message):
     with pytest.raises(ProcTraceError, match=message.replace("(", r"\(")):
