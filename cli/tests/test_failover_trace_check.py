@@ -232,7 +232,7 @@ def test_the_process_files_of_a_run_are_merged_and_checked(tmp_path):
         b2 += [(21, "Transfer", {"records": 1})]
         out = []
         for name, lines in (("controller", _controller(_alter(16))), ("b1", _file("b1", *b1)),
-                            ("b2", _file("b2", *b2))):
+                            ("b2", _file("b2", *b2)), ("b3", _file("b3"))):
             path = tmp_path / ("bad-" if answer_before_ack else "") / f"{name}.ndjson"
             path.parent.mkdir(exist_ok=True)
             path.write_text("".join(lines))

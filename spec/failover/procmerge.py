@@ -450,6 +450,10 @@ def merge_process_traces(named: list[tuple[str, Iterable[str]]]) -> Merged:
         named_brokers |= set(x.fields.get("alive", ())) | {x.fields[k] for k in ("slave", "member", "broker", "master")
                                                            if k in x.fields and x.fields[k] != "none"}
     brokers = tuple(sorted(named_brokers, key=lambda b: int(b[1:])))
+    missing = [b for b in brokers if b not in processes]
+    if missing:
+        raise ProcTraceError(f"no file of {', '.join(missing)}, which the run's files name: give every process's "
+                             "file of the run (a broker's steps cannot be left out of its history)")
     if not 2 <= len(brokers) <= MAX_BROKERS:
         raise ProcTraceError(f"{len(brokers)} brokers named; a failover trace has 2..{MAX_BROKERS}")
     groups = {x.fields["group"] for x in lines if "group" in x.fields}

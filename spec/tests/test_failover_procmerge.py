@@ -45,7 +45,15 @@ def _expanded(t0: int = 11) -> tuple[list, list]:
 
 
 def _merge(files: dict[str, list[str]]):
-    return merge_process_traces(list(files.items()))
+    """The files, with a header-only file for each of b1..b3 that has none (it did nothing)."""
+    def process(lines: list[str]):
+        try:
+            return json.loads(lines[0]).get("process")
+        except (ValueError, IndexError, AttributeError):
+            return None
+    named = {process(lines) for lines in files.values()}
+    extra = {b: _file(b) for b in ALL if b not in named}
+    return merge_process_traces(list(files.items()) + list(extra.items()))
 
 
 def _verdict(merged):
@@ -199,6 +207,11 @@ def test_a_refused_alter_with_nothing_pending_is_a_resend_the_controller_decided
                                                            "alive": ALL}))
     merged = _merge({"c": c, "b1": _file("b1", *b1), "b2": _file("b2", *b2)})
     assert merged.labels.count("AlterSyncStateSet(b1)") == 1 and _verdict(merged).ok
+
+
+def test_a_run_without_the_file_of_a_broker_it_names_is_refused():
+    with pytest.raises(ProcTraceError, match="no file of b3, which the run's files name"):
+        merge_process_traces([("c", _controller(_alter(16))), ("b1", _file("b1")), ("b2", _file("b2"))])
 
 
 @pytest.mark.parametrize("files, message", [
