@@ -146,9 +146,8 @@ class _FollowerProxy:
 class BrokerTracer:
     """What one broker node's cores did, as spec steps (the module docstring lists them)."""
 
-    def __init__(self, trace: ProcessTrace, broker) -> None:
+    def __init__(self, trace: ProcessTrace) -> None:
         self.trace = trace
-        self.broker = broker                   # the node's BrokerCore: its role state (rm)
         self.master = None                     # the raw master core whose labels are read
         self.follower = None
         self.accepted: dict[str, int] = {}     # master: slave -> the records its last counted report claimed

@@ -165,7 +165,7 @@ class Node:
         self.tracer: BrokerTracer | None = None
         if opts.failover_trace is not None:
             self.tracer = BrokerTracer(ProcessTrace(opts.failover_trace, self.me, opts.failover_bugs,
-                                                    recovered.record_count), self.broker)
+                                                    recovered.record_count))
         self.thread: threading.Thread | None = None
         self.runtime_failure: str | None = None
         self.following: str | None = None         # the master whose HA port a ReplicaRuntime follows

@@ -21,7 +21,7 @@ def _steps(path) -> list[tuple]:
 
 def test_a_masters_puts_connections_acks_and_answers_become_lines_before_its_effects(tmp_path):
     path = tmp_path / "b1.ndjson"
-    tracer = BrokerTracer(ProcessTrace(path, "b1", records=0), broker=None)
+    tracer = BrokerTracer(ProcessTrace(path, "b1", records=0))
     master = Master([], ((1, 0),))
     master.core = tracer.traced_master(master.core)
     master.put(7, 40)
@@ -47,7 +47,7 @@ def test_a_masters_puts_connections_acks_and_answers_become_lines_before_its_eff
 
 def test_a_put_refused_before_the_log_is_no_step_and_held_answers_follow_the_role_change(tmp_path):
     path = tmp_path / "b1.ndjson"
-    tracer = BrokerTracer(ProcessTrace(path, "b1"), broker=None)
+    tracer = BrokerTracer(ProcessTrace(path, "b1"))
     master = Master([], ((1, 0),))
     master.core = tracer.traced_master(master.core)
     master.put(7, 40)                                   # waits for the slave's ack
