@@ -47,6 +47,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--slow-member-lag-ms", type=natural_int, default=None, metavar="N",
                    help="--failover: b3's link is slow (DATA to it leaves N ms late); the other slave is killed, then "
                         "the master, so b3 must take over (--failovers 1)")
+    p.add_argument("--pause-member-ms", type=natural_int, default=None, metavar="N",
+                   help="--failover: each round first stops a slave with SIGSTOP for N ms (a GC pause), long enough "
+                        "for the master to drop it from the SyncStateSet, then resumes it and waits for it to rejoin")
     p.add_argument("--peer-secret-file", type=Path, default=None, metavar="FILE",
                    help="--failover: the controller and the nodes authenticate every connection between them "
                         "with this secret (mode 600)")
@@ -90,7 +93,7 @@ MODE_FLAGS = {
     # records each run in a temporary directory; fsync_delay_ms: PowerLossOptions' default
     "--power-loss": {"kills": 10, "messages": 150, "bug": [], "fsync_delay_ms": None},
     "--failover": {"failovers": 10, "failover_bug": [], "settle_timeout_s": 30.0, "slow_member_lag_ms": 0,
-                   "max_load_s": 1.0, "dir": None, "peer_secret_file": None, "failover_trace": None},
+                   "pause_member_ms": 0, "max_load_s": 1.0, "dir": None, "peer_secret_file": None, "failover_trace": None},
 }
 
 
@@ -195,7 +198,8 @@ def _failover(args: argparse.Namespace) -> int:
                                 max_load_s=max(args.max_load_s, 0.2), directory=args.dir,
                                 keep=args.dir is not None, failover_bugs=tuple(args.failover_bug),
                                 settle_timeout_s=args.settle_timeout_s, slow_member_lag_ms=args.slow_member_lag_ms,
-                                peer_secret_file=args.peer_secret_file, failover_trace=args.failover_trace,
+                                pause_member_ms=args.pause_member_ms, peer_secret_file=args.peer_secret_file,
+                                failover_trace=args.failover_trace,
                                 **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}))
     console = make_console()
     report = _with_progress(console, "failover", opts.failovers, lambda progress: run_failover_chaos(opts, progress))

@@ -17,11 +17,12 @@ from spec.config import ConfigError
 @attrs.frozen
 class ChaosCatch:
     """How a chaos run catches a switch: the test that shows its checks fail (reference/tests/...;
-    None: they do not), and for --failover whether that needs the slow member, and the test that
-    shows the check of the run's history (--failover-trace) catches it (None: not shown)."""
+    None: they do not), and for --failover whether that needs the slow member or the paused one, and
+    the test that shows the check of the run's history (--failover-trace) catches it (None: not shown)."""
     test: str | None
     needs_slow_member: bool = False
     history_test: str | None = None
+    needs_pause: bool = False
 
     @property
     def needs_trace(self) -> bool:
@@ -53,6 +54,13 @@ FAILOVER_CATCHES = {
     # the run loses nothing, but its history has a PUT_OK the joining member had not acked (#5663)
     "BugCommittedSssOnly": ChaosCatch(None, history_test="test_chaos_failover_history_catches_acks_over_the_"
                                                          "committed_set_only"),
+    # a member the master proposes to drop is no longer waited for before the controller commits the
+    # drop; only a member that stalls with its connection open is dropped (--pause-member-ms), and
+    # nothing is lost unless the controller then elects it, so the history shows it: a PUT_OK without
+    # the ack of a member the committed SyncStateSet still holds
+    "BugShrinkBeforeCommit": ChaosCatch(None, needs_pause=True,
+                                        history_test="test_chaos_failover_history_catches_a_shrink_counted_"
+                                                     "before_its_commit"),
 }
 
 WRITE_PATH_MODES = {"kill -9": KILL9_CATCHES, "--power-loss": POWER_LOSS_CATCHES}
@@ -60,6 +68,8 @@ WRITE_PATH_MODES = {"kill -9": KILL9_CATCHES, "--power-loss": POWER_LOSS_CATCHES
 
 def _shown(table: dict[str, ChaosCatch]) -> str:
     def needs(c: ChaosCatch) -> str:
+        if c.needs_pause:
+            return " (with --pause-member-ms and --failover-trace)"
         if c.needs_trace:
             return " (with --failover-trace)"
         if c.needs_slow_member:
@@ -79,14 +89,19 @@ def check_write_path_reach(mode: str, bugs: tuple[str, ...]) -> None:
                               f"{elsewhere}ackorder fuzz --bug {bug} does")
 
 
-def check_failover_reach(bugs: tuple[str, ...], slow_member_lag_ms: int, traced: bool = False) -> None:
+def check_failover_reach(bugs: tuple[str, ...], slow_member_lag_ms: int, traced: bool = False,
+                         pause_member_ms: int = 0) -> None:
     """ConfigError (exit 2) for a failover switch chaos --failover is not shown to reach, or one
-    that needs the slow member, or the check of the run's history, without it."""
+    that needs the slow member, the paused one, or the check of the run's history, without it."""
     for bug in bugs:
         catch = FAILOVER_CATCHES.get(bug)
         if catch is None:
             raise ConfigError(f"--failover-bug {bug}: no chaos --failover run is shown to reach it (it catches "
                               f"{_shown(FAILOVER_CATCHES)}); ackorder fuzz --model failover --bug {bug} does")
+        if catch.needs_pause and not pause_member_ms:
+            raise ConfigError(f"--failover-bug {bug}: bites only when a member is dropped from the SyncStateSet: add "
+                              "--pause-member-ms (e.g. 2500) and --failover-trace FILE (nothing is lost, so the run's "
+                              "own checks pass)")
         if traced and catch.history_test is not None:
             continue
         if catch.needs_trace:

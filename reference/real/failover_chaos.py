@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import random
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -62,6 +63,8 @@ FAILOVER_TIMEOUT_S = 30.0
 SLOW_MEMBER = NODES          # --slow-member-lag-ms: the broker whose link lags
 SLOW_MEMBER_STAYS_LAGS = 30  # the slow member's haMaxTimeSlaveNotCatchup, in lags
 DEFAULT_SHRINK_AFTER_MS = 1_000   # a killed member leaves the SyncStateSet after this
+PAUSE_MARGIN_MS = 1_000      # --pause-member-ms beyond haMaxTimeSlaveNotCatchup: a few SyncStateSet checks
+MAX_PAUSE_MS = 60_000
 TAIL_KEY_BASE = 10**15       # keys of the unreplicated tail: never sent by a producer, never acknowledged
 
 
@@ -84,6 +87,7 @@ class FailoverChaosOptions:
     slow_member_lag_ms: int = 0     # b3's link lags; the other slave is killed, then the master
     peer_secret_file: Path | None = None   # the controller and the nodes authenticate each other with it
     failover_trace: Path | None = None     # --failover-trace: the run's history as one AckOrderFailover trace
+    pause_member_ms: int = 0    # each round first stops a slave (SIGSTOP) this long: a GC pause, a stuck disk
 
     @property
     def node_shrink_after_ms(self) -> int:
@@ -115,12 +119,22 @@ class FailoverChaosOptions:
             raise ConfigError(f"--slow-member-lag-ms {self.slow_member_lag_ms}: 0..{MAX_HA_LAG_MS}")
         if self.peer_secret_file is not None:
             self.peer_secret          # a file that is missing, open to others or too short: said now
-        check_failover_reach(self.failover_bugs, self.slow_member_lag_ms, self.failover_trace is not None)
+        check_failover_reach(self.failover_bugs, self.slow_member_lag_ms, self.failover_trace is not None,
+                             self.pause_member_ms)
         if self.slow_member_lag_ms and self.failovers != 1:
             # once the slow member is master no link is slow; and killed as master it would restart
             # as a lagging slave that never holds every acknowledged message under load (the
             # expansion's guard), so it could not rejoin
             raise ConfigError(f"--slow-member-lag-ms with --failovers {self.failovers}: one failover only")
+        if self.pause_member_ms:
+            if self.slow_member_lag_ms:
+                raise ConfigError("--pause-member-ms and --slow-member-lag-ms: one at a time")
+            least = self.node_shrink_after_ms + PAUSE_MARGIN_MS
+            if not least <= self.pause_member_ms <= MAX_PAUSE_MS:
+                # shorter, the paused member is never dropped: the run would not exercise the shrink it is for
+                raise ConfigError(f"--pause-member-ms {self.pause_member_ms}: {least}..{MAX_PAUSE_MS} (the nodes drop "
+                                  f"a member that has not caught up for {self.node_shrink_after_ms} ms, "
+                                  f"and check every {self.node_heartbeat_interval_ms} ms)")
 
 
 @attrs.define
@@ -136,6 +150,8 @@ class FailoverRound:
     rejoined: bool
     diverged: int
     also_killed: tuple[int, ...] = ()    # --slow-member-lag-ms: the slave killed with the master
+    paused: int | None = None            # --pause-member-ms: the slave stopped before the kill
+    pause_dropped: bool = False          # ... and whether the controller's SyncStateSet dropped it meanwhile
 
 
 @attrs.define
@@ -282,6 +298,22 @@ class Cluster:
         self.nodes[i].popen.kill()
         self.nodes[i].popen.wait(timeout=10)
 
+    def pause(self, i: int, pause_s: float) -> bool:
+        """SIGSTOP node ``i`` for ``pause_s`` (its connections stay open, as in a long GC pause), then
+        SIGCONT: whether the controller's SyncStateSet dropped it meanwhile (haMaxTimeSlaveNotCatchup)."""
+        popen = self.nodes[i].popen
+        popen.send_signal(signal.SIGSTOP)
+        dropped = False
+        try:
+            deadline = time.monotonic() + pause_s
+            while (left := deadline - time.monotonic()) > 0:
+                info = self.info()
+                dropped = dropped or (info is not None and i not in info["sync_state_set"])
+                time.sleep(min(0.1, max(left, 0)))
+        finally:
+            popen.send_signal(signal.SIGCONT)
+        return dropped
+
     def settled(self) -> dict | None:
         """Wait until a master serves with every node in its SyncStateSet (what a kill needs to
         be survivable under ALL_IN_SYNC); None when that did not happen in time."""
@@ -344,6 +376,15 @@ def run_failover_chaos(opts: FailoverChaosOptions,
                 break
             if report.rounds:
                 _check_rejoined(cluster, report, load)
+            paused = dropped = None
+            if opts.pause_member_ms:
+                paused = rng.choice(sorted(b for b in info["sync_state_set"] if b != info["master_id"]))
+                progress(n - 1, f"SIGSTOP b{paused} for {opts.pause_member_ms} ms")
+                dropped = cluster.pause(paused, opts.pause_member_ms / 1000)
+                info = cluster.settled()
+                if info is None:
+                    _not_settled(cluster, report, load, f"round {n}, after b{paused}'s pause")
+                    break
             load_s = rng.uniform(opts.min_load_s, opts.max_load_s)
             progress(n - 1, f"load {load_s:.2f} s, then kill -9 b{info['master_id']}")
             time.sleep(load_s)
@@ -389,7 +430,8 @@ def run_failover_chaos(opts: FailoverChaosOptions,
                 cluster.start_node(b)
             report.rounds.append(FailoverRound(n, victim, first.broker_id, round(load_s, 3),
                                                round((first.at_s - killed_at) * 1000, 1), len(load.acked),
-                                               len(check.lost), len(check.corrupt), False, 0, tuple(also)))
+                                               len(check.lost), len(check.corrupt), False, 0, tuple(also),
+                                               paused, bool(dropped)))
             progress(n, f"failover {n}: {report.rounds[-1].failover_ms:.0f} ms")
         if report.rounds and report.stuck is None and not report.not_rejoined:
             if cluster.settled() is None:

@@ -178,7 +178,13 @@ def test_chaos_failover_catches_acks_without_the_slaves(tmp_path: Path):
     (("chaos", "--failover", "--failover-bug", "BugNope"), "BugNope"),
     # a switch no chaos run reaches said "nothing lost" (exit 0) about a defect it never exercised
     (("chaos", "--failover", "--failover-bug", "BugUncleanElection"), "no chaos --failover run is shown to reach"),
-    (("chaos", "--failover", "--failover-bug", "BugShrinkBeforeCommit"), "fuzz --model failover --bug"),
+    (("chaos", "--failover", "--failover-bug", "BugShrinkBeforeCommit"), "add --pause-member-ms (e.g. 2500)"),
+    (("chaos", "--failover", "--failover-bug", "BugEpochFileNotDurable"), "fuzz --model failover --bug"),
+    # a pause shorter than haMaxTimeSlaveNotCatchup drops no member: the run would not exercise the shrink
+    (("chaos", "--failover", "--pause-member-ms", "500"), "--pause-member-ms 500: 2000..60000"),
+    (("chaos", "--failover", "--failovers", "1", "--pause-member-ms", "2500", "--slow-member-lag-ms", "300"),
+     "one at a time"),
+    (("chaos", "--pause-member-ms", "2500"), "--pause-member-ms: a flag of --failover"),
     (("chaos", "--failover", "--failover-bug", "BugNoAllAck"), "bites only with --slow-member-lag-ms (e.g. 300): on "
      "loopback every slave holds each write before the master's fsync ends, or with --failover-trace FILE"),
     (("chaos", "--failover", "--failover-bug", "BugCommittedSssOnly"), "add --failover-trace FILE"),
@@ -256,14 +262,19 @@ def test_the_chaos_reach_table_names_a_catching_test_for_each_switch_it_lets_thr
             assert test is not None, f"{bug}: no test {name}"
             assert bug in inspect.getsource(test) or "_slow_member_run" in inspect.getsource(test), name
             assert "returncode == 1" in inspect.getsource(test), f"{name} does not assert exit 1"
+        pause_ms = 2_500 if catch.needs_pause else 0
         if catch.history_test is not None:
             assert "trace_rejected" in inspect.getsource(getattr(here, catch.history_test))
-            check_chaos_reach((bug,), 0, traced=True)          # the history alone is enough
+            check_chaos_reach((bug,), 0, traced=True, pause_member_ms=pause_ms)   # the history alone is enough
+        if catch.needs_pause:
+            assert "--pause-member-ms" in inspect.getsource(getattr(here, catch.history_test or catch.test))
+            with pytest.raises(ConfigError, match="add --pause-member-ms"):
+                check_chaos_reach((bug,), 300, traced=True)
         if catch.test is not None:
             check_chaos_reach((bug,), 300 if catch.needs_slow_member else 0)
         if catch.needs_trace:
             with pytest.raises(ConfigError, match="add --failover-trace"):
-                check_chaos_reach((bug,), 300, traced=False)
+                check_chaos_reach((bug,), 300, traced=False, pause_member_ms=pause_ms)
         if catch.needs_slow_member:
             with pytest.raises(ConfigError, match="bites only with --slow-member-lag-ms"):
                 check_chaos_reach((bug,), 0, traced=False)
@@ -372,3 +383,28 @@ def test_chaos_failover_history_catches_acks_over_the_committed_set_only(tmp_pat
     assert "(Respond(" in report["trace_rejected"], report["trace_rejected"]
     refused = _cli("chaos", "--failover", "--failover-bug", "BugCommittedSssOnly")
     assert refused.returncode == 2 and "add --failover-trace FILE" in refused.stderr, refused.stderr
+
+
+def test_chaos_failover_history_with_a_paused_member_is_a_behaviour_of_the_spec(tmp_path: Path):
+    """--pause-member-ms: a slave stopped (SIGSTOP) with its connections open is dropped from the
+    SyncStateSet (haMaxTimeSlaveNotCatchup), resumed, and taken back; the history of such a run,
+    with the master's ShrinkSyncStateSet in it, is a behaviour of AckOrderFailover."""
+    done, report, trace = _traced_run(tmp_path, "--pause-member-ms", "2500")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert report["trace_rejected"] is None, report
+    assert report["rounds"][0]["paused"] in (1, 2, 3) and report["rounds"][0]["pause_dropped"], report["rounds"]
+    labels = [json.loads(line)["action"] for line in trace.read_text().splitlines()[1:]]
+    assert any(label.startswith("ShrinkSyncStateSet(") for label in labels), "the history never dropped a member"
+
+
+def test_chaos_failover_history_catches_a_shrink_counted_before_its_commit(tmp_path: Path):
+    """BugShrinkBeforeCommit: the master stops waiting for the paused member as soon as it proposes
+    to drop it, before the controller commits the drop; nothing is lost (the paused member is not
+    elected), so only the history shows it: a Respond without the ack of a member of the committed
+    SyncStateSet.  Without --pause-member-ms no member is ever dropped: the switch is refused."""
+    done, report, _ = _traced_run(tmp_path, "--pause-member-ms", "2500", "--failover-bug", "BugShrinkBeforeCommit")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert report["lost"] == 0 and report["trace_rejected"].startswith("step "), report
+    assert "(Respond(" in report["trace_rejected"], report["trace_rejected"]
+    refused = _cli("chaos", "--failover", "--failover-bug", "BugShrinkBeforeCommit", "--failover-trace", "h.ndjson")
+    assert refused.returncode == 2 and "add --pause-member-ms" in refused.stderr, refused.stderr
