@@ -36,7 +36,7 @@ def _version() -> str:
 # Each command and the cli module that registers it (`add_parser`, or `add_parsers` for several).
 COMMANDS = {"run": "run", "tlc": "tlc", "twin": "twin", "prove": "prove", "sim": "sim", "replay": "replay",
             "stateful": "stateful", "fuzz": "fuzz", "fuzz-report": "fuzz", "trace-check": "tracecheck",
-            "broker": "broker", "load": "broker", "chaos": "chaos", "bench": "bench", "controller": "controller"}
+            "broker": "broker", "load": "broker", "chaos": "chaos", "bench": "bench", "controller": "controller", "mutate": "mutate"}
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

@@ -1,0 +1,208 @@
+"""The kill suite a mutant faces, cheapest check first, stopping at the first that fails.
+
+1. ``unit``: the unit tests of the mutated module (``UNIT_TESTS``, reviewed: the module's own test
+   files and contracts, not every file that imports it), under pytest in the mutant's own copy of
+   the tree.
+2. ``fuzz``: a short seeded simulation campaign of each model the module runs in (the write path's
+   simulator and the failover group over bytes), every step checked against the spec, in that copy.
+
+Each stage has a time budget measured on the clean tree (``Baseline``): a mutant that runs past it
+is a kill only because the clean code finishes well within (``budget_s``).  A stage that fails on
+the clean tree makes the campaign refuse to start: a kill by a red suite proves nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import attrs
+
+from spark_fuzz.mutation.mutants import ROOT, Mutant, mutated_source
+
+UNIT_TESTS = {
+    "reference/decisions.py": ("reference/tests/test_master_core.py",
+                               "reference/tests/test_contracts.py::test_contracts_hold[reference.decisions.replica_coverage]",
+                               "reference/tests/test_contracts.py::test_contracts_hold[reference.decisions.covered_count]"),
+    "reference/admission.py": ("reference/tests/test_admission.py",),
+    "reference/master.py": ("reference/tests/test_master_core.py",),
+    "reference/replica.py": ("reference/tests/test_replica_core.py", "reference/tests/test_one_record_parser.py"),
+    "reference/commitlog.py": ("reference/tests/test_master_core.py", "reference/tests/test_replica_core.py",
+                               "reference/tests/test_resumed_recovery.py"),
+    "reference/record.py": ("reference/tests/test_record.py", "reference/tests/test_one_record_parser.py"),
+    "reference/frames.py": ("reference/tests/test_frames.py",),
+    "reference/failover/sss_policy.py": ("reference/tests/test_sss_policy.py",),
+    "reference/failover/roles.py": ("reference/tests/test_roles.py",),
+    "reference/failover/broker.py": ("reference/tests/test_broker_core.py",),
+    "reference/failover/follower.py": ("reference/tests/test_follower.py",),
+    "reference/failover/controller.py": ("reference/tests/test_controller_core.py",),
+    "reference/failover/truncation.py": ("reference/tests/test_truncation.py",),
+    "reference/failover/epochfile.py": ("reference/tests/test_epochfile.py",),
+    "reference/real/disk.py": ("reference/tests/test_broker_runtime.py",),
+}
+
+# The simulators a module's code runs in.  The failover group drives the write path's MasterCore
+# and ReplicaCore over bytes too; reference/real/ runs in neither (a chaos stage is issue 36's next).
+FAILOVER_ONLY = "reference/failover/"
+NO_SIMULATOR = ("reference/real/",)
+
+STAGES = ("unit", "fuzz")
+TREE_PARTS = ("cli", "spec", "reference", "stateful_tests", "tla", "spark_fuzz", "conftest.py", "pyproject.toml")
+MIN_BUDGET_S = 20.0          # beyond the clean run: a loaded worker is slower than the clean measurement
+BUDGET_FACTOR = 4.0
+OUTPUT_CHARS = 2_000
+
+
+@attrs.frozen
+class SuiteOptions:
+    fuzz_seeds: int = 40         # per model
+    fuzz_steps: int = 400
+
+
+def fuzz_models(module: str) -> tuple[str, ...]:
+    if module.startswith(NO_SIMULATOR):
+        return ()
+    if module.startswith(FAILOVER_ONLY):
+        return ("failover",)
+    return ("write-path", "failover")
+
+
+def budget_s(clean_s: float) -> float:
+    """How long a stage may take on a mutant: well beyond its clean run."""
+    return max(BUDGET_FACTOR * clean_s, clean_s + MIN_BUDGET_S)
+
+
+def copy_tree(root: Path = ROOT, dest: Path | None = None) -> Path:
+    """A private copy of the project's sources (in a new temporary directory, or ``dest``, which must
+    not exist), where one mutant is applied and tested."""
+    if dest is None:
+        dest = Path(tempfile.mkdtemp(prefix="ackorder-mutant-"))
+    else:
+        dest.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", "states", "*.jsa")
+    for part in TREE_PARTS:
+        src = root / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=ignore)
+        else:
+            shutil.copy2(src, dest / part)
+    return dest
+
+
+def _env(tree: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "PYTEST_"))}
+    env["PYTHONPATH"] = str(tree)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(tree / ".hypothesis")
+    return env
+
+
+def _run(argv: list[str], tree: Path, timeout_s: float) -> tuple[str, float, str]:
+    """("pass" | "fail" | "timeout", seconds, the output's tail)."""
+    start = time.monotonic()
+    try:
+        done = subprocess.run(argv, cwd=tree, env=_env(tree), capture_output=True, text=True, timeout=timeout_s,
+                              start_new_session=True)
+    except subprocess.TimeoutExpired as err:
+        out = (err.stdout or b"") if isinstance(err.stdout, bytes) else (err.stdout or "")
+        return "timeout", time.monotonic() - start, str(out)[-OUTPUT_CHARS:]
+    text = (done.stdout + done.stderr)[-OUTPUT_CHARS:]
+    return ("pass" if done.returncode == 0 else "fail"), time.monotonic() - start, text
+
+
+def stage_argv(stage: str, module: str, options: SuiteOptions) -> list[str] | None:
+    """The command of ``stage`` for a mutant of ``module`` (None: the stage has nothing to run)."""
+    if stage == "unit":
+        # every test named, `-m full` ones too (the addopts' `-m 'not full'` is dropped): they are the module's
+        return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                "-o", "addopts=", *UNIT_TESTS[module]]
+    models = fuzz_models(module)
+    if not models:
+        return None
+    return [sys.executable, "-m", "spark_fuzz.mutation.fuzzstage", "--seeds", str(options.fuzz_seeds),
+            "--steps", str(options.fuzz_steps), *models]
+
+
+@attrs.frozen
+class Baseline:
+    """The clean tree's time per (module, stage): what each mutant's budget comes from."""
+    seconds: dict = attrs.field(factory=dict)     # "module|stage" -> seconds
+
+    def of(self, module: str, stage: str) -> float | None:
+        return self.seconds.get(f"{module}|{stage}")
+
+
+class CleanSuiteFailed(RuntimeError):
+    """A stage of the kill suite fails on the clean tree: no mutant can be judged by it."""
+
+
+def measure_baseline(modules: tuple[str, ...], options: SuiteOptions, root: Path = ROOT) -> Baseline:
+    tree = copy_tree(root)
+    try:
+        seconds = {}
+        for module in modules:
+            for stage in STAGES:
+                argv = stage_argv(stage, module, options)
+                if argv is None:
+                    continue
+                verdict, took, out = _run(argv, tree, 1_800)
+                if verdict != "pass":
+                    raise CleanSuiteFailed(f"the {stage} stage of {module} does not pass on the clean tree "
+                                           f"({verdict}): {out.strip().splitlines()[-1:] or ''}")
+                seconds[f"{module}|{stage}"] = round(took, 2)
+        return Baseline(seconds)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+
+
+def judge(mutant: Mutant, baseline: Baseline, options: SuiteOptions, root: Path = ROOT) -> dict:
+    """One mutant through the suite, in its own copy of the tree: its ledger row."""
+    start = time.monotonic()
+    row = {"mutant_id": mutant.mutant_id, "module": mutant.module, "operator": mutant.operator,
+           "occurrence": mutant.occurrence, "line": mutant.line, "definition": mutant.definition,
+           "source_sha": mutant.source_sha, "outcome": "survived", "killed_by": "", "detail": "",
+           "stages": "{}", "diff": "", "wall_s": 0.0}
+    try:
+        original, mutated = mutated_source(mutant, root)
+    except ValueError as err:
+        row.update(outcome="error", detail=str(err))
+        return row
+    import difflib
+
+    row["diff"] = "".join(difflib.unified_diff(original.splitlines(True), mutated.splitlines(True),
+                                               f"a/{mutant.module}", f"b/{mutant.module}", n=1))
+    tree = copy_tree(root)
+    stages = {}
+    try:
+        (tree / mutant.module).write_text(mutated, encoding="utf-8")
+        for stage in STAGES:
+            argv = stage_argv(stage, mutant.module, options)
+            clean = baseline.of(mutant.module, stage)
+            if argv is None or clean is None:
+                continue
+            verdict, took, out = _run(argv, tree, budget_s(clean))
+            stages[stage] = {"verdict": verdict, "s": round(took, 2)}
+            if verdict != "pass":
+                row.update(outcome="killed" if verdict == "fail" else "timeout", killed_by=stage,
+                           detail=_why(out))
+                break
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    row["stages"] = json.dumps(stages, sort_keys=True)
+    row["wall_s"] = round(time.monotonic() - start, 2)
+    return row
+
+
+def _why(output: str) -> str:
+    """The line that says what failed: pytest's FAILED/ERROR line, or the fuzz stage's verdict."""
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith(("FAILED ", "ERROR ", "violation ")):
+            return line[:300]
+    return (lines[-1] if lines else "")[:300]

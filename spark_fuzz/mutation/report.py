@@ -1,0 +1,49 @@
+"""A mutation campaign's report: Markdown, and HTML through markdown-it (spark_fuzz/report.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from spark_fuzz.report import html_page
+
+SURVIVORS_SHOWN = 50
+
+
+def markdown(summary: dict) -> str:
+    out = summary["outcomes"]
+    lines = [f"# Mutation campaign {summary['campaign']}", "",
+             f"{summary['mutants']} mutants of {len(summary['modules'])} module(s), operators "
+             f"`{summary['operators']}`" + (f", a sample of {summary['sample']} (seed {summary['sample_seed']})"
+                                          if summary["sample"] else "") +
+             f"; kill suite: the module's unit tests, then {summary['suite']['fuzz_seeds']} seeds of "
+             f"{summary['suite']['fuzz_steps']} steps per simulation model. {summary['seconds']} s of wall time "
+             f"this run, {summary['cpu_wall_s']} s of mutant time in all.", "",
+             "| outcome | mutants |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in sorted(out.items())]
+    lines += ["", "Killed by: " + (", ".join(f"{k} {v}" for k, v in sorted(summary["killed_by"].items())) or "none"),
+              "", "## Score per module (killed / (mutants - equivalent - error))", "",
+              "| module | mutants | killed | survived | equivalent | error | score % |", "|---|---|---|---|---|---|---|"]
+    for module, s in summary["scores"].items():
+        lines.append(f"| `{module}` | {s['mutants']} | {s['killed']} | {s['survived']} | {s['equivalent']} | "
+                     f"{s['error']} | {s['score'] if s['score'] is not None else '-'} |")
+    lines += ["", f"## Survivors ({len(summary['survivors'])})", ""]
+    for s in summary["survivors"][:SURVIVORS_SHOWN]:
+        closest = json.loads(s["closest"]) if s["closest"] else {}
+        lines += [f"`{s['key']}` in `{s['definition']}` (line {s['line']}); every stage passed: "
+                  + ", ".join(f"{k} {v['s']} s" for k, v in closest.items()), "", "```diff", s["diff"].rstrip(), "```", ""]
+    if len(summary["survivors"]) > SURVIVORS_SHOWN:
+        lines.append(f"... and {len(summary['survivors']) - SURVIVORS_SHOWN} more (summary.json).")
+    lines += ["", f"## Equivalent mutants ({len(summary['equivalents'])}, reviewed in "
+                  "`spark_fuzz/mutation/equivalent.json`)", ""]
+    for e in summary["equivalents"]:
+        lines += [f"`{e['key']}`: {e['reason']}", "", "```diff", e["diff"].rstrip(), "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(out: Path, summary: dict) -> list[Path]:
+    text = markdown(summary)
+    md, page = out / "mutation-report.md", out / "mutation-report.html"
+    md.write_text(text)
+    page.write_text(html_page(f"Mutation campaign {summary['campaign']}", text))
+    return [md, page]

@@ -1,0 +1,111 @@
+"""`ackorder mutate` (spark_fuzz/mutation/): cosmic-ray's mutants of the cores, judged on Spark."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spark_fuzz.mutation import equivalents
+from spark_fuzz.mutation.killsuite import UNIT_TESTS, SuiteOptions
+from spark_fuzz.mutation.mutants import (CORE_MODULES, DEFAULT_OPERATORS, ROOT, diff, enumerate_mutants,
+                                         mutated_source)
+from spec.config import ConfigError
+
+# Chosen from measured campaigns (docs/benchmarks.md, Mutation): one mutant each check kills first, and
+# one survivor reviewed as equivalent in spark_fuzz/mutation/equivalent.json.
+POLICY = "reference/failover/sss_policy.py"
+KILLED_BY_UNIT = (POLICY, "core/AddNot", 5)
+KILLED_BY_FUZZ = (POLICY, "core/ReplaceComparisonOperator_NotEq_Gt", 0)    # an assertion of the core, on seed 0
+EQUIVALENT = (POLICY, "core/NumberReplacer", 4)
+
+
+def _find(module: str, operator: str, occurrence: int):
+    return next(m for m in enumerate_mutants((module,), (operator,)) if m.occurrence == occurrence)
+
+
+def test_every_core_module_has_unit_tests_that_exist():
+    assert set(CORE_MODULES) <= set(UNIT_TESTS)
+    for module, tests in UNIT_TESTS.items():
+        assert (ROOT / module).is_file(), module
+        for test in tests:
+            assert (ROOT / test.split("::")[0]).is_file(), test
+
+
+def test_mutants_are_cosmic_rays_one_change_each_and_named_by_their_source(tmp_path):
+    mutants = enumerate_mutants(("reference/decisions.py",), DEFAULT_OPERATORS)
+    assert len(mutants) > 40 and len({m.mutant_id for m in mutants}) == len(mutants)
+    for m in mutants[:25]:
+        text = diff(m)
+        removed = [line for line in text.splitlines() if line.startswith("-") and not line.startswith("---")]
+        added = [line for line in text.splitlines() if line.startswith("+") and not line.startswith("+++")]
+        assert len(removed) == 1 and len(added) == 1, text
+    # a mutant is of the source it was listed from: an edited module is refused, never mutated blindly
+    (tmp_path / "reference").mkdir()
+    copy = tmp_path / "reference" / "decisions.py"
+    shutil.copy(ROOT / "reference" / "decisions.py", copy)
+    copy.write_text(copy.read_text() + "\n# edited\n")
+    with pytest.raises(ValueError, match="changed since"):
+        mutated_source(mutants[0], tmp_path)
+
+
+def test_an_equivalence_claim_needs_its_reason(tmp_path):
+    reviewed = equivalents.load()
+    assert reviewed and all(len(r) >= equivalents.MIN_REASON_CHARS for r in reviewed.values())
+    assert _find(*EQUIVALENT).key in reviewed, "the make-test equivalent is no longer reviewed (source changed?)"
+    bad = tmp_path / "equivalent.json"
+    bad.write_text(json.dumps({_find(*EQUIVALENT).key: "same"}))
+    with pytest.raises(ConfigError, match="needs its reason"):
+        equivalents.load(bad)
+    bad.write_text(json.dumps({"decisions.py": "a reason long enough to be read as one, but no key"}))
+    with pytest.raises(ConfigError, match="not a mutant key"):
+        equivalents.load(bad)
+    bad.write_text("[1]")
+    with pytest.raises(ConfigError, match="not an object"):
+        equivalents.load(bad)
+
+
+def test_a_campaign_judges_each_mutant_in_its_own_tree_and_resumes(spark, tmp_path):
+    """End to end on the shared local Spark session: a mutant the unit tests kill, one only the seeded
+    simulation kills, and a survivor the reviewed file calls equivalent (so the module's score counts
+    it out); run again, the ledger has all three and nothing is judged again."""
+    from spark_fuzz.mutation.campaign import MutationSpec, read_rows, run_mutation_campaign
+
+    unit, fuzz, equivalent = _find(*KILLED_BY_UNIT), _find(*KILLED_BY_FUZZ), _find(*EQUIVALENT)
+    spec = MutationSpec(modules=(POLICY,), out=tmp_path / "out", only=(unit.mutant_id, fuzz.mutant_id,
+                        equivalent.mutant_id), suite=SuiteOptions(fuzz_seeds=4), batch=3)
+    summary = run_mutation_campaign(spark, spec)
+    rows = {r["mutant_id"]: r for r in read_rows(spec.out, summary["campaign"])}
+    assert rows[unit.mutant_id]["outcome"] == "killed" and rows[unit.mutant_id]["killed_by"] == "unit"
+    assert rows[unit.mutant_id]["detail"].startswith("FAILED reference/tests/"), rows[unit.mutant_id]["detail"]
+    assert rows[fuzz.mutant_id]["outcome"] == "killed" and rows[fuzz.mutant_id]["killed_by"] == "fuzz"
+    assert rows[fuzz.mutant_id]["detail"].startswith("violation failover seed 0:"), rows[fuzz.mutant_id]["detail"]
+    assert rows[equivalent.mutant_id]["outcome"] == "survived"
+    assert json.loads(rows[equivalent.mutant_id]["stages"]).keys() == {"unit", "fuzz"}
+    assert summary["outcomes"] == {"killed": 2, "equivalent": 1}
+    assert summary["killed_by"] == {"unit": 1, "fuzz": 1}
+    assert summary["scores"][POLICY]["score"] == 100.0
+    assert summary["equivalents"][0]["key"] == equivalent.key and not summary["survivors"]
+    # the working tree stays untouched: each mutant was applied in a copy of a snapshot
+    assert (ROOT / POLICY).read_text() == mutated_source(unit)[0]
+    progress = []
+    again = run_mutation_campaign(spark, spec, lambda done, total: progress.append((done, total)))
+    assert progress == [(3, 3)] and again["outcomes"] == summary["outcomes"]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (("--module", "nope.py", "--list"), "--module nope.py: not a Python file of the tree"),
+    (("--module", "reference/failover/group.py", "--list"), "no unit tests are named for it"),
+    (("--operators", "Bogus", "--list"), "--operators 'Bogus': unknown: core/Bogus"),
+    (("--module", "reference/decisions.py", "--mutant", "deadbeef", "--list"), "--mutant deadbeef: no mutant"),
+    (("--fail-under", "200", "--list"), "--fail-under 200.0: a percentage"),
+])
+def test_wrong_input_is_exit_2_and_one_line(argv, needle):
+    from cli.tests import zygote
+
+    done = zygote.run(["mutate", *argv], timeout=120)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], done.stderr
