@@ -59,3 +59,13 @@ def test_a_full_queue_rejects_at_once():
     for rid in range(1, 4):
         a.arrive(rid, rid, b"x", now_ms=0)
     assert busy(a) == [3] and len(a.queue) == 2
+
+
+def test_a_request_refused_as_busy_is_answered_with_no_offset():
+    """Found by `ackorder mutate` (issue 36): an OS_PAGE_CACHE_BUSY answer carrying offset 1 or -1
+    passed everything.  A refused message was never appended: its answer names no offset (0)."""
+    a = Admission(BLOCKING, capacity=3)
+    for rid in range(1, 1 + a.capacity + 2):
+        a.arrive(rid, rid, b"x", now_ms=0)
+    refused = [e for e in a.take_effects() if e.status == PutStatus.OS_PAGE_CACHE_BUSY]
+    assert len(refused) == 2 and all(e.next_offset == 0 for e in refused), refused

@@ -147,3 +147,24 @@ def test_a_node_refuses_controller_metadata_past_what_a_master_serves():
     assert metadata_past_bounds(ok) is None
     assert "at most 65 brokers" in metadata_past_bounds({**ok, "addresses": {**ok["addresses"], "999": "h:1:2"}})
     assert "SyncStateSet of 65" in metadata_past_bounds({**ok, "sync_state_set": list(range(1, MAX_SLAVES + 2))})
+
+
+def test_a_slow_member_is_dropped_at_the_first_check_past_the_bound_whatever_the_check_period():
+    """Found by `ackorder mutate` (issue 36): the drop's `>=` turned to `==` passed every check, since
+    each test's checks landed on the bound's exact millisecond.  Checks 300 ms apart never do here:
+    the member that has not caught up since 0 goes at 1,200, the first check past 1,000."""
+    policy = SyncStateSetPolicy("b1", max_not_catchup_ms=1_000)
+    out = {t: _decide(policy, t, {}, 50) for t in range(0, 1_500, 300)}
+    assert out == {0: None, 300: None, 600: None, 900: None,
+                   1_200: Proposal("ShrinkSyncStateSet", "b2", frozenset({"b1"}))}
+
+
+def test_an_unanswered_proposal_is_sent_again_at_the_first_check_past_its_timeout():
+    """The same for the resend: `<` turned to `!=` held while a check fell on the timeout exactly."""
+    rm = ReplicasManager.initial("b1", "b1", policy=SyncStateSetPolicy("b1", alter_timeout_ms=5_000))
+    rm.connections["b2"] = HaConnection(0)
+    (first,) = rm.check_sync_state_set(0)
+    assert first.action == "ExpandSyncStateSet"
+    assert rm.check_sync_state_set(3_000) == ()
+    (again,) = rm.check_sync_state_set(6_000)
+    assert again.action == "Resend" and again.sss == SSS
