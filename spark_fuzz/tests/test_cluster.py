@@ -3,7 +3,7 @@ package on 127.0.0.1), end to end, on ONE cluster because starting one costs
 about 10 s: its lifecycle (ports picked, executors launched under the workers,
 a worker lost like a machine, everything it spawned gone after stop), and a
 campaign on it that gives the same rows as local[2] while a worker is killed
-mid-campaign — every seed is counted once."""
+mid-campaign — every seed is counted once; and a mutation campaign on the worker left."""
 
 from __future__ import annotations
 
@@ -119,6 +119,7 @@ def test_standalone_cluster_lifecycle_and_a_campaign_that_survives_a_lost_worker
             jvms = {p: c for p, c in jvms.items() if c and Path(c[0]).name == "java"}
             assert len(jvms) >= 3, jvms
             assert all(JVM_OPTIONS in c for c in jvms.values()), jvms
+            mutation = _mutation_campaign(spark, tmp_path / "mutate")    # on the worker left
         finally:
             spark.stop()
 
@@ -129,6 +130,7 @@ def test_standalone_cluster_lifecycle_and_a_campaign_that_survives_a_lost_worker
         assert not _is_gone(cluster.master_pid)
         started = cluster.all_pids
 
+    assert mutation["killed_by"] == {"unit": 1, "fuzz": 1}, mutation
     total_batches = SEEDS // BATCH
     assert killer.batches_before_kill is not None and killer.batches_before_kill < total_batches, \
         "the worker was not killed mid-campaign"
@@ -151,3 +153,15 @@ def test_standalone_cluster_lifecycle_and_a_campaign_that_survives_a_lost_worker
     assert (tmp_path / "logs" / "master.log").is_file()
     print(f"cluster start {started_s:.1f} s (StandaloneCluster.start_duration_s={cluster.start_duration_s:.1f} s), "
           f"whole test {time.monotonic() - t0:.1f} s")
+
+
+def _mutation_campaign(spark, out: Path) -> dict:
+    """`ackorder mutate` on the cluster (issue 36): two mutants of the SyncStateSet policy, one the
+    unit tests kill and one only the failover simulation kills, each judged by an executor."""
+    from spark_fuzz.mutation.campaign import MutationSpec, run_mutation_campaign
+    from spark_fuzz.mutation.killsuite import SuiteOptions
+    from spark_fuzz.tests.test_mutation import KILLED_BY_FUZZ, KILLED_BY_UNIT, POLICY, _find
+
+    only = (_find(*KILLED_BY_UNIT).mutant_id, _find(*KILLED_BY_FUZZ).mutant_id)
+    return run_mutation_campaign(spark, MutationSpec(modules=(POLICY,), out=out, only=only,
+                                                     suite=SuiteOptions(fuzz_seeds=4), batch=2))
