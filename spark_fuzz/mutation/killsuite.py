@@ -53,7 +53,8 @@ FAILOVER_ONLY = "reference/failover/"
 NO_SIMULATOR = ("reference/real/",)
 
 STAGES = ("unit", "fuzz")
-TREE_PARTS = ("cli", "spec", "reference", "stateful_tests", "tla", "spark_fuzz", "conftest.py", "pyproject.toml")
+TREE_PARTS = ("cli", "spec", "reference", "stateful_tests", "tla", "spark_fuzz", "docs", "conftest.py", "pyproject.toml",
+              "README.md", "Makefile")     # tests read the docs (a switch named there) and the README
 MIN_BUDGET_S = 20.0          # beyond the clean run: a loaded worker is slower than the clean measurement
 BUDGET_FACTOR = 4.0
 OUTPUT_CHARS = 2_000
