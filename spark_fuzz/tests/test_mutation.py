@@ -109,3 +109,18 @@ def test_wrong_input_is_exit_2_and_one_line(argv, needle):
     assert done.returncode == 2, (done.stdout, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], done.stderr
+
+
+def test_a_kill_suite_that_fails_on_the_clean_tree_stops_the_campaign_before_any_mutant():
+    """A kill by a red suite proves nothing: the clean baseline must pass, or no mutant is judged
+    (`ackorder mutate` exits 1 naming the stage and the module)."""
+    from spark_fuzz.mutation.killsuite import CleanSuiteFailed, copy_tree, measure_baseline
+
+    tree = copy_tree()
+    try:
+        test = tree / UNIT_TESTS[POLICY][0]
+        test.write_text(test.read_text() + "\n\ndef test_red():\n    assert False\n")
+        with pytest.raises(CleanSuiteFailed, match=f"the unit stage of {POLICY} does not pass on the clean tree"):
+            measure_baseline((POLICY,), SuiteOptions(fuzz_seeds=1), tree)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
