@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -107,14 +108,21 @@ def _env(tree: Path) -> dict[str, str]:
 def _run(argv: list[str], tree: Path, timeout_s: float) -> tuple[str, float, str]:
     """("pass" | "fail" | "timeout", seconds, the output's tail)."""
     start = time.monotonic()
+    # its own process group: a mutant that hangs is stopped with everything it started (a test's
+    # broker processes), not only the pytest or simulation at its top
+    proc = subprocess.Popen(argv, cwd=tree, env=_env(tree), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
     try:
-        done = subprocess.run(argv, cwd=tree, env=_env(tree), capture_output=True, text=True, timeout=timeout_s,
-                              start_new_session=True)
-    except subprocess.TimeoutExpired as err:
-        out = (err.stdout or b"") if isinstance(err.stdout, bytes) else (err.stdout or "")
-        return "timeout", time.monotonic() - start, str(out)[-OUTPUT_CHARS:]
-    text = (done.stdout + done.stderr)[-OUTPUT_CHARS:]
-    return ("pass" if done.returncode == 0 else "fail"), time.monotonic() - start, text
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return "timeout", time.monotonic() - start, (out or "")[-OUTPUT_CHARS:]
+    finally:
+        if proc.poll() is None:          # an exception of our own (a Ctrl-C): nothing is left running
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return ("pass" if proc.returncode == 0 else "fail"), time.monotonic() - start, out[-OUTPUT_CHARS:]
 
 
 def stage_argv(stage: str, module: str, options: SuiteOptions) -> list[str] | None:

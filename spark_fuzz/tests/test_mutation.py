@@ -124,3 +124,30 @@ def test_a_kill_suite_that_fails_on_the_clean_tree_stops_the_campaign_before_any
             measure_baseline((POLICY,), SuiteOptions(fuzz_seeds=1), tree)
     finally:
         shutil.rmtree(tree, ignore_errors=True)
+
+
+def test_a_stage_past_its_budget_is_stopped_with_everything_it_started(tmp_path):
+    """A mutant that hangs (a loop that no longer ends) is a timeout, and the stage's whole process
+    group goes: a child it started (a test's broker) does not outlive it."""
+    import os
+    import sys
+
+    from spark_fuzz.mutation.killsuite import _run
+
+    pid_file = tmp_path / "child.pid"
+    code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
+            f" open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    verdict, took, _ = _run([sys.executable, "-c", code], tmp_path, 2.0)
+    assert verdict == "timeout" and took < 30, (verdict, took)
+    child = int(pid_file.read_text())
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        if Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":
+            break
+        import time
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the stage's child {child} outlived its timeout")
