@@ -3,8 +3,9 @@
 Quick (the default, a few minutes on an idle 2-core machine): TLC on every small
 safety, bug and reachability model; the Python twin against the TLC run it just
 made; a 1,000-seed fuzz campaign; the z3 proofs.  `--full` adds the liveness and
-large models, runs a 20,000-seed campaign, and runs the slow tests: the test
-suite's genuinely long checks that `make test` leaves out (`pytest -m full`).
+large models, runs a 20,000-seed campaign, runs the slow tests: the test
+suite's genuinely long checks that `make test` leaves out (`pytest -m full`), and a
+mutation campaign of the cores (`ackorder mutate`, a sample of 200 mutants).
 
 A plan comes first (steps, models, expected states from the manifest, an
 estimate); progress is "k of N" with a percentage weighted by the estimate, on
@@ -37,8 +38,8 @@ from cli.ui import console as make_console, print_line
 from tla.manifest import Model, load_manifest, resolve
 
 RUN_ROOT = Path(".ackorder") / "run"
-STEPS = ("tlc", "twin", "prove", "fuzz", "slow-tests")   # the twin and the proofs run side by side (one core each)
-FULL_ONLY = frozenset({"slow-tests"})
+STEPS = ("tlc", "twin", "prove", "fuzz", "slow-tests", "mutate")   # the twin and the proofs run side by side
+FULL_ONLY = frozenset({"slow-tests", "mutate"})
 SOURCE_ROOT = Path(__file__).resolve().parent.parent     # where pyproject.toml and the tests are
 QUICK_SEEDS, FULL_SEEDS = 1_000, 20_000
 # Rates measured on this project's 2-core machine (2026-11-25), for estimates only.
@@ -53,6 +54,10 @@ PROVE_S = 30                    # both abstractions, every CTI (`ackorder prove`
 # ~700 CPU-s measured one test at a time, ~360 s on both cores; since 2026-11-28 the 76 tests of conftest.py's
 # SLOW_TESTS, 1,645 s of test time measured in `make test`, ~700 s on both cores)
 SLOW_TESTS_S = 1_600
+# --full's mutation campaign: a fixed sample of the cores' 4,004 mutants (all of them take about 7 hours on
+# this machine); 100 took 14 min on local[2] (2026-11-29: a baseline of the 15 modules, then ~14 s a mutant)
+MUTATE_SAMPLE, MUTATE_SAMPLE_SEED = 200, 0
+MUTATE_S = 1_800
 
 
 @attrs.frozen
@@ -107,6 +112,7 @@ def step_estimates(plan: Plan, models: list[Model]) -> dict[str, float]:
         "fuzz": SPARK_START_S + plan.fuzz_seeds / FUZZ_SEEDS_PER_S,
         "prove": PROVE_S,
         "slow-tests": SLOW_TESTS_S if plan.full else 0.0,
+        "mutate": MUTATE_S if plan.full else 0.0,
     }
 
 
@@ -238,6 +244,8 @@ def print_plan(console: Console, plan: Plan, models: list[Model], estimates: dic
         "fuzz": ("a fuzz campaign of the simulator on Spark local[*]", f"{plan.fuzz_seeds:,} seeds"),
         "prove": ("z3: invariants inductive, a reachable CTI per bug", "all configurations"),
         "slow-tests": ("the tests `make test` leaves out as too long (pytest -m full)", "marked full"),
+        "mutate": ("a mutation campaign of the cores on Spark local[*] (ackorder mutate)",
+                   f"{MUTATE_SAMPLE} mutants"),
     }
     for step in STEPS:
         what, size = rows[step]
@@ -337,6 +345,42 @@ def step_fuzz(log: RunLog, plan: Plan, progress: Progress) -> dict:
             "reproducers": [r["reproducer"] for r in summary["reproducers"]], "summary": str(out / "summary.json")}
 
 
+def step_mutate(log: RunLog, plan: Plan, progress: Progress) -> dict:
+    """A sample of the cores' mutants judged by the kill suite (spark_fuzz/mutation/).  As expected when
+    the campaign ran over a clean suite that passes: its scores and survivors are figures for
+    docs/benchmarks.md, not a verdict on the run (issue 36 sets the goal they are measured against)."""
+    from cli.fuzz import preflight
+    from spark_fuzz.campaign import spark_session
+    from spark_fuzz.mutation.campaign import MutationSpec, run_mutation_campaign
+    from spark_fuzz.mutation.killsuite import CleanSuiteFailed
+    from spark_fuzz.mutation.mutants import CORE_MODULES
+    from spark_fuzz.mutation.report import write_report
+
+    out = log.dir / "mutate"
+    preflight("local[*]", out)
+    try:
+        spark = spark_session("local[*]")
+    except Exception as err:           # noqa: BLE001  (Py4J/JVM start-up errors have many types)
+        raise errors.EnvironmentFailure(f"Spark did not start: {str(err).strip()[:200]}") from None
+    try:
+        summary = run_mutation_campaign(spark, MutationSpec(modules=CORE_MODULES, out=out, sample=MUTATE_SAMPLE,
+                                                            sample_seed=MUTATE_SAMPLE_SEED))
+    except CleanSuiteFailed as err:
+        return {"ok": False, "detail": str(err)}
+    finally:
+        spark.stop()
+    progress.advance(progress.estimates["mutate"])
+    paths = write_report(out, summary)
+    counts = summary["outcomes"]
+    judged = summary["mutants"] - counts.get("equivalent", 0) - counts.get("error", 0)
+    killed = counts.get("killed", 0) + counts.get("timeout", 0)
+    why = (f"{summary['mutants']} mutants: {killed} killed ({', '.join(f'{k} {v}' for k, v in sorted(summary['killed_by'].items()))}), "
+           f"{counts.get('survived', 0)} survived, {counts.get('equivalent', 0)} equivalent; score "
+           f"{100 * killed / judged if judged else 0:.1f}%; report {paths[0]}")
+    log.say(f"mutate ({progress.line()}): {why}")
+    return {"ok": True, "detail": why, "outcomes": counts, "scores": summary["scores"], "summary": str(out / "summary.json")}
+
+
 def prove_in_process():
     """The proofs, run in a process of their own (so that they share nothing with the twin)."""
     from cli.prove import prove_manifest
@@ -410,7 +454,7 @@ def detail(step: str, result: dict) -> str:
         text = f"{result['models']} models" + (f" ({result['against_manifest']} against the manifest)"
                                                if result["against_manifest"] else "")
         return text + ("; differ: " + ", ".join(d["model"] for d in result["differ"]) if result["differ"] else "")
-    if step == "fuzz":
+    if step in ("fuzz", "mutate"):
         return result.get("detail", "")
     if step == "prove":
         return f"{result['green']} green configurations proved, {result['bugs']} bug CTIs (beside the twin)" + \
@@ -510,6 +554,8 @@ def main(args: argparse.Namespace) -> int:
                     result = step_fuzz(log, plan, progress)
                 elif step == "slow-tests":
                     result = step_slow_tests(log, plan, progress)
+                elif step == "mutate":
+                    result = step_mutate(log, plan, progress)
                 else:
                     result = step_prove(log, plan, progress, proofs)
             except errors.EnvironmentFailure as err:
