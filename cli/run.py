@@ -319,16 +319,24 @@ def step_twin(log: RunLog, plan: Plan, models: list[Model], progress: Progress) 
     return {"ok": not problems, "models": compared, "against_manifest": against_manifest, "differ": problems}
 
 
-def step_fuzz(log: RunLog, plan: Plan, progress: Progress) -> dict:
-    from cli.fuzz import preflight, verdict
-    from spark_fuzz.campaign import CampaignSpec, DeterminismError, run_campaign, spark_session
+def _local_spark(out: Path):
+    """A local[*] session for a step writing under ``out``; a Spark that does not start is the machine's."""
+    from cli.fuzz import preflight
+    from spark_fuzz.campaign import spark_session
 
-    out = log.dir / "fuzz"
     preflight("local[*]", out)
     try:
-        spark = spark_session("local[*]")
+        return spark_session("local[*]")
     except Exception as err:           # noqa: BLE001  (Py4J/JVM start-up errors have many types)
         raise errors.EnvironmentFailure(f"Spark did not start: {str(err).strip()[:200]}") from None
+
+
+def step_fuzz(log: RunLog, plan: Plan, progress: Progress) -> dict:
+    from cli.fuzz import verdict
+    from spark_fuzz.campaign import CampaignSpec, DeterminismError, run_campaign
+
+    out = log.dir / "fuzz"
+    spark = _local_spark(out)
     try:
         summary = run_campaign(spark, CampaignSpec(seeds=plan.fuzz_seeds, out=out, resume=True))
     except DeterminismError as err:
@@ -349,19 +357,13 @@ def step_mutate(log: RunLog, plan: Plan, progress: Progress) -> dict:
     """A sample of the cores' mutants judged by the kill suite (spark_fuzz/mutation/).  As expected when
     the campaign ran over a clean suite that passes: its scores and survivors are figures for
     docs/benchmarks.md, not a verdict on the run (issue 36 sets the goal they are measured against)."""
-    from cli.fuzz import preflight
-    from spark_fuzz.campaign import spark_session
     from spark_fuzz.mutation.campaign import MutationSpec, run_mutation_campaign
     from spark_fuzz.mutation.killsuite import CleanSuiteFailed
     from spark_fuzz.mutation.mutants import CORE_MODULES
     from spark_fuzz.mutation.report import write_report
 
     out = log.dir / "mutate"
-    preflight("local[*]", out)
-    try:
-        spark = spark_session("local[*]")
-    except Exception as err:           # noqa: BLE001  (Py4J/JVM start-up errors have many types)
-        raise errors.EnvironmentFailure(f"Spark did not start: {str(err).strip()[:200]}") from None
+    spark = _local_spark(out)
     try:
         summary = run_mutation_campaign(spark, MutationSpec(modules=CORE_MODULES, out=out, sample=MUTATE_SAMPLE,
                                                             sample_seed=MUTATE_SAMPLE_SEED))

@@ -143,3 +143,27 @@ def test_a_quick_run_leaves_the_slow_tests_to_full():
     quick = run.Plan(full=False, models=(), fuzz_seeds=1, jobs=1, skip=(), check_counts=True)
     assert not run.runs("slow-tests", quick) and run.runs("slow-tests", attrs.evolve(quick, full=True))
     assert not run.runs("slow-tests", attrs.evolve(quick, full=True, skip=("slow-tests",)))
+
+
+@pytest.mark.full
+def test_the_mutate_step_judges_a_sample_of_the_cores_and_reports_its_score(tmp_path, monkeypatch):
+    """`ackorder run --full`'s mutate step, on one core module and a sample of 3 (the step's own
+    200 over 15 modules take about half an hour): as expected once the campaign ran, with its score."""
+    from rich.console import Console
+
+    from cli import run
+    from spark_fuzz.mutation import mutants
+    from spark_fuzz.tests import sessions
+
+    sessions.stop_shared()          # the step starts and stops a local[*] session of its own
+    monkeypatch.setattr(mutants, "CORE_MODULES", ("reference/failover/sss_policy.py",))
+    monkeypatch.setattr(run, "MUTATE_SAMPLE", 3)
+    where = tmp_path / "run"
+    where.mkdir()
+    plan = run.Plan(full=True, models=(), fuzz_seeds=1, jobs=1, skip=(), check_counts=True)
+    log = run.RunLog(where, Console(file=open(os.devnull, "w")))
+    result = run.step_mutate(log, plan, run.Progress({"mutate": 1.0}))
+    assert result["ok"] and sum(result["outcomes"].values()) == 3, result
+    assert list(result["scores"]) == ["reference/failover/sss_policy.py"]
+    assert "3 mutants:" in result["detail"] and "score" in result["detail"]
+    assert (where / "mutate" / "mutation-report.md").is_file()
