@@ -64,9 +64,13 @@ def main(args: argparse.Namespace) -> int:
                           highlight=False)
         console.print(f"{len(mutants)} mutants")
         return errors.OK
-    from cli.fuzz import preflight
+    from cli.fuzz import preflight, task_os_error
     from spark_fuzz.campaign import spark_session
+    from spec.config import ConfigError
 
+    from spark_fuzz.mutation.campaign import check_out
+
+    check_out(args.out)                 # before Spark starts, as every other input
     preflight(args.master, args.out)
     try:
         spark = spark_session(args.master)
@@ -80,6 +84,12 @@ def main(args: argparse.Namespace) -> int:
     except CleanSuiteFailed as err:      # a kill by a red suite proves nothing: the campaign does not start
         console.print(f"[bold red]{err}[/]")
         return errors.VIOLATION
+    except ConfigError:
+        raise
+    except Exception as err:             # noqa: BLE001  (a task's failure reaches the driver as Spark's)
+        if (failed := task_os_error(err)) is None:
+            raise                        # a defect of the tasks' own code: its traceback, exit 1
+        raise errors.EnvironmentFailure(f"a Spark task failed: {failed}") from None
     finally:
         spark.stop()
     from spark_fuzz.mutation.report import write_report
@@ -95,8 +105,12 @@ def main(args: argparse.Namespace) -> int:
                       str(s["error"]), "-" if s["score"] is None else f"{s['score']:.1f}")
     console.print(table)
     console.print(f"killed by: {summary['killed_by']}; {summary['seconds']} s; report: {paths[0]}, {paths[1]}")
+    if summary["contradicted"]:
+        console.print(f"[bold red]{len(summary['contradicted'])} mutant(s) reviewed as equivalent were killed[/] "
+                      "(spark_fuzz/mutation/equivalent.json is wrong about them; see the report)")
+    # unrounded, and a module with nothing judged (every mutant an error or equivalent) is not a pass
     low = [m for m, s in summary["scores"].items()
-           if args.fail_under is not None and s["score"] is not None and s["score"] < args.fail_under]
+           if args.fail_under is not None and (s["ratio"] is None or 100 * s["ratio"] < args.fail_under)]
     if low:
         console.print(f"[bold red]score below {args.fail_under}% in: {', '.join(low)}[/]")
         return errors.VIOLATION

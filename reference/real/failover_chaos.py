@@ -381,9 +381,15 @@ def run_failover_chaos(opts: FailoverChaosOptions,
                 paused = rng.choice(sorted(b for b in info["sync_state_set"] if b != info["master_id"]))
                 progress(n - 1, f"SIGSTOP b{paused} for {opts.pause_member_ms} ms")
                 dropped = cluster.pause(paused, opts.pause_member_ms / 1000)
+                if not dropped:
+                    # the run is for the drop: one that never came exercised nothing it claims to
+                    report.stuck = (f"round {n}: b{paused} was stopped {opts.pause_member_ms} ms and the "
+                                    "SyncStateSet never dropped it")
+                    break
                 info = cluster.settled()
                 if info is None:
-                    _not_settled(cluster, report, load, f"round {n}, after b{paused}'s pause")
+                    report.stuck = (f"round {n}: b{paused} did not rejoin the SyncStateSet within "
+                                    f"{opts.settle_timeout_s:.0f} s of the end of its pause")
                     break
             load_s = rng.uniform(opts.min_load_s, opts.max_load_s)
             progress(n - 1, f"load {load_s:.2f} s, then kill -9 b{info['master_id']}")

@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 from spark_fuzz import ledger
 from spec.config import ConfigError
 from spark_fuzz.mutation import equivalents
-from spark_fuzz.mutation.killsuite import Baseline, SuiteOptions, copy_tree, judge, measure_baseline
+from spark_fuzz.mutation.killsuite import (BUDGET_FACTOR, MIN_BUDGET_S, STAGES, TREE_PARTS, UNIT_TESTS, Baseline,
+                                            SuiteOptions, copy_tree, judge, measure_baseline, stage_argv)
 from spark_fuzz.mutation.mutants import ROOT, Mutant, enumerate_mutants, operator_names, sample
 
 FIELDS = (("mutant_id", pa.string()), ("module", pa.string()), ("operator", pa.string()),
@@ -49,8 +50,17 @@ class MutationSpec:
     only: tuple[str, ...] = ()         # these mutant ids only (--mutant)
     equivalents_file: Path = equivalents.FILE
 
+    def __attrs_post_init__(self) -> None:
+        if len(set(self.modules)) != len(self.modules):
+            raise ConfigError(f"--module {next(m for m in self.modules if self.modules.count(m) > 1)}: named twice "
+                              "(its mutants would be judged and counted twice)")
+        if self.only and self.sample is not None:
+            raise ConfigError("--mutant and --sample: one or the other (a sample of named mutants drops some silently)")
+
     def mutants(self, root: Path = ROOT) -> list[Mutant]:
-        every = enumerate_mutants(self.modules, operator_names(self.operators), root)
+        every = enumerate_mutants(self.modules, tuple(dict.fromkeys(operator_names(self.operators))), root)
+        if not every:
+            raise ConfigError(f"no mutant: the operators {self.operators!r} apply nowhere in {', '.join(self.modules)}")
         if self.only:
             known = {m.mutant_id for m in every}
             if unknown := [i for i in self.only if i not in known]:
@@ -60,19 +70,33 @@ class MutationSpec:
         return sample(every, self.sample, self.sample_seed)
 
 
-def campaign_id(mutants: list[Mutant], suite: SuiteOptions) -> str:
-    key = json.dumps([[m.mutant_id for m in mutants], attrs.asdict(suite)])
+def tree_sha(root: Path) -> str:
+    """What every verdict depends on: each file of the snapshot (the tests and the simulators as much
+    as the mutated module) and the kill suite's own configuration."""
+    h = hashlib.sha256(json.dumps([STAGES, UNIT_TESTS, BUDGET_FACTOR, MIN_BUDGET_S]).encode())
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(root)).encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def campaign_id(mutants: list[Mutant], suite: SuiteOptions, tree: str) -> str:
+    """A campaign is its mutants, its suite's options and the tree it runs on: a resume over an edited
+    tree (a new test, a changed simulator) is a new campaign, never a ledger of mixed verdicts."""
+    key = json.dumps([[m.mutant_id for m in mutants], attrs.asdict(suite), tree])
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def _judge_partition(batch: str, baseline: dict, suite: dict, root: str, part: int, items) -> list[int]:
+    import uuid
+
     rows = []
     for index, mutant in items:
         row = judge(mutant, Baseline(baseline), SuiteOptions(**suite), Path(root))
         rows.append({**row, "index": index})
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
     final = Path(batch) / f"part-{part:05d}.parquet"
-    hidden = Path(batch) / f".{final.name}.tmp"
+    hidden = Path(batch) / f".{final.name}.{uuid.uuid4().hex}.tmp"     # a retried attempt has its own
     pq.write_table(table, hidden)
     hidden.replace(final)
     return [len(rows)]
@@ -82,31 +106,87 @@ def read_rows(out: Path, campaign: str) -> list[dict]:
     rows = []
     for batch in ledger.complete_batches(out, campaign):
         rows += pq.read_table(batch, partitioning=None, schema=SCHEMA).to_pylist()
+    ids = [r["mutant_id"] for r in rows]
+    assert len(ids) == len(set(ids)), "a mutant appears twice in the ledger"
     return rows
 
 
 def _baseline(spec: MutationSpec, campaign: str, root: Path) -> Baseline:
+    """The clean tree's stage times: measured (the clean suite must pass), or read back on a resume of
+    the same campaign (the same tree) when the file covers every stage that has a command."""
     path = spec.out / f"baseline-{campaign}.json"
+    wanted = {f"{m}|{st}" for m in spec.modules for st in STAGES if stage_argv(st, m, spec.suite) is not None}
     if spec.resume and path.exists():
-        return Baseline(json.loads(path.read_text()))
+        try:
+            seconds = json.loads(path.read_text())
+        except (ValueError, RecursionError, OSError):
+            seconds = None
+        if (isinstance(seconds, dict) and set(seconds) >= wanted
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in seconds.values())):
+            return Baseline(seconds)
     baseline = measure_baseline(spec.modules, spec.suite, root)
-    spec.out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(baseline.seconds, indent=2, sort_keys=True) + "\n")
+    hidden = path.with_name(f".{path.name}.tmp")
+    hidden.write_text(json.dumps(baseline.seconds, indent=2, sort_keys=True) + "\n")
+    hidden.replace(path)
     return baseline
+
+
+def _snapshot(out: Path, root: Path) -> Path:
+    """The tree as it is now, in a directory of this run's own: every mutant and the baseline are
+    judged on it, so an edit of the working tree during the campaign changes no verdict."""
+    import tempfile
+
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("tree-*"):       # a killed earlier run's (a running one holds the lock)
+        shutil.rmtree(stale, ignore_errors=True)
+    return copy_tree(root, Path(tempfile.mkdtemp(prefix="tree-", dir=out)) / "src")
+
+
+def check_out(out: Path, root: Path = ROOT) -> None:
+    resolved = out.resolve()
+    for part in TREE_PARTS:
+        inside = (root / part).resolve()
+        if resolved == inside or inside in resolved.parents:
+            raise ConfigError(f"--out {out}: inside {part}/, which every mutant's copy of the tree holds "
+                              "(the copy would hold itself)")
+
+
+class CampaignBusy(ConfigError):
+    """Another campaign runs in the same --out."""
+
+
+def _lock(out: Path):
+    import fcntl
+
+    out.mkdir(parents=True, exist_ok=True)
+    handle = open(out / ".lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise CampaignBusy(f"--out {out}: another mutation campaign is running there") from None
+    return handle
 
 
 def run_mutation_campaign(spark, spec: MutationSpec, on_batch: Callable[[int, int], None] | None = None,
                           root: Path = ROOT) -> dict:
+    check_out(spec.out, root)
+    reviewed = equivalents.load(spec.equivalents_file)      # a malformed file is said before any mutant runs
+    lock = _lock(spec.out)
+    try:
+        return _run(spark, spec, on_batch, root, reviewed)
+    finally:
+        for stale in spec.out.glob("tree-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        lock.close()
+
+
+def _run(spark, spec: MutationSpec, on_batch, root: Path, reviewed: dict[str, str]) -> dict:
+    root = _snapshot(spec.out, root)
     mutants = spec.mutants(root)
-    campaign = campaign_id(mutants, spec.suite)
+    campaign = campaign_id(mutants, spec.suite, tree_sha(root))
     if not spec.resume:
         shutil.rmtree(ledger.campaign_dir(spec.out, campaign), ignore_errors=True)
-    # the tree as it is now: every mutant and the baseline are judged on this copy, so an edit of the
-    # working tree during the campaign (or between a run and its resume) changes no verdict
-    snapshot = spec.out / "tree"
-    shutil.rmtree(snapshot, ignore_errors=True)
-    spec.out.mkdir(parents=True, exist_ok=True)
-    root = copy_tree(root, snapshot)
     baseline = _baseline(spec, campaign, root)
     done = {r["mutant_id"] for r in read_rows(spec.out, campaign)}
     missing = [(i, m) for i, m in enumerate(mutants) if m.mutant_id not in done]
@@ -126,13 +206,13 @@ def run_mutation_campaign(spark, spec: MutationSpec, on_batch: Callable[[int, in
         (path / "_SUCCESS").touch()
         report(len(mutants) - len(missing) + at + len(chunk), len(mutants))
     rows = read_rows(spec.out, campaign)
-    summary = summarise(campaign, spec, rows, baseline, time.perf_counter() - start)
+    summary = summarise(campaign, spec, rows, baseline, time.perf_counter() - start, reviewed)
     (spec.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 
 
-def summarise(campaign: str, spec: MutationSpec, rows: list[dict], baseline: Baseline, seconds: float) -> dict:
-    reviewed = equivalents.load(spec.equivalents_file)
+def summarise(campaign: str, spec: MutationSpec, rows: list[dict], baseline: Baseline, seconds: float,
+              reviewed: dict[str, str]) -> dict:
     verdicts = []
     for row in rows:
         key = f"{row['module']}:{row['operator']}:{row['occurrence']}@{row['source_sha']}"
@@ -149,7 +229,8 @@ def summarise(campaign: str, spec: MutationSpec, rows: list[dict], baseline: Bas
         killed = counts["killed"] + counts["timeout"]
         scores[module] = {"mutants": sum(counts.values()), "killed": killed, "survived": counts["survived"],
                           "equivalent": counts["equivalent"], "error": counts["error"],
-                          "score": round(100 * killed / judged, 1) if judged else None}
+                          "score": round(100 * killed / judged, 1) if judged else None,
+                          "ratio": killed / judged if judged else None}
     killed_by = Counter(row["killed_by"] for row, _k, o in verdicts if o in KILLED)
     return {"campaign": campaign, "modules": list(spec.modules), "operators": spec.operators,
             "sample": spec.sample, "sample_seed": spec.sample_seed, "suite": attrs.asdict(spec.suite),
@@ -160,4 +241,7 @@ def summarise(campaign: str, spec: MutationSpec, rows: list[dict], baseline: Bas
                            "diff": r["diff"], "closest": r["stages"]}
                           for r, k, o in verdicts if o == "survived"],
             "equivalents": [{"key": k, "reason": reviewed[k], "diff": r["diff"]}
-                            for r, k, o in verdicts if o == "equivalent"]}
+                            for r, k, o in verdicts if o == "equivalent"],
+            # a reviewed claim a check has since refuted: the review was wrong, or the checks got better
+            "contradicted": [{"key": k, "reason": reviewed[k], "killed_by": r["killed_by"]}
+                             for r, k, o in verdicts if o in KILLED and k in reviewed]}

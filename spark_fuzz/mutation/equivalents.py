@@ -24,6 +24,8 @@ def load(path: Path = FILE) -> dict[str, str]:
         return {}
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ConfigError(f"{path}: not the equivalents file ({err})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not the equivalents file (nested too deeply)") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a JSON {type(data).__name__}, not an object of key -> reason")
     for key, reason in data.items():

@@ -128,9 +128,10 @@ def _run(argv: list[str], tree: Path, timeout_s: float) -> tuple[str, float, str
 def stage_argv(stage: str, module: str, options: SuiteOptions) -> list[str] | None:
     """The command of ``stage`` for a mutant of ``module`` (None: the stage has nothing to run)."""
     if stage == "unit":
-        # every test named, `-m full` ones too (the addopts' `-m 'not full'` is dropped): they are the module's
+        # every test named, `-m full` ones too (the addopts' `-m 'not full'` is dropped): they are the module's;
+        # Hypothesis's tests draw the same examples for every mutant and the baseline (a verdict is reproducible)
         return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                "-o", "addopts=", *UNIT_TESTS[module]]
+                "-o", "addopts=", "--hypothesis-seed=0", *UNIT_TESTS[module]]
     models = fuzz_models(module)
     if not models:
         return None
@@ -171,12 +172,27 @@ def measure_baseline(modules: tuple[str, ...], options: SuiteOptions, root: Path
 
 
 def judge(mutant: Mutant, baseline: Baseline, options: SuiteOptions, root: Path = ROOT) -> dict:
-    """One mutant through the suite, in its own copy of the tree: its ledger row."""
+    """One mutant through the suite, in its own copy of the tree: its ledger row.  Whatever goes wrong
+    around the checks (the copy, a stage that cannot start) is an ``error`` row, never a survivor."""
     start = time.monotonic()
-    row = {"mutant_id": mutant.mutant_id, "module": mutant.module, "operator": mutant.operator,
-           "occurrence": mutant.occurrence, "line": mutant.line, "definition": mutant.definition,
-           "source_sha": mutant.source_sha, "outcome": "survived", "killed_by": "", "detail": "",
-           "stages": "{}", "diff": "", "wall_s": 0.0}
+    try:
+        return _judge(mutant, baseline, options, root, start)
+    except OSError:                        # the machine's (a full disk under the copies): the task fails
+        raise
+    except Exception as err:               # noqa: BLE001  (recorded, as the fuzz ledger records a crash)
+        return {**_row(mutant), "outcome": "error", "detail": f"{type(err).__name__}: {err}"[:300],
+                "wall_s": round(time.monotonic() - start, 2)}
+
+
+def _row(mutant: Mutant) -> dict:
+    return {"mutant_id": mutant.mutant_id, "module": mutant.module, "operator": mutant.operator,
+            "occurrence": mutant.occurrence, "line": mutant.line, "definition": mutant.definition,
+            "source_sha": mutant.source_sha, "outcome": "survived", "killed_by": "", "detail": "",
+            "stages": "{}", "diff": "", "wall_s": 0.0}
+
+
+def _judge(mutant: Mutant, baseline: Baseline, options: SuiteOptions, root: Path, start: float) -> dict:
+    row = _row(mutant)
     try:
         original, mutated = mutated_source(mutant, root)
     except ValueError as err:
@@ -192,9 +208,12 @@ def judge(mutant: Mutant, baseline: Baseline, options: SuiteOptions, root: Path 
         (tree / mutant.module).write_text(mutated, encoding="utf-8")
         for stage in STAGES:
             argv = stage_argv(stage, mutant.module, options)
-            clean = baseline.of(mutant.module, stage)
-            if argv is None or clean is None:
+            if argv is None:
                 continue
+            clean = baseline.of(mutant.module, stage)
+            if clean is None:               # no budget: the stage cannot judge, and "survived" would be a lie
+                row.update(outcome="error", detail=f"no clean time for the {stage} stage of {mutant.module}")
+                break
             verdict, took, out = _run(argv, tree, budget_s(clean))
             stages[stage] = {"verdict": verdict, "s": round(took, 2)}
             if verdict != "pass":

@@ -34,6 +34,11 @@ def markdown(summary: dict) -> str:
                   + ", ".join(f"{k} {v['s']} s" for k, v in closest.items()), "", "```diff", s["diff"].rstrip(), "```", ""]
     if len(summary["survivors"]) > SURVIVORS_SHOWN:
         lines.append(f"... and {len(summary['survivors']) - SURVIVORS_SHOWN} more (summary.json).")
+    if summary.get("contradicted"):
+        lines += ["", f"## Reviewed as equivalent, yet killed ({len(summary['contradicted'])})", "",
+                  "The review in `spark_fuzz/mutation/equivalent.json` is wrong about these (or the checks got "
+                  "better): remove the claims.", ""]
+        lines += [f"- `{c['key']}` killed by {c['killed_by']}; the claim was: {c['reason']}" for c in summary["contradicted"]]
     lines += ["", f"## Equivalent mutants ({len(summary['equivalents'])}, reviewed in "
                   "`spark_fuzz/mutation/equivalent.json`)", ""]
     for e in summary["equivalents"]:

@@ -101,6 +101,13 @@ def test_a_campaign_judges_each_mutant_in_its_own_tree_and_resumes(spark, tmp_pa
     (("--operators", "Bogus", "--list"), "--operators 'Bogus': unknown: core/Bogus"),
     (("--module", "reference/decisions.py", "--mutant", "deadbeef", "--list"), "--mutant deadbeef: no mutant"),
     (("--fail-under", "200", "--list"), "--fail-under 200.0: a percentage"),
+    # each was judged and counted twice
+    (("--module", POLICY, "--module", POLICY, "--list"), f"--module {POLICY}: named twice"),
+    (("--module", POLICY, "--mutant", "0766fc86807bcf81", "--sample", "1", "--list"), "--mutant and --sample"),
+    # an empty table and exit 0, --fail-under or not
+    (("--module", POLICY, "--operators", "ReplaceBreakWithContinue", "--fail-under", "90"), "no mutant"),
+    # the copy of the tree held itself: 628 MB, then a RecursionError
+    (("--module", POLICY, "--mutant", "0766fc86807bcf81", "--out", "docs/mutate"), "--out docs/mutate: inside docs/"),
 ])
 def test_wrong_input_is_exit_2_and_one_line(argv, needle):
     from cli.tests import zygote
@@ -151,3 +158,50 @@ def test_a_stage_past_its_budget_is_stopped_with_everything_it_started(tmp_path)
         time.sleep(0.1)
     else:
         raise AssertionError(f"the stage's child {child} outlived its timeout")
+
+
+def test_a_stage_without_its_clean_time_is_an_error_never_a_survivor():
+    """A baseline that lacks a stage (an older file, a stage added since) cannot budget it: before,
+    the mutant went through no stage at all and was reported "survived, every stage passed"."""
+    from spark_fuzz.mutation.killsuite import Baseline, judge
+
+    row = judge(_find(*KILLED_BY_UNIT), Baseline({}), SuiteOptions(fuzz_seeds=1))
+    assert row["outcome"] == "error" and "no clean time for the unit stage" in row["detail"], row
+
+
+def test_two_campaigns_in_one_out_directory_are_refused(tmp_path):
+    """The second deleted the first's snapshot while its tasks copied from it."""
+    from spark_fuzz.mutation.campaign import CampaignBusy, MutationSpec, _lock, run_mutation_campaign
+
+    held = _lock(tmp_path)
+    try:
+        with pytest.raises(CampaignBusy, match="another mutation campaign is running there"):
+            run_mutation_campaign(None, MutationSpec(modules=(POLICY,), out=tmp_path))
+    finally:
+        held.close()
+
+
+@pytest.mark.full
+def test_a_resume_over_an_edited_tree_is_a_new_campaign_and_a_refuted_claim_is_said(spark, tmp_path):
+    """The verdicts are the tree's: a test added between a run and its resume makes a new campaign
+    (before, the resume kept the old verdicts, and kept the old baseline without checking that the
+    clean suite still passes).  The new test kills the mutant reviewed as equivalent: the summary
+    says the claim is refuted."""
+    from spark_fuzz.mutation.campaign import MutationSpec, run_mutation_campaign
+    from spark_fuzz.mutation.killsuite import copy_tree
+
+    tree = copy_tree()
+    try:
+        equivalent = _find(*EQUIVALENT)
+        spec = MutationSpec(modules=(POLICY,), out=tmp_path / "out", only=(equivalent.mutant_id,),
+                            suite=SuiteOptions(fuzz_seeds=2))
+        first = run_mutation_campaign(spark, spec, root=tree)
+        assert first["outcomes"] == {"equivalent": 1} and not first["contradicted"]
+        test = tree / "reference" / "tests" / "test_sss_policy.py"
+        test.write_text(test.read_text() + "\n\ndef test_the_bound():\n    assert sss_policy.MAX_TRACKED_MEMBERS == 128\n")
+        second = run_mutation_campaign(spark, spec, root=tree)
+        assert second["campaign"] != first["campaign"]
+        assert second["outcomes"] == {"killed": 1}, second["outcomes"]
+        assert [c["key"] for c in second["contradicted"]] == [equivalent.key]
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
