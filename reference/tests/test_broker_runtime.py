@@ -162,3 +162,24 @@ def test_a_role_closed_during_a_wake_up_does_nothing_more_in_it(tmp_path, proc):
     finally:
         store.close()
     assert scan_log([0], lambda start: data, CFG.mapped_file_size_commit_log).end_offset == ends["held"]
+
+
+def test_the_stores_default_recovery_cuts_a_torn_tail_and_it_stays_cut(tmp_path):
+    """Found by `ackorder mutate` (issue 36): `recover(keep_torn=True)` as the default passed every
+    check, though a slave, a `broker node` and the controller's store recover with the default: no
+    test tore the tail of a log those recover.  Two whole records, then half of a third: the
+    default recovery keeps the two, zeroes the rest, and a second recovery agrees."""
+    from reference.record import encode
+
+    store = SegmentStore(tmp_path / "log", 4096)
+    first, second, third = encode(1, b"a" * 40), encode(2, b"b" * 40), encode(3, b"c" * 40)
+    store.write(0, 0, first + second + third[: len(third) // 2])
+    store.close()
+    again = SegmentStore(tmp_path / "log", 4096)
+    scan = again.recover()
+    assert (scan.end_offset, scan.record_count) == (len(first) + len(second), 2), scan
+    again.close()
+    third_look = SegmentStore(tmp_path / "log", 4096)
+    assert third_look.recover().end_offset == len(first) + len(second)
+    assert third_look.read_all()[0][len(first) + len(second):].strip(b"\0") == b""
+    third_look.close()

@@ -5,7 +5,10 @@ import zlib
 
 import pytest
 
-from reference.frames import Ack, Data, FrameDecoder, FrameError, Handshake, Put, Refuse, Response, encode
+from reference.frames import (MAX_READ_BYTES, Ack, Data, FrameDecoder, FrameError, FrameType, Handshake, Put, Refuse,
+                              Response, encode)
+
+READ_TYPE = int(FrameType.READ)
 
 FRAMES = [Put(1, 42, b"body"), Response(1, 0, 99), Handshake(128, b"\x01" * 16, "r1", 3), Data(0, b"abc"),
           Ack(512, 4), Refuse("divergent log")]
@@ -36,6 +39,11 @@ def framed(kind: int, payload: bytes) -> bytes:
     (framed(3, b"\0" * 16 + b"\xff" * 16 + b"\xc3"), "not UTF-8"),
     (struct.pack(">IB", 21, 5) + b"\0" * 20, "checksum mismatch"),
     (framed(3, b"\0" * 32), None),  # a handshake with an empty name is fine
+    # found by `ackorder mutate` (issue 36): the bound `0 < max_bytes <= MAX_READ_BYTES` turned to `!=` let a
+    # consumer ask for any size but the limit itself; no test sent a READ past the bound or of 0 bytes
+    (framed(READ_TYPE, struct.pack(">QQI", 1, 0, MAX_READ_BYTES + 1)), f"asks for {MAX_READ_BYTES + 1} bytes"),
+    (framed(READ_TYPE, struct.pack(">QQI", 1, 0, 2**32 - 1)), "asks for 4294967295 bytes"),
+    (framed(READ_TYPE, struct.pack(">QQI", 1, 0, 0)), "asks for 0 bytes"),
 ])
 def test_malformed_frames_are_named(raw, problem):
     decoder = FrameDecoder(max_frame_bytes=1 << 20)

@@ -5,6 +5,8 @@
    the tree.
 2. ``fuzz``: a short seeded simulation campaign of each model the module runs in (the write path's
    simulator and the failover group over bytes), every step checked against the spec, in that copy.
+3. ``chaos``: for the real runtime's modules, a kill -9 run with corrupt tails and a power-loss run
+   on real processes of that copy (chaosstage.py), a few seconds each.
 
 Each stage has a time budget measured on the clean tree (``Baseline``): a mutant that runs past it
 is a kill only because the clean code finishes well within (``budget_s``).  A stage that fails on
@@ -49,11 +51,12 @@ UNIT_TESTS = {
 }
 
 # The simulators a module's code runs in.  The failover group drives the write path's MasterCore
-# and ReplicaCore over bytes too; reference/real/ runs in neither (a chaos stage is issue 36's next).
+# and ReplicaCore over bytes too; reference/real/ runs in neither: its mutants face short chaos runs.
 FAILOVER_ONLY = "reference/failover/"
 NO_SIMULATOR = ("reference/real/",)
+CHAOS_MODULES = ("reference/real/",)
 
-STAGES = ("unit", "fuzz")
+STAGES = ("unit", "fuzz", "chaos")
 TREE_PARTS = ("cli", "spec", "reference", "stateful_tests", "tla", "spark_fuzz", "docs", "conftest.py", "pyproject.toml",
               "README.md", "Makefile")     # tests read the docs (a switch named there) and the README
 MIN_BUDGET_S = 20.0          # beyond the clean run: a loaded worker is slower than the clean measurement
@@ -132,6 +135,8 @@ def stage_argv(stage: str, module: str, options: SuiteOptions) -> list[str] | No
         # Hypothesis's tests draw the same examples for every mutant and the baseline (a verdict is reproducible)
         return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                 "-o", "addopts=", "--hypothesis-seed=0", *UNIT_TESTS[module]]
+    if stage == "chaos":
+        return [sys.executable, "-m", "spark_fuzz.mutation.chaosstage"] if module.startswith(CHAOS_MODULES) else None
     models = fuzz_models(module)
     if not models:
         return None
