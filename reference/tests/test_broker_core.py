@@ -158,3 +158,22 @@ def test_a_demoted_master_answers_its_waiting_requests_when_its_machine_stops():
     broker.detach()
     answers = [(e.req_id, PutStatus(e.status)) for e in core.take_effects() if isinstance(e, fx.Respond)]
     assert answers == [(1, PutStatus.FLUSH_SLAVE_TIMEOUT)] and not core.requests, answers
+
+
+def test_the_held_log_ends_at_any_record_boundary_it_is_asked_for():
+    """Found by `ackorder mutate` (issue 36): `end_offset - tail_start` turned to `+` in held_log passed
+    everything, since every hand-over held the whole log.  A slave hands over at its parsed end,
+    with a record's first bytes past it: asked for each boundary, the held log ends there, with
+    the records below it, whichever segment holds the end."""
+    from reference.commitlog import held_log
+
+    _, master = _master_broker(records=0)
+    for key in range(14):                  # 14 records of 80 bytes over 256-byte segments
+        master.put(key, 80)
+    log = master.core.log
+    count = log.index.count
+    ends = [log.index.end_after(k) for k in range(1, count + 1)]
+    assert any(e % SEG for e in ends if e >= SEG), "no boundary inside a segment past the first"
+    for k, end in enumerate(ends, 1):
+        scan = held_log(log.index, log.segments, end)
+        assert (scan.end_offset, scan.record_count) == (end, k), (k, end, scan.end_offset, scan.record_count)

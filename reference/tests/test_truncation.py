@@ -186,6 +186,13 @@ def test_the_handshake_state_machine_follows_transfers():
     assert sh.confirm_offset == 4 and sh.log_end_offset == 6
     with pytest.raises(TransferError, match=r"batch \[7, 9\) refused in state TRANSFER: the slave's log ends at 6"):
         sh.transfer(7, 2, EpochEntry(2, 4), 6)
+    # below the end (a batch sent again) and empty: found by `ackorder mutate` (issue 36), where `!=` turned
+    # to `>` let a replayed batch through and no test sent one
+    with pytest.raises(TransferError, match=r"batch \[4, 6\) refused in state TRANSFER"):
+        sh.transfer(4, 2, EpochEntry(2, 4), 6)
+    with pytest.raises(TransferError, match=r"batch \[6, 6\) refused"):
+        sh.transfer(6, 0, EpochEntry(2, 4), 6)
+    assert sh.log_end_offset == 6
     sh.disconnected()
     assert sh.state == READY
     with pytest.raises(TransferError, match="refused in state READY"):

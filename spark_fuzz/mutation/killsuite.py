@@ -37,7 +37,8 @@ UNIT_TESTS = {
     "reference/master.py": ("reference/tests/test_master_core.py",),
     "reference/replica.py": ("reference/tests/test_replica_core.py", "reference/tests/test_one_record_parser.py"),
     "reference/commitlog.py": ("reference/tests/test_master_core.py", "reference/tests/test_replica_core.py",
-                               "reference/tests/test_resumed_recovery.py"),
+                               "reference/tests/test_resumed_recovery.py",
+                               "reference/tests/test_broker_core.py"),      # held_log: the hand-over of a role
     "reference/record.py": ("reference/tests/test_record.py", "reference/tests/test_one_record_parser.py"),
     "reference/frames.py": ("reference/tests/test_frames.py",),
     "reference/failover/sss_policy.py": ("reference/tests/test_sss_policy.py",),
