@@ -13,6 +13,7 @@ import json
 import re
 import socket
 import sys
+import typing
 from pathlib import Path
 
 from rich.table import Table
@@ -134,6 +135,14 @@ def task_os_error(err: Exception) -> str | None:
     return None
 
 
+def raise_task_failure(err: Exception) -> typing.NoReturn:
+    """A campaign's exception, raised again as what it is: the machine's (a task's OSError, exit 3), or
+    a defect of the tasks' own code (its traceback, exit 1)."""
+    if (failed := task_os_error(err)) is None:
+        raise err
+    raise errors.EnvironmentFailure(f"a Spark task failed: {failed}") from None
+
+
 def preflight(master: str, out: Path) -> None:
     """What can be known before Spark starts (which takes seconds and fails with pages of traces)."""
     from spark_fuzz.standalone import ClusterStartError, find_java
@@ -216,9 +225,7 @@ def main(args: argparse.Namespace) -> int:
     except LedgerError as err:               # --resume over an --out whose ledger is not a campaign's
         raise errors.UsageError(str(err)) from None
     except Exception as err:                 # noqa: BLE001  (a task's failure reaches the driver as Spark's)
-        if (failed := task_os_error(err)) is None:
-            raise                            # a defect of the tasks' own code: its traceback, exit 1
-        raise errors.EnvironmentFailure(f"a Spark task failed: {failed}") from None
+        raise_task_failure(err)
     finally:
         spark.stop()
     print_summary(console, summary)

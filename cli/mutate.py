@@ -64,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
                           highlight=False)
         console.print(f"{len(mutants)} mutants")
         return errors.OK
-    from cli.fuzz import preflight, task_os_error
+    from cli.fuzz import preflight, raise_task_failure
     from spark_fuzz.campaign import spark_session
     from spec.config import ConfigError
 
@@ -87,9 +87,7 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError:
         raise
     except Exception as err:             # noqa: BLE001  (a task's failure reaches the driver as Spark's)
-        if (failed := task_os_error(err)) is None:
-            raise                        # a defect of the tasks' own code: its traceback, exit 1
-        raise errors.EnvironmentFailure(f"a Spark task failed: {failed}") from None
+        raise_task_failure(err)
     finally:
         spark.stop()
     from spark_fuzz.mutation.report import write_report

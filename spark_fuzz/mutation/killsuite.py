@@ -27,7 +27,7 @@ from pathlib import Path
 
 import attrs
 
-from spark_fuzz.mutation.mutants import ROOT, Mutant, mutated_source
+from spark_fuzz.mutation.mutants import ROOT, Mutant, diff_of, mutated_source
 
 UNIT_TESTS = {
     "reference/decisions.py": ("reference/tests/test_master_core.py",
@@ -204,10 +204,7 @@ def _judge(mutant: Mutant, baseline: Baseline, options: SuiteOptions, root: Path
     except ValueError as err:
         row.update(outcome="error", detail=str(err))
         return row
-    import difflib
-
-    row["diff"] = "".join(difflib.unified_diff(original.splitlines(True), mutated.splitlines(True),
-                                               f"a/{mutant.module}", f"b/{mutant.module}", n=1))
+    row["diff"] = diff_of(mutant, original, mutated)
     tree = copy_tree(root)
     stages = {}
     try:

@@ -144,7 +144,10 @@ def mutated_source(mutant: Mutant, root: Path = ROOT) -> tuple[str, str]:
     return original, mutated
 
 
-def diff(mutant: Mutant, root: Path = ROOT) -> str:
-    original, mutated = mutated_source(mutant, root)
+def diff_of(mutant: Mutant, original: str, mutated: str) -> str:
     return "".join(difflib.unified_diff(original.splitlines(True), mutated.splitlines(True),
                                         f"a/{mutant.module}", f"b/{mutant.module}", n=1))
+
+
+def diff(mutant: Mutant, root: Path = ROOT) -> str:
+    return diff_of(mutant, *mutated_source(mutant, root))
