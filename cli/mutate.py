@@ -14,7 +14,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mutate", help="mutation testing of the cores on Spark: what the checks find",
                        description="Mutate the sans-IO cores with cosmic-ray's operators, judge each mutant in its "
                                    "own copy of the tree on a Spark task (the module's unit tests, then seeded "
-                                   "simulations checked against the spec, stopping at the first kill), one Parquet "
+                                   "simulations checked against the spec, then the Hypothesis machines under ci, then chaos runs for the "
+                                   "real runtime, stopping at the first kill), one Parquet "
                                    "ledger row per mutant (resumable); report the score per module and every "
                                    "survivor. Exit 0 when the campaign ran (and every score is at least "
                                    "--fail-under), 1 when a score is below it or the kill suite fails on the clean "

@@ -24,8 +24,9 @@ import pyarrow.parquet as pq
 from spark_fuzz import ledger
 from spec.config import ConfigError
 from spark_fuzz.mutation import equivalents
-from spark_fuzz.mutation.killsuite import (BUDGET_FACTOR, MIN_BUDGET_S, STAGES, TREE_PARTS, UNIT_TESTS, Baseline,
-                                            SuiteOptions, copy_tree, judge, measure_baseline, stage_argv)
+from spark_fuzz.mutation.killsuite import (BUDGET_FACTOR, FAILOVER_MACHINES, MIN_BUDGET_S, REAL_STORE_MACHINES, STAGES,
+                                           TREE_PARTS, UNIT_TESTS, WRITE_PATH_MACHINES, Baseline,
+                                           SuiteOptions, copy_tree, judge, measure_baseline, stage_argv)
 from spark_fuzz.mutation.mutants import ROOT, Mutant, enumerate_mutants, operator_names, sample
 
 FIELDS = (("mutant_id", pa.string()), ("module", pa.string()), ("operator", pa.string()),
@@ -73,7 +74,8 @@ class MutationSpec:
 def tree_sha(root: Path) -> str:
     """What every verdict depends on: each file of the snapshot (the tests and the simulators as much
     as the mutated module) and the kill suite's own configuration."""
-    h = hashlib.sha256(json.dumps([STAGES, UNIT_TESTS, BUDGET_FACTOR, MIN_BUDGET_S]).encode())
+    h = hashlib.sha256(json.dumps([STAGES, UNIT_TESTS, WRITE_PATH_MACHINES, FAILOVER_MACHINES, REAL_STORE_MACHINES,
+                                   BUDGET_FACTOR, MIN_BUDGET_S]).encode())
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         h.update(str(path.relative_to(root)).encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())

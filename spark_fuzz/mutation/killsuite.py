@@ -5,7 +5,10 @@
    the tree.
 2. ``fuzz``: a short seeded simulation campaign of each model the module runs in (the write path's
    simulator and the failover group over bytes), every step checked against the spec, in that copy.
-3. ``chaos``: for the real runtime's modules, a kill -9 run with corrupt tails and a power-loss run
+3. ``machines``: the Hypothesis state machines under the ``ci`` profile (derandomized: the same
+   programs for every mutant and for the baseline) that drive the module's code: the write path's
+   spec, refinement and real-store machines, and the failover refinement machine.
+4. ``chaos``: for the real runtime's modules, a kill -9 run with corrupt tails and a power-loss run
    on real processes of that copy (chaosstage.py), a few seconds each.
 
 Each stage has a time budget measured on the clean tree (``Baseline``): a mutant that runs past it
@@ -57,7 +60,15 @@ FAILOVER_ONLY = "reference/failover/"
 NO_SIMULATOR = ("reference/real/",)
 CHAOS_MODULES = ("reference/real/",)
 
-STAGES = ("unit", "fuzz", "chaos")
+# The Hypothesis machines each module's code runs in (stateful_tests/): the write path's cores run in
+# the refinement machine and, over bytes, in the failover one; the real store in the real-store machine.
+WRITE_PATH_MACHINES = ("stateful_tests/test_machines.py::TestSpecMachine",
+                       "stateful_tests/test_machines.py::TestRefinementMachine",
+                       "stateful_tests/test_failover.py::test_the_reference_refines_the_failover_spec")
+FAILOVER_MACHINES = ("stateful_tests/test_failover.py::test_the_reference_refines_the_failover_spec",)
+REAL_STORE_MACHINES = ("stateful_tests/test_machines.py::TestRealStoreMachine",)
+
+STAGES = ("unit", "fuzz", "machines", "chaos")
 TREE_PARTS = ("cli", "spec", "reference", "stateful_tests", "tla", "spark_fuzz", "docs", "conftest.py", "pyproject.toml",
               "README.md", "Makefile")     # tests read the docs (a switch named there) and the README
 MIN_BUDGET_S = 20.0          # beyond the clean run: a loaded worker is slower than the clean measurement
@@ -77,6 +88,16 @@ def fuzz_models(module: str) -> tuple[str, ...]:
     if module.startswith(FAILOVER_ONLY):
         return ("failover",)
     return ("write-path", "failover")
+
+
+def machine_tests(module: str) -> tuple[str, ...]:
+    if module == "reference/real/disk.py":
+        return REAL_STORE_MACHINES
+    if module.startswith(NO_SIMULATOR):
+        return ()
+    if module.startswith(FAILOVER_ONLY):
+        return FAILOVER_MACHINES
+    return WRITE_PATH_MACHINES
 
 
 def budget_s(clean_s: float) -> float:
@@ -106,6 +127,7 @@ def _env(tree: Path) -> dict[str, str]:
     env["PYTHONPATH"] = str(tree)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(tree / ".hypothesis")
+    env["HYPOTHESIS_PROFILE"] = "ci"          # the machines' derandomized profile, whatever the caller's
     return env
 
 
@@ -129,13 +151,19 @@ def _run(argv: list[str], tree: Path, timeout_s: float) -> tuple[str, float, str
     return ("pass" if proc.returncode == 0 else "fail"), time.monotonic() - start, out[-OUTPUT_CHARS:]
 
 
+_PYTEST = (sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=",
+           "--hypothesis-seed=0")
+
+
 def stage_argv(stage: str, module: str, options: SuiteOptions) -> list[str] | None:
     """The command of ``stage`` for a mutant of ``module`` (None: the stage has nothing to run)."""
     if stage == "unit":
         # every test named, `-m full` ones too (the addopts' `-m 'not full'` is dropped): they are the module's;
         # Hypothesis's tests draw the same examples for every mutant and the baseline (a verdict is reproducible)
-        return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                "-o", "addopts=", "--hypothesis-seed=0", *UNIT_TESTS[module]]
+        return [*_PYTEST, *UNIT_TESTS[module]]
+    if stage == "machines":
+        tests = machine_tests(module)
+        return [*_PYTEST, *tests] if tests else None
     if stage == "chaos":
         return [sys.executable, "-m", "spark_fuzz.mutation.chaosstage"] if module.startswith(CHAOS_MODULES) else None
     models = fuzz_models(module)

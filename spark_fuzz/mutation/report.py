@@ -17,7 +17,8 @@ def markdown(summary: dict) -> str:
              f"`{summary['operators']}`" + (f", a sample of {summary['sample']} (seed {summary['sample_seed']})"
                                           if summary["sample"] else "") +
              f"; kill suite: the module's unit tests, then {summary['suite']['fuzz_seeds']} seeds of "
-             f"{summary['suite']['fuzz_steps']} steps per simulation model. {summary['seconds']} s of wall time "
+             f"{summary['suite']['fuzz_steps']} steps per simulation model, then the Hypothesis machines under `ci`, "
+             f"then (the real runtime's) chaos runs. {summary['seconds']} s of wall time "
              f"this run, {summary['cpu_wall_s']} s of mutant time in all.", "",
              "| outcome | mutants |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in sorted(out.items())]

@@ -83,7 +83,7 @@ def test_a_campaign_judges_each_mutant_in_its_own_tree_and_resumes(spark, tmp_pa
     assert rows[fuzz.mutant_id]["outcome"] == "killed" and rows[fuzz.mutant_id]["killed_by"] == "fuzz"
     assert rows[fuzz.mutant_id]["detail"].startswith("violation failover seed 0:"), rows[fuzz.mutant_id]["detail"]
     assert rows[equivalent.mutant_id]["outcome"] == "survived"
-    assert json.loads(rows[equivalent.mutant_id]["stages"]).keys() == {"unit", "fuzz"}
+    assert json.loads(rows[equivalent.mutant_id]["stages"]).keys() == {"unit", "fuzz", "machines"}
     assert summary["outcomes"] == {"killed": 2, "equivalent": 1}
     assert summary["killed_by"] == {"unit": 1, "fuzz": 1}
     assert summary["scores"][POLICY]["score"] == 100.0
