@@ -35,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--power-loss", action="store_true",
                    help="record the store's file operations and check every crash state a power loss could "
                         "leave (ALICE/CrashMonkey style) instead of kill -9")
+    p.add_argument("--transient-store-pool", action="store_true", default=None,
+                   help="kill -9 and --power-loss: the master appends into the transient store pool's write buffer, "
+                        "which commits copy to the segment files (seed 001); the run must cross a segment roll")
     p.add_argument("--failover", action="store_true",
                    help="a controller and three broker nodes (SYNC_MASTER, ALL_IN_SYNC); kill -9 the master, "
                         "check every acknowledged message on the new one, report the failover time")
@@ -89,9 +92,9 @@ def main(args: argparse.Namespace) -> int:
 # and their defaults.
 MODE_FLAGS = {
     "kill -9": {"kills": 10, "replicas": 1, "corrupt": False, "io_errors": False, "bug": [], "max_load_s": 1.0,
-                "dir": None},
+                "dir": None, "transient_store_pool": False},
     # records each run in a temporary directory; fsync_delay_ms: PowerLossOptions' default
-    "--power-loss": {"kills": 10, "messages": 150, "bug": [], "fsync_delay_ms": None},
+    "--power-loss": {"kills": 10, "messages": 150, "bug": [], "fsync_delay_ms": None, "transient_store_pool": False},
     "--failover": {"failovers": 10, "failover_bug": [], "settle_timeout_s": 30.0, "slow_member_lag_ms": 0,
                    "pause_member_ms": 0, "max_load_s": 1.0, "dir": None, "peer_secret_file": None, "failover_trace": None},
 }
@@ -129,23 +132,28 @@ def _main(args: argparse.Namespace) -> int:
                         seed=args.seed, producers=args.producers, size=args.size,
                         segment_bytes=args.segment_bytes or ChaosOptions.segment_bytes_default(),
                         max_load_s=max(args.max_load_s, 0.2), directory=args.dir, keep=args.dir is not None,
-                        bugs=tuple(args.bug))
+                        bugs=tuple(args.bug), transient_store_pool=args.transient_store_pool)
     console = make_console()
     report = _with_progress(console, "kill -9", opts.kills, lambda progress: run_chaos(opts, progress))
     out = report.to_json()
     title = (f"ackorder chaos: {opts.kills} kills, {opts.replicas} slave(s)"
-             + (", corrupt tails" if opts.corrupt else "") + (", I/O errors" if opts.io_errors else ""))
+             + (", corrupt tails" if opts.corrupt else "") + (", I/O errors" if opts.io_errors else "")
+             + (", transient store pool" if opts.transient_store_pool else ""))
     return _summary(console, args, title, out, ("acked", "lost", "corrupt", "duplicated", "resurrected_corrupt",
                                                 "recovery_disagrees", "recovered_regions", "replica_checks",
-                                                "replicas_reseeded", "seconds", "faults"), report.valid)
+                                                "replicas_reseeded", "segments_rolled", "seconds", "faults"), report.valid,
+                    out["unexercised"])
 
 
-def _summary(console, args: argparse.Namespace, title: str, out: dict, keys: tuple[str, ...], valid: bool) -> int:
+def _summary(console, args: argparse.Namespace, title: str, out: dict, keys: tuple[str, ...], valid: bool,
+             unexercised: str | None = None) -> int:
     """The summary table, the --json report and the verdict's exit code."""
     table = Table(title=title, title_justify="left", show_header=False)
     for key in keys:
         table.add_row(key, json.dumps(out[key]) if isinstance(out[key], dict) else str(out[key]))
     console.print(table)
+    if unexercised:
+        console.print(f"[red]not exercised:[/] {unexercised}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return _verdict(console, valid)
@@ -172,7 +180,7 @@ def _power_loss(args: argparse.Namespace) -> int:
     from reference.real.powerloss import PowerLossOptions, explore_power_loss
 
     opts = PowerLossOptions(runs=args.kills, seed=args.seed, producers=args.producers, size=args.size,
-                            messages=args.messages, bugs=tuple(args.bug),
+                            messages=args.messages, bugs=tuple(args.bug), transient_store_pool=args.transient_store_pool,
                             **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}),
                             **({"fsync_delay_ms": args.fsync_delay_ms} if args.fsync_delay_ms is not None else {}))
     console = make_console()
@@ -186,6 +194,8 @@ def _power_loss(args: argparse.Namespace) -> int:
     console.print(table)
     for v in out["violations"][:10]:
         console.print(f"[red]violation:[/] {v}")
+    if out["unexercised"]:
+        console.print(f"[red]not exercised:[/] {out['unexercised']}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return _verdict(console, report.valid)

@@ -44,7 +44,7 @@ from reference.bench.procs import Broker, start_replica
 from reference.real.disk import SegmentStore
 from reference.real.load import Acked, body_for, run_load
 from reference.record import CRC_COVERED_FROM, END_FILE_MIN_BLANK_LENGTH, HEADER_SIZE, encode, recover_log
-from reference.real.chaos_reach import check_write_path_reach
+from reference.real.chaos_reach import TSP_KILL9, check_write_path_reach
 from reference.real.options import check_segment_room
 from spec.config import ConfigError
 
@@ -70,6 +70,9 @@ class ChaosOptions:
     directory: Path | None = None          # where the nodes' data goes (default: a temporary directory)
     keep: bool = False                     # keep that directory afterwards
     bugs: tuple[str, ...] = ()             # seeded defects for the master (to show the checks bite)
+    # the master appends into a write buffer that CommitRealTimeService copies to the page cache (seed
+    # 001): a kill -9 loses what was not yet copied, and a copy crosses every segment roll the log takes
+    transient_store_pool: bool = False
 
     @staticmethod
     def segment_bytes_default() -> int:
@@ -85,7 +88,10 @@ class ChaosOptions:
         if not 0 < self.min_load_s <= self.max_load_s:
             raise ConfigError("the load time before a kill must be positive (min <= max)")
         check_segment_room(self.segment_bytes, self.size)
-        check_write_path_reach("kill -9", self.bugs)
+        check_write_path_reach(TSP_KILL9 if self.transient_store_pool else "kill -9", self.bugs)
+        if self.transient_store_pool and "BugAckOnWrote" in self.bugs and self.replicas:
+            raise ConfigError("--bug BugAckOnWrote --transient-store-pool: bites only with --replicas 0 (a slave reads "
+                              "only committed data, so a PUT_OK that waits for its ack waits for the commit)")
 
 
 @attrs.define
@@ -120,10 +126,20 @@ class ChaosReport:
     replicas_reseeded: int = 0
     faults: Counter = attrs.Factory(Counter)
     seconds: float = 0.0
+    segments_rolled: int = 0                         # segment rolls the master's log crossed in the run
+    transient_store_pool: bool = False
+
+    @property
+    def unexercised(self) -> str | None:
+        """Why the run did not exercise what it was asked to (None: it did)."""
+        if self.transient_store_pool and self.segments_rolled == 0:
+            return "no write crossed a segment roll with the transient store pool on: use a smaller --segment-bytes"
+        return None
 
     @property
     def valid(self) -> bool:
-        return not (self.lost or self.corrupt or self.duplicated or self.resurrected or self.recovery_disagrees)
+        return not (self.lost or self.corrupt or self.duplicated or self.resurrected or self.recovery_disagrees
+                    or self.unexercised)
 
     def to_json(self) -> dict:
         return {"valid": self.valid, "kills": len(self.rounds), "acked": self.acked, "lost": len(self.lost),
@@ -132,6 +148,7 @@ class ChaosReport:
                 "recovery_disagreements": self.recovery_disagrees[:50], "recovered_regions": self.recovered_regions,
                 "replica_checks": self.replica_checks, "replicas_reseeded": self.replicas_reseeded,
                 "faults": dict(self.faults), "seconds": round(self.seconds, 1),
+                "segments_rolled": self.segments_rolled, "unexercised": self.unexercised,
                 "lost_keys": self.lost[:50], "corrupt_keys": self.corrupt[:50], "duplicated_keys": self.duplicated[:50],
                 "options": self.options, "rounds": [attrs.asdict(r) for r in self.rounds]}
 
@@ -232,6 +249,8 @@ def _master_flags(opts: ChaosOptions, replicas: list[str], fault: list[str]) -> 
              "--slave-timeout-ms", "2000", "--ha-housekeeping-interval-ms", "3000", *fault]
     if replicas:
         flags += ["--broker-role", "SYNC_MASTER", "--replicas", ",".join(replicas)]
+    if opts.transient_store_pool:
+        flags += ["--transient-store-pool-enable", "true", "--commit-on-replica-wait", "true"]
     for bug in opts.bugs:
         flags += ["--bug", bug]
     return flags
@@ -258,7 +277,8 @@ def run_chaos(opts: ChaosOptions, progress: Callable[[int, str], None] = lambda 
     work = Path(opts.directory) if opts.directory else Path(tempfile.mkdtemp(prefix="ackorder-chaos-"))
     work.mkdir(parents=True, exist_ok=True)
     names = [f"r{k + 1}" for k in range(opts.replicas)]
-    report = ChaosReport(options={k: (str(v) if isinstance(v, Path) else v) for k, v in attrs.asdict(opts).items()})
+    report = ChaosReport(options={k: (str(v) if isinstance(v, Path) else v) for k, v in attrs.asdict(opts).items()},
+                         transient_store_pool=opts.transient_store_pool)
     acked: dict[int, Acked] = {}
     lock = threading.Lock()
     replicas: dict[str, Broker] = {}
@@ -275,6 +295,7 @@ def run_chaos(opts: ChaosOptions, progress: Callable[[int, str], None] = lambda 
                 replicas[name] = _start_replica(work, opts, name, broker)
         check = check_log(work / "master" / "commitlog", opts.segment_bytes, acked, opts.size)
         _add(report, check)
+        report.segments_rolled = max(report.segments_rolled, check.end_offset // opts.segment_bytes)
         if (recovered, recovered_end) != (check.records, check.end_offset):
             # no load yet: the master serves a log that a correct recovery of its own files does not
             # read (it kept a torn record, or cut records that are whole)

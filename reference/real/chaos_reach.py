@@ -63,7 +63,16 @@ FAILOVER_CATCHES = {
                                                      "before_its_commit"),
 }
 
-WRITE_PATH_MODES = {"kill -9": KILL9_CATCHES, "--power-loss": POWER_LOSS_CATCHES}
+# kill -9 with the transient store pool (seed 001): the write buffer dies with the process, so an
+# acknowledgement of what was only appended to it is lost at the kill.  With a slave it is not:
+# a slave reads only committed data, so its ack waits for the commit (ChaosOptions refuses that).
+KILL9_TSP_CATCHES = {
+    **KILL9_CATCHES,
+    "BugAckOnWrote": ChaosCatch("test_chaos_with_the_transient_store_pool_catches_an_ack_of_the_write_buffer"),
+}
+TSP_KILL9 = "kill -9 --transient-store-pool"
+
+WRITE_PATH_MODES = {"kill -9": KILL9_CATCHES, TSP_KILL9: KILL9_TSP_CATCHES, "--power-loss": POWER_LOSS_CATCHES}
 
 
 def _shown(table: dict[str, ChaosCatch]) -> str:

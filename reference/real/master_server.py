@@ -308,6 +308,7 @@ class MasterRuntime(ConnServer):
             if not effects:
                 return
             i = 0
+            last_write = None
             while i < len(effects):
                 e = effects[i]
                 if isinstance(e, fx.WriteData):
@@ -315,6 +316,10 @@ class MasterRuntime(ConnServer):
                     while (j < len(effects) and isinstance(effects[j], fx.WriteData)
                            and effects[j].start == e.start and effects[j].offset == effects[j - 1].end):
                         j += 1
+                    if last_write is not None and last_write.start != e.start and last_write.end == e.offset:
+                        # one append or commit that ends one segment (its blank) and goes on in the next
+                        self.stats["writes_across_segment_roll"] += 1
+                    last_write = effects[j - 1]
                     self._write(effects[i:j], now)
                     i = j
                     continue

@@ -311,6 +311,7 @@ class PowerLossOptions:
     bugs: tuple[str, ...] = ()
     broken_fsync: bool = False      # SkipNewFileFsync under the store (to see the checks bite)
     fsync_delay_ms: int = 2         # each fdatasync this much longer (an SSD, not tmpfs)
+    transient_store_pool: bool = False      # appends land in a write buffer, copied to the file by commits
 
     def __attrs_post_init__(self) -> None:
         if self.runs < 1 or self.messages < 1 or self.producers < 1 or self.size < 1:
@@ -328,6 +329,7 @@ class PowerLossReport:
     operations: int = 0
     fdatasyncs: int = 0
     flushes_across_segment_roll: int = 0
+    writes_across_segment_roll: int = 0
     crash_points: int = 0
     crash_states: int = 0
     distinct_states: int = 0
@@ -337,27 +339,37 @@ class PowerLossReport:
     violations: list[str] = attrs.Factory(list)
 
     @property
+    def unexercised(self) -> str | None:
+        """Why the runs did not exercise what they were asked to (None: they did)."""
+        if self.options.get("transient_store_pool") and self.writes_across_segment_roll == 0:
+            return "no write crossed a segment roll with the transient store pool on: use a smaller --segment-bytes"
+        return None
+
+    @property
     def valid(self) -> bool:
-        return not self.violations
+        return not self.violations and self.unexercised is None
 
     def to_json(self) -> dict:
         return {"valid": self.valid, "runs": self.runs, "operations_recorded": self.operations,
                 "fdatasyncs": self.fdatasyncs, "flushes_across_segment_roll": self.flushes_across_segment_roll,
+                "writes_across_segment_roll": self.writes_across_segment_roll, "unexercised": self.unexercised,
                 "crash_points": self.crash_points, "crash_states": self.crash_states,
                 "distinct_states_recovered": self.distinct_states, "states_by_kind": self.states_by_kind,
                 "acked": self.acked, "ack_checks": self.ack_checks, "violations_count": len(self.violations),
                 "violations": self.violations[:100], "options": self.options}
 
 
-def record_run(directory: Path, opts: PowerLossOptions, seed: int) -> tuple[list[Op], int, int]:
+def record_run(directory: Path, opts: PowerLossOptions, seed: int) -> tuple[list[Op], int, int, int]:
     """A real master (in this process, on its own thread) under SYNC_FLUSH load, every file
-    operation recorded; returns the operations (acks included), how many were PUT_OK, and how
-    many fsyncs covered two segments (a flush across a segment roll)."""
+    operation recorded; returns the operations (acks included), how many were PUT_OK, how
+    many fsyncs covered two segments (a flush across a segment roll), and how many writes
+    (with the transient store pool: commits of the write buffer) ran from one segment into the next."""
     from reference.real.master_server import MasterRuntime
 
     ops = (SkipNewFileFsync if opts.broken_fsync else RecordingOps)(opts.fsync_delay_ms)
     cfg = StoreConfig(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=opts.segment_bytes,
-                      max_message_size=opts.size + 64, sync_flush_timeout_ms=5000, bugs=frozenset(opts.bugs))
+                      max_message_size=opts.size + 64, sync_flush_timeout_ms=5000, bugs=frozenset(opts.bugs),
+                      transient_store_pool_enable=opts.transient_store_pool)
     runtime = MasterRuntime(MasterOptions(directory=directory, config=cfg, port=0, ha_port=0),
                             log=lambda line: None, ops=ops)
     thread = threading.Thread(target=runtime.run, name="master", daemon=True)
@@ -374,7 +386,7 @@ def record_run(directory: Path, opts: PowerLossOptions, seed: int) -> tuple[list
     finally:
         runtime.stop()
         thread.join(30)
-    return ops.ops, acked, runtime.stats["fsyncs_across_segment_roll"]
+    return ops.ops, acked, runtime.stats["fsyncs_across_segment_roll"], runtime.stats["writes_across_segment_roll"]
 
 
 def explore_power_loss(opts: PowerLossOptions,
@@ -385,13 +397,14 @@ def explore_power_loss(opts: PowerLossOptions,
     try:
         for run in range(opts.runs):
             progress(run, f"run {run + 1}: recording a master under load")
-            ops, acked, across = record_run(base / f"run{run}", opts, seed=rng.randrange(1 << 30))
+            ops, acked, across, writes_across = record_run(base / f"run{run}", opts, seed=rng.randrange(1 << 30))
             report.runs += 1
             report.acked += acked
             report.operations += sum(1 for op in ops if op.kind != "ack")
             syncs = [op for op in ops if op.kind == "fdatasync"]
             report.fdatasyncs += len(syncs)
             report.flushes_across_segment_roll += across
+            report.writes_across_segment_roll += writes_across
             progress(run, f"run {run + 1}: crash states of {len(ops)} operations")
             _explore(ops, opts, rng, base / "scratch", report, run)
     finally:

@@ -12,6 +12,7 @@ import pytest
 from cli.tests import zygote
 from reference.real.chaos import ChaosOptions, run_chaos
 from reference.real.powerloss import PowerLossOptions, explore_power_loss
+from spec.config import ConfigError
 
 
 def test_a_small_chaos_run_loses_no_acknowledged_message(tmp_path):
@@ -32,6 +33,34 @@ def test_chaos_catches_a_recovery_that_keeps_a_torn_record(tmp_path):
     assert report.recovery_disagrees, report.to_json()        # the restart after the first torn tail
 
 
+def test_chaos_with_the_transient_store_pool_crosses_segment_rolls_and_loses_nothing(tmp_path):
+    """Seed 001's write path on real processes: appends land in the write buffer, commits copy it to
+    the segment files across their rolls, a kill -9 loses what was not copied yet, a slave reads only
+    what was copied."""
+    report = run_chaos(ChaosOptions(kills=2, replicas=1, seed=0, max_load_s=0.6, segment_bytes=16 * 1024,
+                                    transient_store_pool=True, directory=tmp_path / "chaos"))
+    out = report.to_json()
+    assert out["valid"], {k: out[k] for k in ("lost", "corrupt", "lost_keys", "unexercised")}
+    assert out["acked"] > 100 and out["segments_rolled"] >= 2 and out["replica_checks"] >= 1
+
+
+def test_chaos_with_the_transient_store_pool_catches_an_ack_of_the_write_buffer(tmp_path):
+    """Without the pool the page cache survives a kill -9 and this bug loses nothing there; with it,
+    the write buffer dies with the process and the PUT_OKs given from it are lost."""
+    report = run_chaos(ChaosOptions(kills=2, replicas=0, seed=1, max_load_s=0.6, segment_bytes=16 * 1024,
+                                    transient_store_pool=True, bugs=("BugAckOnWrote",), directory=tmp_path / "c"))
+    assert not report.valid and report.lost, report.to_json()
+
+
+def test_a_transient_store_pool_run_that_crosses_no_segment_roll_is_not_a_pass():
+    report = explore_power_loss(PowerLossOptions(runs=1, seed=3, messages=5, size=10, segment_bytes=1 << 20,
+                                                 transient_store_pool=True))
+    assert not report.violations and report.writes_across_segment_roll == 0
+    assert not report.valid and "no write crossed a segment roll" in report.to_json()["unexercised"]
+    with pytest.raises(ConfigError, match="bites only with --replicas 0"):
+        ChaosOptions(transient_store_pool=True, bugs=("BugAckOnWrote",))
+
+
 def test_the_command_writes_json_and_exits_0(tmp_path):
     out = tmp_path / "chaos.json"
     result = zygote.run(["chaos", "--kills", "1", "--replicas", "0", "--max-load-s", "0.3", "--json", str(out)],
@@ -42,10 +71,12 @@ def test_the_command_writes_json_and_exits_0(tmp_path):
     assert "Everything looks good" in result.stdout
 
 
-def test_power_loss_crash_states_of_the_real_store_lose_nothing_acknowledged():
-    report = explore_power_loss(PowerLossOptions(runs=2, seed=3))
+@pytest.mark.parametrize("pool", [False, True], ids=["page-cache", "transient-store-pool"])
+def test_power_loss_crash_states_of_the_real_store_lose_nothing_acknowledged(pool):
+    report = explore_power_loss(PowerLossOptions(runs=2, seed=3, transient_store_pool=pool))
     out = report.to_json()
     assert out["valid"], out["violations"][:5]
+    assert out["writes_across_segment_roll"] >= 1       # an append (with the pool: a commit) ran into the next file
     assert out["crash_states"] > 500 and out["distinct_states_recovered"] > 100
     assert out["flushes_across_segment_roll"] >= 1      # group commit synced two files in one flush
     assert {"prefix", "torn", "subset"} <= set(out["states_by_kind"])
@@ -102,7 +133,7 @@ def test_every_chaos_mode_takes_only_the_switches_a_test_here_shows_it_catches()
                 check_write_path_reach(mode, (bug,))
     with pytest.raises(ConfigError, match="--bug BugTimeoutAsOK: no chaos kill -9"):
         ChaosOptions(bugs=("BugTimeoutAsOK",))
-    with pytest.raises(ConfigError, match="chaos --power-loss does"):
+    with pytest.raises(ConfigError, match="chaos kill -9 --transient-store-pool or --power-loss does"):
         ChaosOptions(bugs=("BugAckOnWrote",))
 
 

@@ -2,7 +2,7 @@
 
 `python -m spark_fuzz.mutation.chaosstage` runs, in the mutant's copy of the tree (PYTHONPATH; the
 brokers a chaos run starts run that tree too: reference/real/chaos.py), a kill -9 run with corrupt
-tails and a power-loss run, each a few seconds, as `python -m cli chaos ...` processes, and exits 1
+tails, one with the transient store pool whose commits cross segment rolls, and a power-loss run, each a few seconds, as `python -m cli chaos ...` processes, and exits 1
 at the first that does not exit 0, printing one line "violation chaos ARGV: exit N".
 """
 
@@ -12,6 +12,8 @@ import subprocess
 import sys
 
 RUNS = (("chaos", "--kills", "3", "--seed", "0", "--max-load-s", "0.4", "--corrupt"),
+        ("chaos", "--kills", "2", "--seed", "0", "--max-load-s", "0.4", "--transient-store-pool", "--segment-bytes",
+         "16384"),
         ("chaos", "--power-loss", "--kills", "2", "--seed", "3"))
 
 
