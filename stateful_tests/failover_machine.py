@@ -187,6 +187,11 @@ class FailoverMachine(RuleBasedStateMachine):
     def broker_restart(self, b):
         self._step(self.group.broker_restart(b))
 
+    @rule(b=brokers, pick=st.integers(0, 1 << 16))
+    def stale_notice(self, b, pick):
+        """An old answer of the controller reaches b again (delayed, duplicated, reordered): refused."""
+        self._step(self.group.stale_notice(b, pick))
+
     @rule(b=brokers)
     def cut_from_controller(self, b):
         self._step(self.group.cut_from_controller(b))

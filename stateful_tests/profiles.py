@@ -26,4 +26,7 @@ settings.register_profile("ci", max_examples=60, stateful_step_count=40, derando
 settings.register_profile("dev", max_examples=200, stateful_step_count=60, database=DATABASE, **COMMON)
 settings.register_profile("thorough", max_examples=5000, stateful_step_count=120, database=DATABASE,
                           phases=list(Phase), **COMMON)
+# The mutation kill suite's (spark_fuzz/mutation/killsuite.py): ci's programs, without shrinking a
+# failure (a mutant is killed by the first failing program; shrinking it only spends the budget).
+settings.register_profile("mutation", settings.get_profile("ci"), phases=(Phase.explicit, Phase.reuse, Phase.generate))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -212,6 +212,7 @@ def _choices(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: S
 
 
 FAULT_RATES = (0.02, 0.05, 0.1, 0.2)     # one per run, from the seed
+STALE_NOTICE_RATE = 0.1                  # steps that first deliver an old controller answer again
 SCENARIOS = ("mixed", "deposed-master", "lagging-member", "joining-member")
 HEAL_STEPS = 300       # fair steps after the faults stop (a few dozen suffice when nothing is wrong)
 
@@ -238,9 +239,18 @@ def fair_actions(g: FailoverGroup, slow: str | None = None, late_acks: str | Non
 
 
 def step_once(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: Scenario,
-              step: int) -> str | None:
+              step: int, notices: random.Random | None = None) -> str | None:
     """Step ``step`` of the seeded schedule: the first enabled action of a shuffled list of what
-    could happen (a draw over what can); None when nothing in that list was enabled."""
+    could happen (a draw over what can); None when nothing in that list was enabled.
+
+    ``notices``: a stream of its own for StaleNotice, an old answer of the controller delivered
+    again (group.stale_notice).  The cores must refuse it, changing nothing, so the schedule drawn
+    from ``rng`` goes on as it would without it: a correct run's steps are those of a run without
+    stale notices, and only a core that takes one strays (and fails the refinement check)."""
+    if notices is not None and notices.random() < STALE_NOTICE_RATE:
+        label = g.stale_notice(notices.choice(g.names), notices.randrange(1 << 16))
+        if label is not None:
+            return label
     for action in _choices(g, rng, budget, sc, step):
         label = action()
         if label is not None:
@@ -307,13 +317,14 @@ def simulate(seed: int, steps: int = 400, bugs: tuple[str, ...] = (), budget: Fa
     passes a double)."""
     cfg = FailoverConfig(BROKERS, "b1", bugs=frozenset(bugs))
     rng = random.Random(seed)
+    notices = random.Random(f"ackorder-stale-notices-{seed}")
     sc = draw_scenario(rng)
     g = FailoverGroup(cfg, sc.send_window_records, sc.segment_records) if group is None else group(cfg)
     labels: list[str] = []
     pre = g.abstract()
     truncations = 0
     for step in range(steps):
-        label = step_once(g, rng, budget, sc, step)
+        label = step_once(g, rng, budget, sc, step, notices)
         if label is None:
             continue
         post = g.abstract()
@@ -342,6 +353,7 @@ def _run(seed, bugs, sc: Scenario, labels, violation, detail, g: FailoverGroup, 
     counts["truncations"] = truncations
     counts["sssChanges"] = sum(1 for s in g.controller.steps if s.action == "AlterSyncStateSet" and s.accepted)
     counts["acked"] = sum(1 for r in g.requests if r.status == "PUT_OK")
+    counts["staleNotices"] = g.stale_notices
     return FailoverRun(seed, len(labels), tuple(sorted(bugs)), violation, detail, tuple(labels), counts, sc.name)
 
 

@@ -64,6 +64,7 @@ SIM_CONFIG = StoreConfig(mapped_file_size_commit_log=SEGMENT_BYTES, max_message_
                          ha_transfer_batch_size=RECORD_BYTES, ha_send_window_bytes=RECORD_BYTES,
                          ha_housekeeping_interval_ms=NEVER_MS)
 MAX_PUMP = 10_000                   # effects one step may cause (a bound, asserted)
+MAX_NOTICES = 64                    # the controller's past answers kept for StaleNotice (the newest)
 
 
 @attrs.define
@@ -195,6 +196,8 @@ class FailoverGroup:
         self.pc_lost: set[int] = set()
         self.counters = {a.name: 0 for a in attrs.fields(FCounters)}
         self.labels: list[str] = []         # the spec steps of the step being taken
+        self.notices: list[cfx.ReplicaInfo] = []    # the controller's answers, oldest first (bounded)
+        self.stale_notices = 0              # StaleNotice deliveries (refused, or the run fails)
         for b in sorted(self.names, key=lambda b: b != cfg.initial_master):
             core = BrokerCore.initial(b, cfg.initial_master, bugs=self.broker_bugs, policy=self._policy(b))
             broker = self.brokers[b] = ByteBroker(b, self.ids[b], core, segment_bytes=self.segment_bytes)
@@ -244,7 +247,14 @@ class FailoverGroup:
         self._heartbeats()
         reply = self._ask(self.controller.get_replica_info, GROUP)
         assert reply.code == cfx.SUCCESS, reply
-        return reply.info
+        return self._noted(reply.info)
+
+    def _noted(self, info: cfx.ReplicaInfo) -> cfx.ReplicaInfo:
+        """An answer of the controller, kept: the network may deliver it again, late (StaleNotice)."""
+        if not self.notices or self.notices[-1] != info:
+            self.notices.append(info)
+            del self.notices[:-MAX_NOTICES]
+        return info
 
     # ------------------------------------------------------------------ plumbing: the machines' effects
 
@@ -602,7 +612,7 @@ class FailoverGroup:
                           frozenset(self.ids[x] for x in master.proposal))
         self.labels.append(f"AlterSyncStateSet({m})")
         if master.core.master is not None and rm.role == MASTER:
-            info = self._ask(self.controller.get_replica_info, GROUP).info
+            info = self._noted(self._ask(self.controller.get_replica_info, GROUP).info)
             sss_epoch = rm.sss_epoch
             master.core.master_alter_answered(reply.code == cfx.SUCCESS, self.by_id.get(info.master_id),
                                               info.master_epoch,
@@ -617,7 +627,11 @@ class FailoverGroup:
         master = self.brokers[m]
         if not (master.up and master.reachable and master.rm.role == MASTER and master.core.master is not None):
             return None
-        info = self._info()
+        return self._take_sss_notice(master, self._info())
+
+    def _take_sss_notice(self, master: ByteBroker, info: cfx.ReplicaInfo) -> str | None:
+        """The SyncStateSet of a controller answer, given to a master as the node gives it."""
+        m = master.name
         sss = frozenset(self.by_id[x] for x in info.sync_state_set)
         sss_epoch = master.rm.sss_epoch
         master.core.master_sync_state_set(self.by_id.get(info.master_id), info.master_epoch, sss, info.sss_epoch)
@@ -654,7 +668,34 @@ class FailoverGroup:
         broker = self.brokers[b]
         if not (broker.up and broker.reachable):
             return None
-        info = self._info()
+        return self._take_role_notice(broker, self._info())
+
+    @_action
+    def stale_notice(self, b: str, pick: int) -> str | None:
+        """The environment: an answer of the controller reaches ``b`` again, late — delayed,
+        duplicated or reordered behind newer ones — naming a master epoch older than the one ``b``
+        knows, or its own epoch with a SyncStateSet epoch no newer than its own.  ``b`` handles it
+        as the node handles every answer (role_named, then the master's SyncStateSet), and the
+        cores' epoch guards (E5; ChangeSyncStateSet's) must refuse it: no spec step.  A core that
+        takes it returns that step's labels, and the refinement check finds no such spec step."""
+        broker = self.brokers[b]
+        if not (broker.up and broker.reachable):
+            return None
+        rm = broker.rm
+        stale = [n for n in self.notices if n.master_epoch < rm.master_epoch
+                 or (n.master_epoch == rm.master_epoch and n.sss_epoch <= rm.sss_epoch)]
+        if not stale:
+            return None
+        info = stale[pick % len(stale)]
+        self.stale_notices += 1
+        label = self._take_role_notice(broker, info)
+        if label is not None or not (rm.role == MASTER and broker.core.master is not None):
+            return label
+        return self._take_sss_notice(broker, info)
+
+    def _take_role_notice(self, broker: ByteBroker, info: cfx.ReplicaInfo) -> str | None:
+        """A controller answer's master and epoch, given to a broker as the node gives it."""
+        b = broker.name
         master = self.by_id.get(info.master_id)
         core = broker.core
         if core.role_named(master, info.master_epoch) is None:

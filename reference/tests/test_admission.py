@@ -69,3 +69,22 @@ def test_a_request_refused_as_busy_is_answered_with_no_offset():
         a.arrive(rid, rid, b"x", now_ms=0)
     refused = [e for e in a.take_effects() if e.status == PutStatus.OS_PAGE_CACHE_BUSY]
     assert len(refused) == 2 and all(e.next_offset == 0 for e in refused), refused
+
+
+def test_the_queues_bounds_are_asserted_at_their_edges():
+    """A capacity of one is a queue; none is not.  And time never goes backwards for an arrival,
+    checked against the newest request queued, not the oldest."""
+    import pytest
+
+    one = Admission(BLOCKING, capacity=1)
+    one.arrive(1, 1, b"x", now_ms=0)
+    one.arrive(2, 2, b"x", now_ms=0)
+    assert busy(one) == [2]
+    for capacity in (0, -1):
+        with pytest.raises(AssertionError):
+            Admission(BLOCKING, capacity=capacity)
+    a = Admission(BLOCKING)
+    a.arrive(1, 1, b"x", now_ms=5)
+    a.arrive(2, 2, b"x", now_ms=10)
+    with pytest.raises(AssertionError, match="time went backwards"):
+        a.arrive(3, 3, b"x", now_ms=7)

@@ -168,3 +168,72 @@ def test_an_unanswered_proposal_is_sent_again_at_the_first_check_past_its_timeou
     assert rm.check_sync_state_set(3_000) == ()
     (again,) = rm.check_sync_state_set(6_000)
     assert again.action == "Resend" and again.sss == SSS
+
+
+# --- the guards' contracts, each case one a caller never sends today (issue 36: a mutant of these
+# lines passed every check, because the node and the simulator only ever ask with b1 as master,
+# a connected member, and a slave's ack at the previous check's log end exactly)
+
+def test_the_guards_name_any_broker_master_and_never_the_master_itself():
+    """The names are compared for equality only: with b2 or b3 as master, b1 is a slave like another."""
+    for me, slave in (("b2", "b1"), ("b3", "b1"), ("b3", "b2"), ("b1", "b3")):
+        sss = frozenset({me, slave})
+        assert sss_policy.may_shrink(me, sss, frozenset(), {slave: 5}, 10, slave)          # behind
+        assert sss_policy.may_shrink(me, sss, frozenset(), {}, 10, slave)                  # not connected
+        assert not sss_policy.may_shrink(me, sss, frozenset(), {me: 5}, 10, me)            # never itself
+        alone = frozenset({me})
+        assert sss_policy.may_expand(me, alone, frozenset(), {slave: 10}, 10, 0, 0, slave)
+        assert not sss_policy.may_expand(me, alone, frozenset(), {me: 10}, 10, 0, 0, me)
+
+
+def test_shrink_refuses_a_caught_up_member_a_non_member_and_any_while_a_proposal_is_in_flight():
+    sss = frozenset({"b1", "b2"})
+    assert not sss_policy.may_shrink("b1", sss, frozenset(), {"b2": 10}, 10, "b2")        # at the log end
+    assert not sss_policy.may_shrink("b1", sss, frozenset(), {"b3": 5}, 10, "b3")         # not a member
+    assert not sss_policy.may_shrink("b1", sss, frozenset(), {}, 10, "b3")
+    assert not sss_policy.may_shrink("b1", sss, frozenset({"b1"}), {"b2": 5}, 10, "b2")   # one at a time
+
+
+def test_expand_refuses_a_slave_with_no_connection_and_any_while_a_proposal_is_in_flight():
+    alone = frozenset({"b1"})
+    assert not sss_policy.may_expand("b1", alone, frozenset(), {}, 10, 0, 0, "b2")
+    assert not sss_policy.may_expand("b1", alone, frozenset({"b1", "b2"}), {"b2": 10}, 10, 0, 0, "b2")
+    assert not sss_policy.may_expand("b1", frozenset({"b1", "b2"}), frozenset(), {"b2": 10}, 10, 0, 0, "b2")
+
+
+def test_a_member_whose_ack_passes_the_last_checks_log_end_is_caught_up_though_behind_the_current_one():
+    """updateConnectionLastCaughtUpTime: an ack at or beyond where the log ended at the previous
+    check counts (under load the ack is rarely exactly there)."""
+    policy = SyncStateSetPolicy("b1", max_not_catchup_ms=1_000)
+    for k in range(1, 30):
+        # the log end grows by 100 per check; b2's ack is 50 past the previous check's end
+        assert _decide(policy, 400 * k, {"b2": 100 * (k - 1) + 50}, 100 * k) is None, k
+
+
+def test_a_member_that_left_and_comes_back_starts_a_new_clock():
+    """A broker that is neither a member nor connected is forgotten; taken back later, its clock
+    starts then, not at the time it was first seen."""
+    policy = SyncStateSetPolicy("b1", max_not_catchup_ms=1_000)
+    both = frozenset({"b1", "b2"})
+    assert _decide(policy, 0, {"b2": 10}, 10, sss=both) is None                  # b2 seen at 0
+    assert _decide(policy, 100, {}, 10, sss=frozenset({"b1"})) is None           # dropped, disconnected
+    assert "b2" not in policy.caught_up_ms
+    assert _decide(policy, 50_000, {}, 10, sss=both) is None                     # a member again: now
+    assert _decide(policy, 51_000, {}, 10, sss=both) == Proposal("ShrinkSyncStateSet", "b2", frozenset({"b1"}))
+
+
+def test_the_policys_bounds_are_asserted_at_their_edges():
+    SyncStateSetPolicy("b1", max_not_catchup_ms=1, alter_timeout_ms=1)
+    for bad in ({"max_not_catchup_ms": 0}, {"max_not_catchup_ms": -1}, {"alter_timeout_ms": 0},
+                {"alter_timeout_ms": -1}):
+        with pytest.raises(AssertionError):
+            SyncStateSetPolicy("b1", **bad)
+    # the table holds every member and connected slave, up to MAX_TRACKED_MEMBERS and no more
+    n = sss_policy.MAX_TRACKED_MEMBERS
+    members = frozenset({"b1"} | {f"m{k}" for k in range(n // 2)})
+    acks = {f"s{k}": 10 for k in range(n - len(members) + 1)}       # members but b1, and these: n names
+    policy = SyncStateSetPolicy("b1")
+    _decide(policy, 0, acks, 10, sss=members)
+    assert len(policy.caught_up_ms) == n
+    with pytest.raises(AssertionError):
+        _decide(SyncStateSetPolicy("b1"), 0, {**acks, "one-more": 10}, 10, sss=members)

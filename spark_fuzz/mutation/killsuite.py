@@ -6,7 +6,7 @@
 2. ``fuzz``: a short seeded simulation campaign of each model the module runs in (the write path's
    simulator and the failover group over bytes), every step checked against the spec, in that copy.
 3. ``machines``: the Hypothesis state machines under the ``ci`` profile (derandomized: the same
-   programs for every mutant and for the baseline) that drive the module's code: the write path's
+   programs for every mutant and for the baseline; unshrunk, profile ``mutation``) that drive the module's code: the write path's
    spec, refinement and real-store machines, and the failover refinement machine.
 4. ``chaos``: for the real runtime's modules, a kill -9 run with corrupt tails and a power-loss run
    on real processes of that copy (chaosstage.py), a few seconds each.
@@ -127,7 +127,7 @@ def _env(tree: Path) -> dict[str, str]:
     env["PYTHONPATH"] = str(tree)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(tree / ".hypothesis")
-    env["HYPOTHESIS_PROFILE"] = "ci"          # the machines' derandomized profile, whatever the caller's
+    env["HYPOTHESIS_PROFILE"] = "mutation"    # ci's derandomized programs, unshrunk (stateful_tests/profiles.py)
     return env
 
 
