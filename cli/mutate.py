@@ -30,6 +30,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sample-seed", type=natural_int, default=0)
     p.add_argument("--fuzz-seeds", type=positive_int, default=40, help="seeds per simulation model in the fuzz "
                                                                        "stage (default 40)")
+    p.add_argument("--ack-deciding", action="store_true",
+                   help="only the mutants of the functions that decide an acknowledgement (release, deadlines, the "
+                        "ack check, confirmOffset, SyncStateSet membership: spark_fuzz/mutation/mutants.py "
+                        "ACK_DECIDING); with no --module, of the modules that hold them")
+    p.add_argument("--all-stages", action="store_true",
+                   help="run every stage on every mutant, past the first kill, and report which checks reach each "
+                        "guard (each `if` negated, cosmic-ray's AddNot); slower")
     p.add_argument("--mutant", action="append", default=None, metavar="ID",
                    help="judge only the mutant with this id (repeatable; `--list` names them)")
     p.add_argument("--list", action="store_true", help="list the mutants (id, module:line, operator) and stop")
@@ -45,9 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from spark_fuzz.mutation.campaign import MutationSpec, run_mutation_campaign
     from spark_fuzz.mutation.killsuite import UNIT_TESTS, CleanSuiteFailed, SuiteOptions
-    from spark_fuzz.mutation.mutants import CORE_MODULES, check_modules
+    from spark_fuzz.mutation.mutants import ACK_DECIDING, CORE_MODULES, check_modules
 
-    modules = check_modules(tuple(args.module or CORE_MODULES))
+    modules = check_modules(tuple(args.module or (tuple(ACK_DECIDING) if args.ack_deciding else CORE_MODULES)))
     for m in modules:
         if m not in UNIT_TESTS:
             raise errors.UsageError(f"--module {m}: no unit tests are named for it in "
@@ -56,7 +63,8 @@ def main(args: argparse.Namespace) -> int:
         raise errors.UsageError(f"--fail-under {args.fail_under}: a percentage, 0 to 100")
     spec = MutationSpec(modules=modules, out=args.out, operators=args.operators, sample=args.sample,
                         sample_seed=args.sample_seed, batch=args.batch, resume=not args.fresh,
-                        suite=SuiteOptions(fuzz_seeds=args.fuzz_seeds), only=tuple(args.mutant or ()))
+                        suite=SuiteOptions(fuzz_seeds=args.fuzz_seeds, all_stages=args.all_stages),
+                        only=tuple(args.mutant or ()), ack_only=args.ack_deciding)
     console = make_console()
     mutants = spec.mutants()            # an unknown operator is exit 2 here, before Spark starts
     if args.list:

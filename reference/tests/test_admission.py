@@ -88,3 +88,11 @@ def test_the_queues_bounds_are_asserted_at_their_edges():
     a.arrive(2, 2, b"x", now_ms=10)
     with pytest.raises(AssertionError, match="time went backwards"):
         a.arrive(3, 3, b"x", now_ms=7)
+
+
+def test_the_cleaner_looks_every_10_ms_as_broker_fast_failures_does():
+    """BrokerFastFailure schedules cleanExpiredRequest every 10 ms; with nothing queued it has nothing to look at."""
+    a = Admission(BLOCKING)
+    assert a.next_clean_ms(1_000) is None
+    a.arrive(1, 1, b"x", now_ms=1_000)
+    assert a.next_clean_ms(1_000) == 1_010

@@ -228,12 +228,28 @@ def test_the_policys_bounds_are_asserted_at_their_edges():
                 {"alter_timeout_ms": -1}):
         with pytest.raises(AssertionError):
             SyncStateSetPolicy("b1", **bad)
-    # the table holds every member and connected slave, up to MAX_TRACKED_MEMBERS and no more
-    n = sss_policy.MAX_TRACKED_MEMBERS
+    # the table holds every member and every connected slave a master can have (roles.MAX_SLAVES of
+    # each, no two alike), and no more than MAX_TRACKED_MEMBERS
+    from reference.failover.roles import MAX_SLAVES
+
+    n = 2 * MAX_SLAVES
+    assert sss_policy.MAX_TRACKED_MEMBERS >= n
     members = frozenset({"b1"} | {f"m{k}" for k in range(n // 2)})
     acks = {f"s{k}": 10 for k in range(n - len(members) + 1)}       # members but b1, and these: n names
     policy = SyncStateSetPolicy("b1")
     _decide(policy, 0, acks, 10, sss=members)
     assert len(policy.caught_up_ms) == n
+    more = {f"x{k}": 10 for k in range(sss_policy.MAX_TRACKED_MEMBERS - n + 1)}
     with pytest.raises(AssertionError):
-        _decide(SyncStateSetPolicy("b1"), 0, {**acks, "one-more": 10}, 10, sss=members)
+        _decide(SyncStateSetPolicy("b1"), 0, {**acks, **more}, 10, sss=members)
+
+
+def test_the_defaults_are_rocketmqs_a_member_behind_for_15_s_is_dropped_an_alter_unanswered_for_10_s_is_sent_again():
+    """MessageStoreConfig.haMaxTimeSlaveNotCatchup = 15,000 ms; the alter's answer is given up after 10,000 ms."""
+    policy = SyncStateSetPolicy("b1")
+    assert _decide(policy, 0, {}, 50) is None
+    assert _decide(policy, 14_999, {}, 50) is None
+    assert _decide(policy, 15_000, {}, 50) == Proposal("ShrinkSyncStateSet", "b2", frozenset({"b1"}))
+    proposed = frozenset({"b1"})
+    assert _decide(policy, 24_999, {}, 50, remote=proposed) is None         # sent at 15,000
+    assert _decide(policy, 25_000, {}, 50, remote=proposed) == ALTER_TIMED_OUT

@@ -27,7 +27,10 @@ from spark_fuzz.mutation import equivalents
 from spark_fuzz.mutation.killsuite import (BUDGET_FACTOR, FAILOVER_MACHINES, MIN_BUDGET_S, REAL_STORE_MACHINES, STAGES,
                                            TREE_PARTS, UNIT_TESTS, WRITE_PATH_MACHINES, Baseline,
                                            SuiteOptions, copy_tree, judge, measure_baseline, stage_argv)
-from spark_fuzz.mutation.mutants import ROOT, Mutant, enumerate_mutants, operator_names, sample
+from spark_fuzz.mutation.mutants import (ACK_DECIDING, ROOT, Mutant, ack_deciding, enumerate_mutants,
+                                         operator_names, sample)
+
+GUARD_OPERATOR = "core/AddNot"       # `if c:` turned to `if not c:` (cosmic-ray): a guard that refuses the wrong inputs
 
 FIELDS = (("mutant_id", pa.string()), ("module", pa.string()), ("operator", pa.string()),
           ("occurrence", pa.int64()), ("line", pa.int64()), ("definition", pa.string()),
@@ -49,6 +52,7 @@ class MutationSpec:
     resume: bool = True
     suite: SuiteOptions = SuiteOptions()
     only: tuple[str, ...] = ()         # these mutant ids only (--mutant)
+    ack_only: bool = False             # the mutants of the functions that decide an acknowledgement only
     equivalents_file: Path = equivalents.FILE
 
     def __attrs_post_init__(self) -> None:
@@ -68,6 +72,11 @@ class MutationSpec:
                 raise ConfigError(f"--mutant {unknown[0]}: no mutant of {', '.join(self.modules)} with the operators "
                                   f"{self.operators!r} has that id (`ackorder mutate --list` names them)")
             every = [m for m in every if m.mutant_id in self.only]
+        if self.ack_only:
+            every = [m for m in every if ack_deciding(m)]
+            if not every:
+                raise ConfigError(f"--ack-deciding: no function of {', '.join(self.modules)} decides an "
+                                  f"acknowledgement (mutants.ACK_DECIDING names them in {', '.join(ACK_DECIDING)})")
         return sample(every, self.sample, self.sample_seed)
 
 
@@ -234,16 +243,28 @@ def summarise(campaign: str, spec: MutationSpec, rows: list[dict], baseline: Bas
                           "score": round(100 * killed / judged, 1) if judged else None,
                           "ratio": killed / judged if judged else None}
     killed_by = Counter(row["killed_by"] for row, _k, o in verdicts if o in KILLED)
+    # the lines that decide an acknowledgement, over every module (ACK_DECIDING): the goal is all killed
+    ack = Counter(o for row, _k, o in verdicts
+                  if row["definition"] in ACK_DECIDING.get(row["module"], ()))
+    ack_judged = sum(ack.values()) - ack["equivalent"] - ack["error"]
+    ack_killed = ack["killed"] + ack["timeout"]
     return {"campaign": campaign, "modules": list(spec.modules), "operators": spec.operators,
             "sample": spec.sample, "sample_seed": spec.sample_seed, "suite": attrs.asdict(spec.suite),
             "mutants": len(rows), "outcomes": dict(Counter(o for _r, _k, o in verdicts)),
-            "killed_by": dict(killed_by), "scores": scores, "seconds": round(seconds, 1),
+            "killed_by": dict(killed_by), "scores": scores,
+            "ack_deciding": {"mutants": sum(ack.values()), "killed": ack_killed, "survived": ack["survived"],
+                             "equivalent": ack["equivalent"], "error": ack["error"],
+                             "score": round(100 * ack_killed / ack_judged, 1) if ack_judged else None}, "seconds": round(seconds, 1),
             "cpu_wall_s": round(sum(r["wall_s"] for r in rows), 1), "baseline": baseline.seconds,
             "survivors": [{"key": k, "mutant_id": r["mutant_id"], "line": r["line"], "definition": r["definition"],
                            "diff": r["diff"], "closest": r["stages"]}
                           for r, k, o in verdicts if o == "survived"],
             "equivalents": [{"key": k, "reason": reviewed[k], "diff": r["diff"]}
                             for r, k, o in verdicts if o == "equivalent"],
+            # with every stage run: each negated condition (a guard turned around), and what each check said
+            "guards": [{"module": r["module"], "line": r["line"], "definition": r["definition"],
+                        "stages": json.loads(r["stages"] or "{}"), "outcome": o}
+                       for r, _k, o in verdicts if r["operator"] == GUARD_OPERATOR] if spec.suite.all_stages else [],
             # a reviewed claim a check has since refuted: the review was wrong, or the checks got better
             "contradicted": [{"key": k, "reason": reviewed[k], "killed_by": r["killed_by"]}
                              for r, k, o in verdicts if o in KILLED and k in reviewed]}

@@ -2,8 +2,9 @@
 
 `python -m spark_fuzz.mutation.chaosstage` runs, in the mutant's copy of the tree (PYTHONPATH; the
 brokers a chaos run starts run that tree too: reference/real/chaos.py), a kill -9 run with corrupt
-tails, one with the transient store pool whose commits cross segment rolls, and a power-loss run, each a few seconds, as `python -m cli chaos ...` processes, and exits 1
-at the first that does not exit 0, printing one line "violation chaos ARGV: exit N".
+tails, one with the transient store pool whose commits cross segment rolls, and a power-loss run,
+each a few seconds, as `python -m cli chaos ...` processes, and exits 1 at the first that does not
+exit 0, printing one line "violation chaos ARGV: exit N".
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@
 2. ``fuzz``: a short seeded simulation campaign of each model the module runs in (the write path's
    simulator and the failover group over bytes), every step checked against the spec, in that copy.
 3. ``machines``: the Hypothesis state machines under the ``ci`` profile (derandomized: the same
-   programs for every mutant and for the baseline; unshrunk, profile ``mutation``) that drive the module's code: the write path's
-   spec, refinement and real-store machines, and the failover refinement machine.
+   programs for every mutant and for the baseline; unshrunk, profile ``mutation``) that drive the
+   module's code: the write path's spec, refinement and real-store machines, and the failover
+   refinement machine.
 4. ``chaos``: for the real runtime's modules, a kill -9 run with corrupt tails and a power-loss run
    on real processes of that copy (chaosstage.py), a few seconds each.
 
@@ -80,6 +81,8 @@ OUTPUT_CHARS = 2_000
 class SuiteOptions:
     fuzz_seeds: int = 40         # per model
     fuzz_steps: int = 400
+    # every stage on every mutant, past the first kill: which checks reach each guard (slower)
+    all_stages: bool = False
 
 
 def fuzz_models(module: str) -> tuple[str, ...]:
@@ -248,9 +251,11 @@ def _judge(mutant: Mutant, baseline: Baseline, options: SuiteOptions, root: Path
             verdict, took, out = _run(argv, tree, budget_s(clean))
             stages[stage] = {"verdict": verdict, "s": round(took, 2)}
             if verdict != "pass":
-                row.update(outcome="killed" if verdict == "fail" else "timeout", killed_by=stage,
-                           detail=_why(out))
-                break
+                if not row["killed_by"]:        # the first kill names the outcome, in every mode
+                    row.update(outcome="killed" if verdict == "fail" else "timeout", killed_by=stage,
+                               detail=_why(out))
+                if not options.all_stages:
+                    break
     finally:
         shutil.rmtree(tree, ignore_errors=True)
     row["stages"] = json.dumps(stages, sort_keys=True)

@@ -32,6 +32,26 @@ CORE_MODULES = (
     "reference/failover/epochfile.py", "reference/real/disk.py",
 )
 
+# The functions that decide an acknowledgement (issue 36 asks 100% of their non-equivalent mutants
+# killed): the release of waiting requests (GroupTransferService and GroupCommitService's rule, the
+# release bound), the deadlines and their statuses, the ack check, confirmOffset, and the
+# SyncStateSet membership a PUT_OK waits for.  Module -> function names (a method by its own name).
+ACK_DECIDING = {
+    "reference/decisions.py": ("replica_coverage", "covered_count", "deadline_status"),
+    "reference/master.py": ("_answer", "flush_leg_done", "flush_frontier", "replica_coverage", "_complete_covered",
+                            "_register_replica_leg", "_release_bound", "_flushed", "_deadlines", "_deadline_status",
+                            "_ack", "_recompute_confirm", "set_confirm_view"),
+    "reference/failover/roles.py": ("sss_view", "ack_view", "ack_members", "confirm_with", "header_confirm",
+                                    "change_sync_state_set", "_confirm", "may_shrink", "may_expand", "alter_answered",
+                                    "alter_refused", "propose_sync_state_set"),
+    "reference/failover/sss_policy.py": ("may_shrink", "may_expand", "_observe", "decide"),
+}
+
+
+def ack_deciding(mutant: "Mutant") -> bool:
+    return mutant.definition in ACK_DECIDING.get(mutant.module, ())
+
+
 # The default operators: the mistakes a person makes in this code (a comparison one off or turned,
 # a condition negated or its connective swapped, a constant changed, a loop skipped, an arithmetic
 # sign flipped, a break for a continue, an exception handler that no longer catches).  The other

@@ -34,6 +34,22 @@ def test_every_core_module_has_unit_tests_that_exist():
             assert (ROOT / test.split("::")[0]).is_file(), test
 
 
+def test_every_function_named_as_deciding_an_acknowledgement_is_mutated():
+    """A name in ACK_DECIDING that matches no function (a typo, a rename) would drop its lines from
+    the score that must reach 100% without a word."""
+    import ast
+
+    from spark_fuzz.mutation.mutants import ACK_DECIDING
+
+    for module, names in ACK_DECIDING.items():
+        assert module in CORE_MODULES, module
+        tree = ast.parse((ROOT / module).read_text())
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert set(names) <= defined, (module, set(names) - defined)
+    mutated = {m.definition for m in enumerate_mutants(tuple(ACK_DECIDING), DEFAULT_OPERATORS)}
+    assert len(mutated & {n for names in ACK_DECIDING.values() for n in names}) >= 25
+
+
 def test_mutants_are_cosmic_rays_one_change_each_and_named_by_their_source(tmp_path):
     mutants = enumerate_mutants(("reference/decisions.py",), DEFAULT_OPERATORS)
     assert len(mutants) > 40 and len({m.mutant_id for m in mutants}) == len(mutants)
@@ -167,6 +183,32 @@ def test_a_stage_without_its_clean_time_is_an_error_never_a_survivor():
 
     row = judge(_find(*KILLED_BY_UNIT), Baseline({}), SuiteOptions(fuzz_seeds=1))
     assert row["outcome"] == "error" and "no clean time for the unit stage" in row["detail"], row
+
+
+def test_with_all_stages_a_guard_killed_by_its_unit_tests_still_faces_the_simulator_and_the_machine():
+    """--all-stages: the stages past the first kill run too, and the report's guard table says what
+    each check did with the guard turned around (AddNot#5 is `if remote_sss:` in decide)."""
+    from spark_fuzz.mutation.campaign import GUARD_OPERATOR
+    from spark_fuzz.mutation.killsuite import Baseline, judge
+    from spark_fuzz.mutation.report import markdown
+
+    mutant = _find(*KILLED_BY_UNIT)
+    assert mutant.operator == GUARD_OPERATOR
+    baseline = Baseline({f"{POLICY}|{stage}": 60.0 for stage in ("unit", "fuzz", "machines")})
+    row = judge(mutant, baseline, SuiteOptions(fuzz_seeds=1, all_stages=True))
+    stages = json.loads(row["stages"])
+    assert row["outcome"] == "killed" and row["killed_by"] == "unit", row
+    assert set(stages) == {"unit", "fuzz", "machines"} and stages["unit"]["verdict"] == "fail", stages
+    assert stages["machines"]["verdict"] == "fail", stages      # the failover machine reaches it too
+    summary = {"campaign": "c", "modules": [POLICY], "operators": "default", "sample": None, "sample_seed": 0,
+               "suite": {"fuzz_seeds": 1, "fuzz_steps": 400, "all_stages": True}, "mutants": 1,
+               "outcomes": {"killed": 1}, "killed_by": {"unit": 1}, "scores": {}, "seconds": 1, "cpu_wall_s": 1,
+               "survivors": [], "equivalents": [], "contradicted": [],
+               "guards": [{"module": POLICY, "line": row["line"], "definition": row["definition"], "stages": stages,
+                           "outcome": "killed"}]}
+    text = markdown(summary)
+    assert "## Which checks reach each guard (1 conditions negated" in text
+    assert f"| `{POLICY}:{row['line']}` `{row['definition']}` | **kills** |" in text
 
 
 def test_two_campaigns_in_one_out_directory_are_refused(tmp_path):
