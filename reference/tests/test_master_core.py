@@ -288,3 +288,53 @@ def test_recovered_log_keeps_its_chain():
             assert again.index.chain_at(offset) == ghost.chain_at(offset), offset
         elif offset in again.index.checkpoints:
             assert again.index.checkpoints[offset].chain == ghost.chain_at(offset), offset
+
+
+# --- issue 36: survivors of `ackorder mutate --ack-deciding`, each a case no test asked about
+
+def test_consumers_read_up_to_the_largest_put_ok_and_never_a_timed_out_record():
+    """readable_end is min(the largest nextOffset answered PUT_OK, committed): a record whose
+    request timed out is not readable for that, however far the log goes."""
+    d = Driver(BASE, replicas=())                   # ASYNC_FLUSH, ASYNC_MASTER: PUT_OK at the append
+    ok = d.put()
+    assert d.status(ok) is S.PUT_OK and d.core.readable_end() == d.core.log.committed > 0
+    first_end = d.core.readable_end()
+    d2 = Driver(sync_master(slave_timeout_ms=50))
+    connect(d2, "r1")                               # connected, never acks
+    late = d2.put()
+    d2.tick(advance=60)
+    assert d2.status(late) is S.FLUSH_SLAVE_TIMEOUT and d2.core.log.committed > 0
+    assert d2.core.readable_end() == 0
+    assert first_end == d.core.log.committed
+
+
+def test_a_report_whose_offset_moved_while_its_record_count_did_not_drops_the_connection():
+    """Only a report equal to the last (a heartbeat) is taken without its checks; one at a new
+    offset with the old record count is mangled: the master drops that connection."""
+    d = Driver(sync_master(slave_timeout_ms=1_000))
+    r1 = connect(d, "r1")
+    d.put()
+    d.put()
+    d.tick()
+    deliver(d, "r1", r1)
+    hc = d.core.conns["r1"]
+    assert hc.ack_records == 2 and hc.ack_offset > 0
+    first_end = d.core.log.ghost.ends[0]
+    d.core.replica_ack(d.conn_of["r1"], first_end, d.now, 2)       # one record's end, two records claimed
+    d.run()
+    assert "r1" not in d.core.conns
+
+
+def test_bug_flush_timeout_hides_slave_timeout_swaps_a_deadlines_status_too():
+    """The switch's counterexample (no slave connected) swaps the fail-fast answer; with a slave
+    connected that never acks, both deadlines pass and the correct answer is FLUSH_SLAVE_TIMEOUT
+    (thenCombine: the replica failure wins), the switch's FLUSH_DISK_TIMEOUT."""
+    for bugs, want in ((frozenset(), S.FLUSH_SLAVE_TIMEOUT),
+                       (frozenset({"BugFlushTimeoutHidesSlaveTimeout"}), S.FLUSH_DISK_TIMEOUT)):
+        d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", slave_timeout_ms=50, sync_flush_timeout_ms=50,
+                               bugs=bugs))
+        connect(d, "r1")
+        rid = d.put()
+        d.tick()                                  # the fsync is issued and never completes
+        d.tick(advance=60)
+        assert d.status(rid) is want, (bugs, d.answers)

@@ -33,16 +33,26 @@ import attrs
 
 from spark_fuzz.mutation.mutants import ROOT, Mutant, diff_of, mutated_source
 
+# The write path's bug switches, each replayed from TLC's counterexample through the cores
+# (reference/tests/counterexamples/, `ackorder tlc --emit-test`): a switch's code lives in the core
+# it breaks, and a mutant of that code is a switch that no longer bites.  (test_up_to_date.py, which
+# runs TLC again, is left out: seconds per switch, and it checks the files, not the cores.)
+COUNTEREXAMPLES = tuple(sorted(str(p.relative_to(ROOT)) for p in (ROOT / "reference/tests/counterexamples").glob(
+    "test_*_bug.py")))
+
 UNIT_TESTS = {
     "reference/decisions.py": ("reference/tests/test_master_core.py",
                                "reference/tests/test_contracts.py::test_contracts_hold[reference.decisions.replica_coverage]",
-                               "reference/tests/test_contracts.py::test_contracts_hold[reference.decisions.covered_count]"),
+                               "reference/tests/test_contracts.py::test_contracts_hold[reference.decisions.covered_count]",
+                               *COUNTEREXAMPLES),
     "reference/admission.py": ("reference/tests/test_admission.py",),
-    "reference/master.py": ("reference/tests/test_master_core.py",),
-    "reference/replica.py": ("reference/tests/test_replica_core.py", "reference/tests/test_one_record_parser.py"),
+    "reference/master.py": ("reference/tests/test_master_core.py", *COUNTEREXAMPLES),
+    "reference/replica.py": ("reference/tests/test_replica_core.py", "reference/tests/test_one_record_parser.py",
+                             *COUNTEREXAMPLES),
     "reference/commitlog.py": ("reference/tests/test_master_core.py", "reference/tests/test_replica_core.py",
                                "reference/tests/test_resumed_recovery.py",
-                               "reference/tests/test_broker_core.py"),      # held_log: the hand-over of a role
+                               "reference/tests/test_broker_core.py",       # held_log: the hand-over of a role
+                               *COUNTEREXAMPLES),
     "reference/record.py": ("reference/tests/test_record.py", "reference/tests/test_one_record_parser.py"),
     "reference/frames.py": ("reference/tests/test_frames.py",),
     "reference/failover/sss_policy.py": ("reference/tests/test_sss_policy.py",),
