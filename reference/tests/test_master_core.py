@@ -25,6 +25,7 @@ class Driver:
         self.now = 0
         self.fsyncs: list[fx.Fsync] = []
         self.answers: dict[int, list[S]] = {}
+        self.finals: dict[int, list[bool]] = {}      # Respond.final: the runtime forgets the route after it
         self.sent: list[fx.SendData] = []
         self.closed: list[fx.CloseReplica] = []
         self.writes: list[fx.WriteData] = []
@@ -54,6 +55,7 @@ class Driver:
                 self.fsyncs.append(e)
             elif isinstance(e, fx.Respond):
                 self.answers.setdefault(e.req_id, []).append(S(e.status))
+                self.finals.setdefault(e.req_id, []).append(e.final)
             elif isinstance(e, fx.SendData):
                 self.sent.append(e)
             elif isinstance(e, fx.CloseReplica):
@@ -308,33 +310,160 @@ def test_consumers_read_up_to_the_largest_put_ok_and_never_a_timed_out_record():
     assert first_end == d.core.log.committed
 
 
-def test_a_report_whose_offset_moved_while_its_record_count_did_not_drops_the_connection():
-    """Only a report equal to the last (a heartbeat) is taken without its checks; one at a new
-    offset with the old record count is mangled: the master drops that connection."""
-    d = Driver(sync_master(slave_timeout_ms=1_000))
-    r1 = connect(d, "r1")
-    d.put()
-    d.put()
-    d.tick()
-    deliver(d, "r1", r1)
-    hc = d.core.conns["r1"]
-    assert hc.ack_records == 2 and hc.ack_offset > 0
-    first_end = d.core.log.ghost.ends[0]
-    d.core.replica_ack(d.conn_of["r1"], first_end, d.now, 2)       # one record's end, two records claimed
-    d.run()
-    assert "r1" not in d.core.conns
-
-
 def test_bug_flush_timeout_hides_slave_timeout_swaps_a_deadlines_status_too():
     """The switch's counterexample (no slave connected) swaps the fail-fast answer; with a slave
-    connected that never acks, both deadlines pass and the correct answer is FLUSH_SLAVE_TIMEOUT
-    (thenCombine: the replica failure wins), the switch's FLUSH_DISK_TIMEOUT."""
+    connected that never acks, the replica deadline passes first while the flush is pending: the
+    correct answer is FLUSH_SLAVE_TIMEOUT (thenCombine: the replica failure wins), the switch's
+    FLUSH_DISK_TIMEOUT."""
     for bugs, want in ((frozenset(), S.FLUSH_SLAVE_TIMEOUT),
                        (frozenset({"BugFlushTimeoutHidesSlaveTimeout"}), S.FLUSH_DISK_TIMEOUT)):
-        d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", slave_timeout_ms=50, sync_flush_timeout_ms=50,
+        d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", slave_timeout_ms=50, sync_flush_timeout_ms=200,
                                bugs=bugs))
         connect(d, "r1")
         rid = d.put()
         d.tick()                                  # the fsync is issued and never completes
-        d.tick(advance=60)
+        d.tick(advance=60)                        # the replica deadline only
         assert d.status(rid) is want, (bugs, d.answers)
+
+
+@pytest.mark.parametrize("bugs", [frozenset(), frozenset({"BugDoubleResponse"})], ids=["correct", "double-response"])
+def test_a_deadline_answers_only_a_request_whose_own_leg_is_still_pending(bugs):
+    """The flush deadline passes over a request whose flush is done (it waits for its slave): no
+    answer, under BugDoubleResponse too (its second answer is a PUT_OK's); the replica deadline
+    passes over one whose slave acked (it waits for its fsync): no answer either."""
+    d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", slave_timeout_ms=200, sync_flush_timeout_ms=50, bugs=bugs))
+    connect(d, "r1")                              # never acks
+    rid = d.put()
+    d.tick()
+    d.complete_fsync()
+    d.tick(advance=60)                            # past the flush deadline, the fsync long done
+    assert d.status(rid) is None, d.answers
+    d.tick(advance=200)
+    assert d.answers[rid] == [S.FLUSH_SLAVE_TIMEOUT]
+
+    d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", slave_timeout_ms=50, sync_flush_timeout_ms=200))
+    r1 = connect(d, "r1")
+    rid = d.put()
+    d.tick()                                      # the fsync is issued
+    deliver(d, "r1", r1)                          # and the slave acks
+    d.tick(advance=60)                            # past the replica deadline, the ack long in
+    assert d.status(rid) is None, d.answers
+    d.complete_fsync()
+    assert d.answers[rid] == [S.PUT_OK]
+
+
+def test_bug_flush_one_file_releases_all_releases_at_the_fsync_that_moved_records():
+    """At the first pass of a flush across a segment roll (records moved), the switch releases
+    everything committed; the correct code only what the pass covered."""
+    for bugs, third in ((frozenset(), None), (frozenset({"BugFlushOneFileReleasesAll"}), S.PUT_OK)):
+        d = Driver(sync_flush(bugs=bugs))
+        ids = [d.put(size=100) for _ in range(3)]  # the third rolls to segment 256
+        d.tick()
+        d.complete_fsync()                        # the first pass: up to 256
+        assert [d.status(i) for i in ids[:2]] == [S.PUT_OK, S.PUT_OK]
+        assert d.status(ids[2]) is third, bugs
+
+
+@pytest.mark.parametrize("shape", ["more records", "fewer records", "moved on, same records",
+                                   "moved back, same records"])
+def test_a_report_like_the_last_but_in_one_field_drops_the_connection(shape):
+    """Only a report equal to the last (a heartbeat) is taken without its checks; one that differs
+    from it in its offset or its record count alone is mangled: the master drops that connection."""
+    d = Driver(sync_master(slave_timeout_ms=1_000))
+    r1 = connect(d, "r1")
+    for _ in range(3):
+        d.put()
+    d.tick()
+    deliver(d, "r1", r1)
+    hc = d.core.conns["r1"]
+    ends = d.core.log.ghost.ends
+    assert hc.ack_records == 3 and hc.ack_offset == ends[2]
+    offset, records = {"more records": (ends[2], 4), "fewer records": (ends[2], 2),
+                       "moved on, same records": (ends[2] + 1, 3),
+                       "moved back, same records": (ends[1], 3)}[shape]
+    d.core.replica_ack(d.conn_of["r1"], offset, d.now, records)
+    d.run()
+    assert "r1" not in d.core.conns
+    # a heartbeat, and a late report that is true, are taken and change nothing
+    d = Driver(sync_master(slave_timeout_ms=1_000))
+    r1 = connect(d, "r1")
+    for _ in range(3):
+        d.put()
+    d.tick()
+    deliver(d, "r1", r1)
+    for offset, records in ((ends[2], 3), (ends[1], 2)):
+        d.core.replica_ack(d.conn_of["r1"], offset, d.now, records)
+        d.run()
+        assert d.core.conns["r1"].ack_offset == ends[2] and not d.closed
+
+
+def test_the_confirm_view_holds_at_most_max_slaves_and_its_committed_part():
+    from reference.failover.roles import MAX_SLAVES
+
+    d = Driver(sync_master())
+    d.core.begin_epoch(((1, 0),), 0)
+    names = frozenset(f"s{k}" for k in range(MAX_SLAVES))
+    d.core.set_confirm_view(names, names, 0)
+    with pytest.raises(AssertionError):
+        d.core.set_confirm_view(frozenset(), names | {"one-more"}, 0)
+    with pytest.raises(AssertionError):
+        d.core.set_confirm_view(frozenset({"s0"}), frozenset({"s1"}), 0)
+
+
+@pytest.mark.parametrize("bugs", [frozenset(), frozenset({"BugDoubleResponse"})], ids=["correct", "double-response"])
+def test_every_answer_is_final_but_the_first_of_a_double_response(bugs):
+    """Respond.final tells the runtime to forget the producer's route: every answer is the last one,
+    except, under BugDoubleResponse, a PUT_OK whose flush deadline is still to pass."""
+    d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", slave_timeout_ms=100, sync_flush_timeout_ms=100,
+                           bugs=bugs))
+    r1 = connect(d, "r1")
+    ok = d.put()
+    d.tick()
+    deliver(d, "r1", r1)
+    d.complete_fsync()
+    late = d.put()                                # never flushed, never acked: a timeout
+    d.tick(advance=150)
+    assert d.answers[ok][0] is S.PUT_OK and d.answers[late] == [S.FLUSH_SLAVE_TIMEOUT]
+    if bugs:
+        assert d.finals[ok] == [False, True] and d.finals[late] == [True]
+    else:
+        assert d.finals == {ok: [True], late: [True]}
+
+
+@pytest.mark.parametrize("policy", ["AT_LEAST_K", "ALL_IN_SYNC"])
+def test_only_any_replica_max_fails_fast_on_a_slave_too_far_behind(policy):
+    """4.x's isSlaveOK (SLAVE_NOT_AVAILABLE at once when its slave is too far behind) is
+    ANY_REPLICA_MAX's; AT_LEAST_K and ALL_IN_SYNC wait for their slaves until the deadline."""
+    d = Driver(sync_master(ack_policy=policy, ha_max_gap_not_in_sync=1, slave_timeout_ms=100))
+    r1 = connect(d, "r1")
+    d.put()
+    d.tick()
+    deliver(d, "r1", r1)
+    rid = d.put()                                 # the slave is a whole record behind: past the gap
+    assert d.status(rid) is None, d.answers
+    d.tick(advance=150)
+    assert d.status(rid) is S.FLUSH_SLAVE_TIMEOUT
+
+
+def test_any_replica_max_fails_fast_only_past_the_gap_not_in_sync():
+    """isSlaveOK: nextOffset - push2SlaveMaxOffset > haMaxGapNotInSync; at the gap exactly it waits."""
+    probe = Driver(sync_master())
+    r = connect(probe, "r1")
+    probe.put()
+    probe.tick()
+    deliver(probe, "r1", r)
+    first_end = probe.core.push2SlaveMaxOffset
+    probe.put()
+    gap = probe.core.log.wrote - first_end          # the second record, past what the slave acked
+    assert first_end > 0 and gap > 0
+    for max_gap, waits in ((gap, True), (gap - 1, False)):
+        d = Driver(sync_master(ha_max_gap_not_in_sync=max_gap, slave_timeout_ms=1_000))
+        r1 = connect(d, "r1")
+        d.put()
+        d.tick()
+        deliver(d, "r1", r1)
+        rid = d.put()
+        assert (d.status(rid) is None) == waits, (max_gap, d.answers)
+        if not waits:
+            assert d.status(rid) is S.SLAVE_NOT_AVAILABLE
+
