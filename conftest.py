@@ -20,6 +20,13 @@ from __future__ import annotations
 import pytest
 
 SLOW_TESTS = (
+    # 2026-11-29, issue 36's third session: the transient store pool's power-loss runs (the pool's
+    # kill -9 catch and its unexercised exit stay in `make test`; the pool's power-loss run with no
+    # bug too, as the page cache's one does)
+    "reference/tests/test_chaos.py::test_power_loss_with_the_transient_store_pool_catches_what_it_catches_without[BugAckOnWrote]",
+    "reference/tests/test_chaos.py::test_power_loss_with_the_transient_store_pool_catches_what_it_catches_without[BugAckOnCommitted]",
+    "reference/tests/test_chaos.py::test_power_loss_with_the_transient_store_pool_catches_what_it_catches_without[BugFlushOneFileReleasesAll]",
+    "reference/tests/test_chaos.py::test_power_loss_with_the_transient_store_pool_catches_what_it_catches_without[BugRecoveryKeepsTorn]",
     # 2026-11-29, later: with `ackorder mutate`'s tests a fresh clone took 392 s of pytest; 20 more
     # (about 95 s of test time) move out.  `make run`'s twin step checks the twin against TLC on every
     # small model, and `make test` keeps that check on the other 31; each switch keeps its other catches.

@@ -1,7 +1,9 @@
 """`ackorder chaos`: argument parsing, a progress bar, the Jepsen-style summary
 and the exit code over reference/real/chaos.py (and, with --power-loss,
 reference/real/powerloss.py).  Exit 0: every acknowledged message survived;
-1: a loss, a corruption or a duplicate; 2: bad options."""
+1: a loss, a corruption or a duplicate, or a run that did not exercise what it was asked to (a
+--transient-store-pool run that crossed no segment roll, a --pause-member-ms pause that dropped
+nothing); 2: bad options; 3: the environment failed (a broker that would not start)."""
 
 from __future__ import annotations
 

@@ -28,5 +28,6 @@ settings.register_profile("thorough", max_examples=5000, stateful_step_count=120
                           phases=list(Phase), **COMMON)
 # The mutation kill suite's (spark_fuzz/mutation/killsuite.py): ci's programs, without shrinking a
 # failure (a mutant is killed by the first failing program; shrinking it only spends the budget).
-settings.register_profile("mutation", settings.get_profile("ci"), phases=(Phase.explicit, Phase.reuse, Phase.generate))
+settings.register_profile("mutation", settings.get_profile("ci"),
+                          phases=tuple(p for p in Phase if p not in (Phase.shrink, Phase.explain)))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

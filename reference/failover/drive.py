@@ -212,7 +212,7 @@ def _choices(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: S
 
 
 FAULT_RATES = (0.02, 0.05, 0.1, 0.2)     # one per run, from the seed
-STALE_NOTICE_RATE = 0.1                  # steps that first deliver an old controller answer again
+STALE_NOTICE_RATE = 0.1                  # steps that first try to deliver an old controller answer again
 SCENARIOS = ("mixed", "deposed-master", "lagging-member", "joining-member")
 HEAL_STEPS = 300       # fair steps after the faults stop (a few dozen suffice when nothing is wrong)
 
@@ -244,9 +244,10 @@ def step_once(g: FailoverGroup, rng: random.Random, budget: FailoverBudget, sc: 
     could happen (a draw over what can); None when nothing in that list was enabled.
 
     ``notices``: a stream of its own for StaleNotice, an old answer of the controller delivered
-    again (group.stale_notice).  The cores must refuse it, changing nothing, so the schedule drawn
-    from ``rng`` goes on as it would without it: a correct run's steps are those of a run without
-    stale notices, and only a core that takes one strays (and fails the refinement check)."""
+    again (group.stale_notice).  The cores must refuse it, changing nothing the spec sees, so the
+    schedule drawn from ``rng`` goes on as it would without it: a correct run's steps are those of
+    a run without stale notices (the first 160 seeds' trace hashes are), and only a core that takes
+    one strays (and fails the refinement check)."""
     if notices is not None and notices.random() < STALE_NOTICE_RATE:
         label = g.stale_notice(notices.choice(g.names), notices.randrange(1 << 16))
         if label is not None:

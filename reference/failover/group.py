@@ -677,19 +677,23 @@ class FailoverGroup:
         knows, or its own epoch with a SyncStateSet epoch no newer than its own.  ``b`` handles it
         as the node handles every answer (role_named, then the master's SyncStateSet), and the
         cores' epoch guards (E5; ChangeSyncStateSet's) must refuse it: no spec step.  A core that
-        takes it returns that step's labels, and the refinement check finds no such spec step."""
+        takes it returns that step's labels, and the refinement check finds no such spec step.
+        Refused, it changes nothing the spec sees; as at the node, a master's manager takes its
+        core's acks and log end on the way (BrokerCore._sync), so its next heartbeat may be fresher."""
         broker = self.brokers[b]
         if not (broker.up and broker.reachable):
             return None
         rm = broker.rm
+        # a slave holds no sssEpoch of its own (ChangeToSlave clears it): any answer of its epoch or older
+        master = rm.role == MASTER and broker.core.master is not None
         stale = [n for n in self.notices if n.master_epoch < rm.master_epoch
-                 or (n.master_epoch == rm.master_epoch and n.sss_epoch <= rm.sss_epoch)]
+                 or (n.master_epoch == rm.master_epoch and (not master or n.sss_epoch <= rm.sss_epoch))]
         if not stale:
             return None
         info = stale[pick % len(stale)]
         self.stale_notices += 1
         label = self._take_role_notice(broker, info)
-        if label is not None or not (rm.role == MASTER and broker.core.master is not None):
+        if label is not None or not master:
             return label
         return self._take_sss_notice(broker, info)
 

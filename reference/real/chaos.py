@@ -126,7 +126,7 @@ class ChaosReport:
     replicas_reseeded: int = 0
     faults: Counter = attrs.Factory(Counter)
     seconds: float = 0.0
-    segments_rolled: int = 0                         # segment rolls the master's log crossed in the run
+    segments_rolled: int = 0                         # segment rolls the master's log crossed in this run
     transient_store_pool: bool = False
 
     @property
@@ -286,6 +286,7 @@ def run_chaos(opts: ChaosOptions, progress: Callable[[int, str], None] = lambda 
     last_acked_end = 0
     started = time.perf_counter()
     ports = _free_ports(2)       # the same ports for every incarnation: slaves reconnect to them
+    first_segment: dict[str, int] = {}
 
     def restart_and_check(incarnation: int, fault: list[str]) -> tuple[Broker, int, int, LogCheck, list, list]:
         broker = _start_master(work, opts, names, fault, incarnation, ports)
@@ -295,7 +296,11 @@ def run_chaos(opts: ChaosOptions, progress: Callable[[int, str], None] = lambda 
                 replicas[name] = _start_replica(work, opts, name, broker)
         check = check_log(work / "master" / "commitlog", opts.segment_bytes, acked, opts.size)
         _add(report, check)
-        report.segments_rolled = max(report.segments_rolled, check.end_offset // opts.segment_bytes)
+        # rolls this run's writes crossed: from where the log ended at the first start (a --dir
+        # may hold an earlier run's log), to where it ends now
+        segment = check.end_offset // opts.segment_bytes
+        first_segment.setdefault("at", segment)
+        report.segments_rolled = max(report.segments_rolled, segment - first_segment["at"])
         if (recovered, recovered_end) != (check.records, check.end_offset):
             # no load yet: the master serves a log that a correct recovery of its own files does not
             # read (it kept a torn record, or cut records that are whole)

@@ -52,6 +52,18 @@ def test_chaos_with_the_transient_store_pool_catches_an_ack_of_the_write_buffer(
     assert not report.valid and report.lost, report.to_json()
 
 
+def test_a_kill_9_pool_run_that_crosses_no_segment_roll_is_exit_1_not_a_pass(tmp_path):
+    """Segments of 64 MiB and a fraction of a second of load: no roll, so the pool's commits across
+    one were never exercised; the command says so and exits 1, where it said "everything looks good"."""
+    out = tmp_path / "c.json"
+    result = zygote.run(["chaos", "--kills", "1", "--replicas", "0", "--max-load-s", "0.2", "--transient-store-pool",
+                         "--segment-bytes", str(64 << 20), "--json", str(out)], cwd=Path.cwd(), timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    data = json.loads(out.read_text())
+    assert data["segments_rolled"] == 0 and data["lost"] == 0 and "no write crossed a segment roll" in data["unexercised"]
+    assert "not exercised" in result.stdout
+
+
 def test_a_transient_store_pool_run_that_crosses_no_segment_roll_is_not_a_pass():
     report = explore_power_loss(PowerLossOptions(runs=1, seed=3, messages=5, size=10, segment_bytes=1 << 20,
                                                  transient_store_pool=True))
@@ -195,3 +207,14 @@ def test_corrupt_tail_always_tears_a_record_only_a_buggy_recovery_keeps(tmp_path
     assert [r.key for r in good.records[:5]] == [1, 2, 3, 4, 5]          # the acknowledged records intact
     assert good.end_offset >= acked_end and good.dropped
     assert len(buggy.records) == len(good.records) + 1                    # exactly the torn one more
+
+
+@pytest.mark.parametrize("bug", ["BugAckOnWrote", "BugAckOnCommitted", "BugFlushOneFileReleasesAll",
+                                 "BugRecoveryKeepsTorn"])
+def test_power_loss_with_the_transient_store_pool_catches_what_it_catches_without(bug):
+    """--power-loss --transient-store-pool takes the same switches as --power-loss (POWER_LOSS_CATCHES)."""
+    from reference.real.chaos_reach import POWER_LOSS_CATCHES
+
+    assert bug in POWER_LOSS_CATCHES
+    report = explore_power_loss(PowerLossOptions(runs=2, seed=3, bugs=(bug,), transient_store_pool=True))
+    assert not report.valid and report.violations, report.to_json()

@@ -7,10 +7,11 @@
    simulator and the failover group over bytes), every step checked against the spec, in that copy.
 3. ``machines``: the Hypothesis state machines under the ``ci`` profile (derandomized: the same
    programs for every mutant and for the baseline; unshrunk, profile ``mutation``) that drive the
-   module's code: the write path's spec, refinement and real-store machines, and the failover
+   module's code: the write path's refinement and real-store machines, and the failover
    refinement machine.
-4. ``chaos``: for the real runtime's modules, a kill -9 run with corrupt tails and a power-loss run
-   on real processes of that copy (chaosstage.py), a few seconds each.
+4. ``chaos``: for the real runtime's modules (and the send queue, which only it runs), a kill -9
+   run with corrupt tails, one with the transient store pool across segment rolls, and a power-loss
+   run, on real processes of that copy (chaosstage.py), a few seconds each.
 
 Each stage has a time budget measured on the clean tree (``Baseline``): a mutant that runs past it
 is a kill only because the clean code finishes well within (``budget_s``).  A stage that fails on
@@ -68,13 +69,14 @@ UNIT_TESTS = {
 # The simulators a module's code runs in.  The failover group drives the write path's MasterCore
 # and ReplicaCore over bytes too; reference/real/ runs in neither: its mutants face short chaos runs.
 FAILOVER_ONLY = "reference/failover/"
-NO_SIMULATOR = ("reference/real/",)
-CHAOS_MODULES = ("reference/real/",)
+# The send queue (admission.py) runs only in the real master's runtime (reference/real/master_server.py):
+# no simulator or machine drives it, so its mutants face the unit tests and the chaos runs.
+NO_SIMULATOR = ("reference/real/", "reference/admission.py")
+CHAOS_MODULES = NO_SIMULATOR
 
 # The Hypothesis machines each module's code runs in (stateful_tests/): the write path's cores run in
 # the refinement machine and, over bytes, in the failover one; the real store in the real-store machine.
-WRITE_PATH_MACHINES = ("stateful_tests/test_machines.py::TestSpecMachine",
-                       "stateful_tests/test_machines.py::TestRefinementMachine",
+WRITE_PATH_MACHINES = ("stateful_tests/test_machines.py::TestRefinementMachine",     # (the spec machine runs no reference code)
                        "stateful_tests/test_failover.py::test_the_reference_refines_the_failover_spec")
 FAILOVER_MACHINES = ("stateful_tests/test_failover.py::test_the_reference_refines_the_failover_spec",)
 REAL_STORE_MACHINES = ("stateful_tests/test_machines.py::TestRealStoreMachine",)
