@@ -333,23 +333,24 @@ def test_a_deadline_answers_only_a_request_whose_own_leg_is_still_pending(bugs):
     passes over one whose slave acked (it waits for its fsync): no answer either."""
     d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", slave_timeout_ms=200, sync_flush_timeout_ms=50, bugs=bugs))
     connect(d, "r1")                              # never acks
-    rid = d.put()
+    rid, later = d.put(), d.put()                 # the fsync covers both: the frontier is past rid's end
     d.tick()
     d.complete_fsync()
-    d.tick(advance=60)                            # past the flush deadline, the fsync long done
-    assert d.status(rid) is None, d.answers
+    assert d.core.flush_frontier() > d.core.log.ghost.ends[0]
+    d.tick(advance=60)                            # past the flush deadlines, the fsync long done
+    assert d.status(rid) is None and d.status(later) is None, d.answers
     d.tick(advance=200)
     assert d.answers[rid] == [S.FLUSH_SLAVE_TIMEOUT]
 
     d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", slave_timeout_ms=50, sync_flush_timeout_ms=200))
     r1 = connect(d, "r1")
-    rid = d.put()
+    rid, later = d.put(), d.put()
     d.tick()                                      # the fsync is issued
-    deliver(d, "r1", r1)                          # and the slave acks
-    d.tick(advance=60)                            # past the replica deadline, the ack long in
-    assert d.status(rid) is None, d.answers
+    deliver(d, "r1", r1)                          # and the slave acks both: coverage past rid's end
+    d.tick(advance=60)                            # past the replica deadlines, the acks long in
+    assert d.status(rid) is None and d.status(later) is None, d.answers
     d.complete_fsync()
-    assert d.answers[rid] == [S.PUT_OK]
+    assert d.answers[rid] == [S.PUT_OK] and d.answers[later] == [S.PUT_OK]
 
 
 def test_bug_flush_one_file_releases_all_releases_at_the_fsync_that_moved_records():
@@ -467,3 +468,26 @@ def test_any_replica_max_fails_fast_only_past_the_gap_not_in_sync():
         if not waits:
             assert d.status(rid) is S.SLAVE_NOT_AVAILABLE
 
+
+
+def test_after_a_heartbeat_a_late_report_or_a_refused_connection_nothing_waits_for_a_segment_read():
+    """A report the master has handled says so (True): only one that needs a segment read back waits
+    (parked) with every later frame of its connection behind it."""
+    d = Driver(sync_master(slave_timeout_ms=1_000))
+    r1 = connect(d, "r1")
+    for _ in range(3):
+        d.put()
+    d.tick()
+    deliver(d, "r1", r1)
+    conn, ends = d.conn_of["r1"], d.core.log.ghost.ends
+    d.core.replica_ack(conn, ends[2], d.now, 3)                   # a heartbeat
+    d.core.replica_ack(conn, ends[1], d.now, 2)                   # a late report, true
+    d.run()
+    assert not d.core._parked, d.core._parked
+    fourth = d.put()
+    d.tick()
+    deliver(d, "r1", r1)                                          # the next report is taken at once
+    assert d.core.conns["r1"].ack_records == 4 and d.status(fourth) is S.PUT_OK
+    d.core.replica_ack(99, 10, d.now, 1)                          # an ACK on no accepted connection
+    d.run()
+    assert d.closed and not d.core._parked

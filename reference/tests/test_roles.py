@@ -162,3 +162,76 @@ def test_the_role_the_metadata_names_only_for_a_larger_epoch():
     rm.change_to_slave("b2", 3)
     assert rm.role_named("b1", 3) is None and rm.role_named("b2", 2) is None     # E5: not a larger epoch
     assert rm.role_named("b1", 4) == MASTER
+
+
+# --- issue 36: the SyncStateSet guards, each clause on its own (every caller checks the role first,
+# and a stale answer fails two clauses at once, so a mutant of any one clause passed every simulator)
+
+def _master(sss=frozenset({"b1", "b2"}), sss_epoch=3) -> ReplicasManager:
+    rm = ReplicasManager.initial("b1", "b1")
+    rm.change_to_master(2, sss, sss_epoch)
+    rm.connections = {"b2": HaConnection(5), "b3": HaConnection(10)}     # b2 behind, b3 at the log end
+    rm.log_end_offset = 10
+    return rm
+
+
+def test_change_sync_state_set_takes_only_its_own_epochs_newer_set():
+    new = frozenset({"b1", "b2", "b3"})
+    for refused in (("b2", 2, new, 4),          # another master named
+                    ("b1", 1, new, 4),          # an older master epoch
+                    ("b1", 3, new, 4),          # a newer one: a role change comes first
+                    ("b1", 2, new, 3),          # the same sssEpoch
+                    ("b1", 2, new, 2)):         # an older one
+        rm = _master()
+        assert rm.change_sync_state_set(*refused) is False, refused
+        assert rm.sss == frozenset({"b1", "b2"}) and rm.sss_epoch == 3, refused
+    rm = _master()
+    assert rm.change_sync_state_set("b1", 2, new, 4) is True and rm.sss == new and rm.sss_epoch == 4
+    slave = ReplicasManager.initial("b2", "b1")
+    assert slave.change_sync_state_set("b2", slave.master_epoch, new, 9) is False and slave.sss_epoch != 9
+
+
+def test_only_a_master_waits_for_members_shrinks_expands_or_proposes():
+    rm = _master(sss=frozenset({"b1", "b2"}))
+    assert rm.ack_members() == frozenset({"b2"})
+    assert rm.may_shrink("b2") and rm.may_expand("b3")
+    slave = ReplicasManager.initial("b2", "b1")
+    slave.sss = frozenset({"b2", "b3"})
+    slave.connections = {"b3": HaConnection(0), "b1": HaConnection(10)}   # as a master's would be
+    slave.log_end_offset = 10
+    assert slave.ack_members() == frozenset()
+    assert not slave.may_shrink("b3") and not slave.may_expand("b1")
+    with pytest.raises(RoleError):
+        slave.propose_sync_state_set(frozenset({"b2"}))
+
+
+def test_a_proposal_holds_the_master_and_at_most_max_slaves_brokers():
+    from reference.failover.roles import MAX_SLAVES
+
+    rm = _master(sss=frozenset({"b1"}))
+    full = frozenset({"b1"} | {f"s{k}" for k in range(MAX_SLAVES - 1)})
+    assert rm.propose_sync_state_set(full) == full
+    for bad in (full | {"one-more"}, frozenset({"b2"})):
+        rm = _master(sss=frozenset({"b1"}))
+        with pytest.raises(AssertionError):
+            rm.propose_sync_state_set(bad)
+
+
+def test_a_refused_alter_drops_the_proposal_and_an_accepted_one_keeps_the_set_it_committed():
+    rm = _master(sss=frozenset({"b1"}))
+    rm.propose_sync_state_set(frozenset({"b1", "b2"}))
+    rm.alter_answered(True, "b1", 2, frozenset({"b1", "b2"}), 4)
+    assert rm.sss == frozenset({"b1", "b2"}) and rm.remote_sss == frozenset()
+    rm.propose_sync_state_set(frozenset({"b1"}))
+    rm.alter_answered(False, "b1", 2, frozenset({"b1", "b2"}), 4)
+    assert rm.remote_sss == frozenset() and rm.sss == frozenset({"b1", "b2"})
+
+
+def test_an_accepted_alter_whose_metadata_is_not_newer_keeps_the_proposal_in_flight():
+    """The answer's metadata is learned first; accepted, the proposal stays in the ack view until a
+    newer SyncStateSet arrives (#5663: dropping it would let a PUT_OK skip a member the controller
+    may already hold)."""
+    rm = _master(sss=frozenset({"b1"}))
+    proposal = rm.propose_sync_state_set(frozenset({"b1", "b2"}))
+    rm.alter_answered(True, "b1", 2, frozenset({"b1"}), 3)      # metadata as of before the commit
+    assert rm.remote_sss == proposal and rm.ack_members() == frozenset({"b2"})
