@@ -364,18 +364,23 @@ def test_bug_flush_one_file_releases_all_releases_at_the_fsync_that_moved_record
         assert [d.status(i) for i in ids[:2]] == [S.PUT_OK, S.PUT_OK]
         assert d.status(ids[2]) is third, bugs
 
-
-@pytest.mark.parametrize("shape", ["more records", "fewer records", "moved on, same records",
-                                   "moved back, same records"])
-def test_a_report_like_the_last_but_in_one_field_drops_the_connection(shape):
-    """Only a report equal to the last (a heartbeat) is taken without its checks; one that differs
-    from it in its offset or its record count alone is mangled: the master drops that connection."""
+def three_acked():
+    """A SYNC_MASTER core whose one slave holds and acked three records."""
     d = Driver(sync_master(slave_timeout_ms=1_000))
     r1 = connect(d, "r1")
     for _ in range(3):
         d.put()
     d.tick()
     deliver(d, "r1", r1)
+    return d, r1
+
+
+@pytest.mark.parametrize("shape", ["more records", "fewer records", "moved on, same records",
+                                   "moved back, same records"])
+def test_a_report_like_the_last_but_in_one_field_drops_the_connection(shape):
+    """Only a report equal to the last (a heartbeat) is taken without its checks; one that differs
+    from it in its offset or its record count alone is mangled: the master drops that connection."""
+    d, r1 = three_acked()
     hc = d.core.conns["r1"]
     ends = d.core.log.ghost.ends
     assert hc.ack_records == 3 and hc.ack_offset == ends[2]
@@ -386,12 +391,7 @@ def test_a_report_like_the_last_but_in_one_field_drops_the_connection(shape):
     d.run()
     assert "r1" not in d.core.conns
     # a heartbeat, and a late report that is true, are taken and change nothing
-    d = Driver(sync_master(slave_timeout_ms=1_000))
-    r1 = connect(d, "r1")
-    for _ in range(3):
-        d.put()
-    d.tick()
-    deliver(d, "r1", r1)
+    d, r1 = three_acked()
     for offset, records in ((ends[2], 3), (ends[1], 2)):
         d.core.replica_ack(d.conn_of["r1"], offset, d.now, records)
         d.run()
@@ -473,12 +473,7 @@ def test_any_replica_max_fails_fast_only_past_the_gap_not_in_sync():
 def test_after_a_heartbeat_a_late_report_or_a_refused_connection_nothing_waits_for_a_segment_read():
     """A report the master has handled says so (True): only one that needs a segment read back waits
     (parked) with every later frame of its connection behind it."""
-    d = Driver(sync_master(slave_timeout_ms=1_000))
-    r1 = connect(d, "r1")
-    for _ in range(3):
-        d.put()
-    d.tick()
-    deliver(d, "r1", r1)
+    d, r1 = three_acked()
     conn, ends = d.conn_of["r1"], d.core.log.ghost.ends
     d.core.replica_ack(conn, ends[2], d.now, 3)                   # a heartbeat
     d.core.replica_ack(conn, ends[1], d.now, 2)                   # a late report, true
