@@ -73,6 +73,9 @@ class MutationSpec:
                                   f"{self.operators!r} has that id (`ackorder mutate --list` names them)")
             every = [m for m in every if m.mutant_id in self.only]
         if self.ack_only:
+            if outside := [m.mutant_id for m in every if self.only and not ack_deciding(m)]:
+                raise ConfigError(f"--mutant {outside[0]}: not in a function that decides an acknowledgement "
+                                  "(--ack-deciding judges only those: mutants.ACK_DECIDING)")
             every = [m for m in every if ack_deciding(m)]
             if not every:
                 raise ConfigError(f"--ack-deciding: no function of {', '.join(self.modules)} decides an "
