@@ -88,10 +88,7 @@ class ChaosOptions:
         if not 0 < self.min_load_s <= self.max_load_s:
             raise ConfigError("the load time before a kill must be positive (min <= max)")
         check_segment_room(self.segment_bytes, self.size)
-        check_write_path_reach(TSP_KILL9 if self.transient_store_pool else "kill -9", self.bugs)
-        if self.transient_store_pool and "BugAckOnWrote" in self.bugs and self.replicas:
-            raise ConfigError("--bug BugAckOnWrote --transient-store-pool: bites only with --replicas 0 (a slave reads "
-                              "only committed data, so a PUT_OK that waits for its ack waits for the commit)")
+        check_write_path_reach(TSP_KILL9 if self.transient_store_pool else "kill -9", self.bugs, self.replicas)
 
 
 @attrs.define

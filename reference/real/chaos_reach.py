@@ -23,6 +23,7 @@ class ChaosCatch:
     needs_slow_member: bool = False
     history_test: str | None = None
     needs_pause: bool = False
+    needs_no_slave: bool = False        # bites only with --replicas 0
 
     @property
     def needs_trace(self) -> bool:
@@ -68,7 +69,8 @@ FAILOVER_CATCHES = {
 # a slave reads only committed data, so its ack waits for the commit (ChaosOptions refuses that).
 KILL9_TSP_CATCHES = {
     **KILL9_CATCHES,
-    "BugAckOnWrote": ChaosCatch("test_chaos_with_the_transient_store_pool_catches_an_ack_of_the_write_buffer"),
+    "BugAckOnWrote": ChaosCatch("test_chaos_with_the_transient_store_pool_catches_an_ack_of_the_write_buffer",
+                                needs_no_slave=True),
 }
 TSP_KILL9 = "kill -9 --transient-store-pool"
 
@@ -77,6 +79,8 @@ WRITE_PATH_MODES = {"kill -9": KILL9_CATCHES, TSP_KILL9: KILL9_TSP_CATCHES, "--p
 
 def _shown(table: dict[str, ChaosCatch]) -> str:
     def needs(c: ChaosCatch) -> str:
+        if c.needs_no_slave:
+            return " (with --replicas 0)"
         if c.needs_pause:
             return " (with --pause-member-ms and --failover-trace)"
         if c.needs_trace:
@@ -87,8 +91,9 @@ def _shown(table: dict[str, ChaosCatch]) -> str:
     return ", ".join(f"{b}{needs(c)}" for b, c in table.items())
 
 
-def check_write_path_reach(mode: str, bugs: tuple[str, ...]) -> None:
-    """ConfigError (exit 2) for a write-path switch the chaos ``mode`` is not shown to reach."""
+def check_write_path_reach(mode: str, bugs: tuple[str, ...], replicas: int = 0) -> None:
+    """ConfigError (exit 2) for a write-path switch the chaos ``mode`` is not shown to reach (with
+    ``replicas`` slaves)."""
     table = WRITE_PATH_MODES[mode]
     for bug in bugs:
         if bug not in table:
@@ -96,6 +101,9 @@ def check_write_path_reach(mode: str, bugs: tuple[str, ...]) -> None:
             elsewhere = f"chaos {' or '.join(others)} does, and " if others else ""
             raise ConfigError(f"--bug {bug}: no chaos {mode} run is shown to reach it (it catches {_shown(table)}); "
                               f"{elsewhere}ackorder fuzz --bug {bug} does")
+        if table[bug].needs_no_slave and replicas:
+            raise ConfigError(f"--bug {bug} with {mode}: bites only with --replicas 0 (a slave reads only committed "
+                              "data, so a PUT_OK that waits for its ack waits for the commit)")
 
 
 def check_failover_reach(bugs: tuple[str, ...], slow_member_lag_ms: int, traced: bool = False,
