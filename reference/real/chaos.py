@@ -45,7 +45,7 @@ from reference.real.disk import SegmentStore
 from reference.real.load import Acked, body_for, run_load
 from reference.record import CRC_COVERED_FROM, END_FILE_MIN_BLANK_LENGTH, HEADER_SIZE, encode, recover_log
 from reference.real.chaos_reach import TSP_KILL9, check_write_path_reach
-from reference.real.options import check_segment_room
+from reference.real.options import NO_ROLL_CROSSED, check_segment_room
 from spec.config import ConfigError
 
 CATCH_UP_TIMEOUT_S = 15.0
@@ -124,13 +124,12 @@ class ChaosReport:
     faults: Counter = attrs.Factory(Counter)
     seconds: float = 0.0
     segments_rolled: int = 0                         # segment rolls the master's log crossed in this run
-    transient_store_pool: bool = False
 
     @property
     def unexercised(self) -> str | None:
         """Why the run did not exercise what it was asked to (None: it did)."""
-        if self.transient_store_pool and self.segments_rolled == 0:
-            return "no write crossed a segment roll with the transient store pool on: use a smaller --segment-bytes"
+        if self.options.get("transient_store_pool") and self.segments_rolled == 0:
+            return NO_ROLL_CROSSED
         return None
 
     @property
@@ -274,8 +273,7 @@ def run_chaos(opts: ChaosOptions, progress: Callable[[int, str], None] = lambda 
     work = Path(opts.directory) if opts.directory else Path(tempfile.mkdtemp(prefix="ackorder-chaos-"))
     work.mkdir(parents=True, exist_ok=True)
     names = [f"r{k + 1}" for k in range(opts.replicas)]
-    report = ChaosReport(options={k: (str(v) if isinstance(v, Path) else v) for k, v in attrs.asdict(opts).items()},
-                         transient_store_pool=opts.transient_store_pool)
+    report = ChaosReport(options={k: (str(v) if isinstance(v, Path) else v) for k, v in attrs.asdict(opts).items()})
     acked: dict[int, Acked] = {}
     lock = threading.Lock()
     replicas: dict[str, Broker] = {}
@@ -283,9 +281,10 @@ def run_chaos(opts: ChaosOptions, progress: Callable[[int, str], None] = lambda 
     last_acked_end = 0
     started = time.perf_counter()
     ports = _free_ports(2)       # the same ports for every incarnation: slaves reconnect to them
-    first_segment: dict[str, int] = {}
+    first_segment: int | None = None      # where the log ended at the first start (a --dir may hold a log)
 
     def restart_and_check(incarnation: int, fault: list[str]) -> tuple[Broker, int, int, LogCheck, list, list]:
+        nonlocal first_segment
         broker = _start_master(work, opts, names, fault, incarnation, ports)
         recovered, recovered_end, dropped = _recovery_line(broker)
         for name in names:
@@ -293,11 +292,9 @@ def run_chaos(opts: ChaosOptions, progress: Callable[[int, str], None] = lambda 
                 replicas[name] = _start_replica(work, opts, name, broker)
         check = check_log(work / "master" / "commitlog", opts.segment_bytes, acked, opts.size)
         _add(report, check)
-        # rolls this run's writes crossed: from where the log ended at the first start (a --dir
-        # may hold an earlier run's log), to where it ends now
-        segment = check.end_offset // opts.segment_bytes
-        first_segment.setdefault("at", segment)
-        report.segments_rolled = max(report.segments_rolled, segment - first_segment["at"])
+        segment = check.end_offset // opts.segment_bytes     # the rolls this run's writes crossed
+        first_segment = segment if first_segment is None else first_segment
+        report.segments_rolled = max(report.segments_rolled, segment - first_segment)
         if (recovered, recovered_end) != (check.records, check.end_offset):
             # no load yet: the master serves a log that a correct recovery of its own files does not
             # read (it kept a torn record, or cut records that are whole)

@@ -217,3 +217,8 @@ def check_segment_room(segment_bytes: int, body_bytes: int) -> None:
     if segment_bytes < MIN_SEGMENT_BYTES or body_bytes + 20 + 64 > segment_bytes:
         raise ConfigError(f"--segment-bytes {segment_bytes}: at least {MIN_SEGMENT_BYTES}, and room for a message "
                           f"of {body_bytes} bytes")
+
+
+# A --transient-store-pool chaos run whose writes crossed no segment roll exercised none of what it
+# was asked to (the pool's commits across a roll): not a pass (reference/real/chaos.py, powerloss.py).
+NO_ROLL_CROSSED = "no write crossed a segment roll with the transient store pool on: use a smaller --segment-bytes"

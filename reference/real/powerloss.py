@@ -46,7 +46,7 @@ from reference.real.load import Acked, body_for, run_load
 from reference.real.options import MasterOptions
 from reference.record import HEADER_SIZE, recover_log
 from reference.real.chaos_reach import check_write_path_reach
-from reference.real.options import check_segment_room
+from reference.real.options import NO_ROLL_CROSSED, check_segment_room
 from spec.config import ConfigError
 
 SECTOR = 512
@@ -342,7 +342,7 @@ class PowerLossReport:
     def unexercised(self) -> str | None:
         """Why the runs did not exercise what they were asked to (None: they did)."""
         if self.options.get("transient_store_pool") and self.writes_across_segment_roll == 0:
-            return "no write crossed a segment roll with the transient store pool on: use a smaller --segment-bytes"
+            return NO_ROLL_CROSSED
         return None
 
     @property

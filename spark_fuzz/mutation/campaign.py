@@ -225,6 +225,15 @@ def _run(spark, spec: MutationSpec, on_batch, root: Path, reviewed: dict[str, st
     return summary
 
 
+def _score(counts: Counter) -> dict:
+    """killed / (mutants - equivalent - error), over a module's outcomes or any other set's."""
+    judged = sum(counts.values()) - counts["equivalent"] - counts["error"]
+    killed = counts["killed"] + counts["timeout"]
+    return {"mutants": sum(counts.values()), "killed": killed, "survived": counts["survived"],
+            "equivalent": counts["equivalent"], "error": counts["error"],
+            "score": round(100 * killed / judged, 1) if judged else None, "ratio": killed / judged if judged else None}
+
+
 def summarise(campaign: str, spec: MutationSpec, rows: list[dict], baseline: Baseline, seconds: float,
               reviewed: dict[str, str]) -> dict:
     verdicts = []
@@ -237,27 +246,14 @@ def summarise(campaign: str, spec: MutationSpec, rows: list[dict], baseline: Bas
     by_module: dict[str, Counter] = {}
     for row, _key, outcome in verdicts:
         by_module.setdefault(row["module"], Counter())[outcome] += 1
-    scores = {}
-    for module, counts in sorted(by_module.items()):
-        judged = sum(counts.values()) - counts["equivalent"] - counts["error"]
-        killed = counts["killed"] + counts["timeout"]
-        scores[module] = {"mutants": sum(counts.values()), "killed": killed, "survived": counts["survived"],
-                          "equivalent": counts["equivalent"], "error": counts["error"],
-                          "score": round(100 * killed / judged, 1) if judged else None,
-                          "ratio": killed / judged if judged else None}
+    scores = {module: _score(counts) for module, counts in sorted(by_module.items())}
     killed_by = Counter(row["killed_by"] for row, _k, o in verdicts if o in KILLED)
     # the lines that decide an acknowledgement, over every module (ACK_DECIDING): the goal is all killed
-    ack = Counter(o for row, _k, o in verdicts
-                  if row["definition"] in ACK_DECIDING.get(row["module"], ()))
-    ack_judged = sum(ack.values()) - ack["equivalent"] - ack["error"]
-    ack_killed = ack["killed"] + ack["timeout"]
+    ack = Counter(o for row, _k, o in verdicts if row["definition"] in ACK_DECIDING.get(row["module"], ()))
     return {"campaign": campaign, "modules": list(spec.modules), "operators": spec.operators,
             "sample": spec.sample, "sample_seed": spec.sample_seed, "suite": attrs.asdict(spec.suite),
             "mutants": len(rows), "outcomes": dict(Counter(o for _r, _k, o in verdicts)),
-            "killed_by": dict(killed_by), "scores": scores,
-            "ack_deciding": {"mutants": sum(ack.values()), "killed": ack_killed, "survived": ack["survived"],
-                             "equivalent": ack["equivalent"], "error": ack["error"],
-                             "score": round(100 * ack_killed / ack_judged, 1) if ack_judged else None}, "seconds": round(seconds, 1),
+            "killed_by": dict(killed_by), "scores": scores, "ack_deciding": _score(ack), "seconds": round(seconds, 1),
             "cpu_wall_s": round(sum(r["wall_s"] for r in rows), 1), "baseline": baseline.seconds,
             "survivors": [{"key": k, "mutant_id": r["mutant_id"], "line": r["line"], "definition": r["definition"],
                            "diff": r["diff"], "closest": r["stages"]}
