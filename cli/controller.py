@@ -22,6 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT,
         CONTROLLER_BUG_NAMES,
         DESIGNS,
+        MAX_GROUPS_DEFAULT,
         MAX_PENDING_DEFAULT,
     )
     from cli.broker import add_peer_flags
@@ -41,7 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    default=CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT,
                    help="a broker not heard from for this long is not alive "
                         f"(default {CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT}, controllerHeartBeatTimeoutMills)")
-    p.add_argument("--max-groups", type=int, default=4096)
+    p.add_argument("--max-groups", type=int, default=MAX_GROUPS_DEFAULT,
+                   help="broker groups this controller serves; a registration of one more is answered "
+                        f"CONTROLLER_LIMIT_REACHED (default {MAX_GROUPS_DEFAULT})")
     p.add_argument("--max-pending", type=int, default=MAX_PENDING_DEFAULT,
                    help="metadata requests waiting for their turn or their record's sync, all clients together; "
                         f"more are answered CONTROLLER_BUSY at once (default {MAX_PENDING_DEFAULT})")

@@ -59,8 +59,7 @@ class HeartbeatReport:
 
 class BrokerCore:
     def __init__(self, me: str, *, epoch_cache: EpochFileCache, log_end_offset: int, bugs: frozenset[str],
-                 policy: SyncStateSetPolicy, recovered: LogScan | None = None,
-                 checkpoint_confirm_offset: int = 0) -> None:
+                 policy: SyncStateSetPolicy, checkpoint_confirm_offset: int, recovered: LogScan | None = None) -> None:
         """A broker as its process starts: its log recovered once (``log_end_offset``; the scan
         itself, ``recovered``, for the first machine), its epoch file loaded and confirmOffset from
         its checkpoint (clamped into the log); no role yet."""
@@ -78,7 +77,8 @@ class BrokerCore:
     def initial(cls, me: str, initial_master: str, *, bugs: frozenset[str], policy: SyncStateSetPolicy) -> BrokerCore:
         """Init of a new group: the master of epoch 1 with SyncStateSet {itself}, or a slave
         following it; both logs empty (the failover simulator's first state, the spec's Init)."""
-        broker = cls(me, epoch_cache=EpochFileCache(), log_end_offset=0, bugs=bugs, policy=policy)
+        broker = cls(me, epoch_cache=EpochFileCache(), log_end_offset=0, bugs=bugs, policy=policy,
+                     checkpoint_confirm_offset=0)
         broker.rm = ReplicasManager.initial(me, initial_master, bugs=bugs, policy=policy)
         return broker
 
@@ -139,8 +139,9 @@ class BrokerCore:
             end = core.log_end_offset()
             rm.log_end_offset = end
             rm.epoch_cache = rm.epoch_cache.truncate_beyond(end)
-            # confirmOffset moved on the core's acks since the manager last looked (_sync)
-            confirm = core.confirm if core.confirm is not None and rm.role == MASTER else rm.confirm_offset
+            # confirmOffset moved on the core's acks since the manager last looked (_sync); None:
+            # its epoch never began (a ChangeToMaster that failed before begin_epoch)
+            confirm = core.confirm if core.confirm is not None else rm.confirm_offset
             rm.confirm_offset = min(confirm, end)
             rm.connections = {}
             self.held = self._held(held_log(core.log.index, core.log.segments, end))
@@ -167,7 +168,7 @@ class BrokerCore:
     def stops_serving_for(self, master: str) -> bool:
         """Whether the metadata naming ``master`` ends the machine this broker runs: a master
         demoted, or a slave whose master changed.  The caller stops it, then ``detach``."""
-        following = self.rm.role == SLAVE and self.rm.master_id == master
+        following = self.rm.master_id == master     # a master's is itself: named again, it goes on
         return not following and (self.master is not None or self.follower is not None)
 
     # ------------------------------------------------------------------ role changes (E5 in the manager)
@@ -222,8 +223,8 @@ class BrokerCore:
         manager decides on."""
         rm = self.rm
         rm.log_end_offset = max(rm.log_end_offset, core.log_end_offset())
-        rm.connections = {name: HaConnection(hc.ack_offset) for name, hc in core.conns.items()} \
-            if rm.role == MASTER else {}
+        # (a slave's promotion attaches a new core: no connections yet)
+        rm.connections = {name: HaConnection(hc.ack_offset) for name, hc in core.conns.items()}
         if core.confirm is not None:
             rm.confirm_offset = min(core.confirm, rm.log_end_offset)
 
@@ -241,7 +242,7 @@ class BrokerCore:
         rm, follower, master = self.rm, self.follower, self.master
         if follower is not None:
             cache, end, confirm = follower.cache, follower.log_end_offset, follower.confirm_offset
-        elif master is not None and rm.role == MASTER and master.confirm is not None:
+        elif master is not None and master.confirm is not None:       # its epoch begun: the role is MASTER
             cache, end, confirm = rm.epoch_cache, rm.log_end_offset, master.readable_end()
         else:
             cache, end, confirm = rm.epoch_cache, rm.log_end_offset, rm.confirm_offset

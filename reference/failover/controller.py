@@ -63,7 +63,10 @@ CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT = 10_000
 ELECTION_PRIORITY_DEFAULT = 2**31 - 1      # BrokerConfig.brokerElectionPriority (lower is preferred)
 MAX_BROKER_ID = 2**62
 MAX_GROUP_NAME_BYTES = 255
+MAX_EPOCH = (1 << 32) - 1       # the metadata record's u32 (reference/failover/metadata.py)
 MAX_PENDING_DEFAULT = 1 << 16
+MAX_GROUPS_DEFAULT = 4096
+MAX_BROKERS_PER_GROUP_DEFAULT = 16
 
 
 def _positive(instance, attribute, value) -> None:
@@ -87,8 +90,8 @@ class ControllerConfig:
     controller_broker_heartbeat_timeout_ms: int = attrs.field(
         default=CONTROLLER_BROKER_HEARTBEAT_TIMEOUT_MS_DEFAULT, validator=_positive)
     design: str = attrs.field(default="pipelined", validator=_design)
-    max_groups: int = attrs.field(default=4096, validator=_positive)
-    max_brokers_per_group: int = attrs.field(default=16, validator=_positive)
+    max_groups: int = attrs.field(default=MAX_GROUPS_DEFAULT, validator=_positive)
+    max_brokers_per_group: int = attrs.field(default=MAX_BROKERS_PER_GROUP_DEFAULT, validator=_positive)
     max_pending: int = attrs.field(default=MAX_PENDING_DEFAULT, validator=_positive)   # held replies + queued requests
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset, validator=_bugs)
 
@@ -96,15 +99,20 @@ class ControllerConfig:
         assert name in CONTROLLER_BUG_NAMES, name
         return name in self.bugs
 
+    @property
+    def serial(self) -> bool:
+        return self.design == "serial"
+
 
 @attrs.define(slots=True)
 class BrokerLive:
-    """BrokerLiveInfo: what the last heartbeat said."""
+    """BrokerLiveInfo: what the last heartbeat said that an election reads (DefaultElectPolicy:
+    epoch, max offset, priority; RocketMQ keeps the confirmOffset too, which no rule here reads).
+    Before the first heartbeat: an empty log."""
     broker_id: int
     last_heartbeat_ms: int
     epoch: int = 0
     max_offset: int = 0
-    confirm_offset: int = 0
     election_priority: int = ELECTION_PRIORITY_DEFAULT
 
 
@@ -180,16 +188,26 @@ class ControllerCore:
         having heartbeated now: one timeout of grace, so a controller restart does not
         depose masters that are fine."""
         if len(self.groups) >= self.cfg.max_groups and r.group not in self.groups:
-            raise ConfigError(f"the metadata holds more than max_groups = {self.cfg.max_groups} broker groups")
+            raise ConfigError(f"the metadata holds more than max_groups = {self.cfg.max_groups} broker groups "
+                              f"(group {r.group!r} is one more)")
         if len(r.brokers) > self.cfg.max_brokers_per_group:
             raise ConfigError(f"the metadata gives group {r.group!r} {len(r.brokers)} brokers, more than "
                               f"max_brokers_per_group = {self.cfg.max_brokers_per_group}")
+        if not (1 <= r.master_epoch < MAX_EPOCH and 1 <= r.sss_epoch < MAX_EPOCH):
+            # a group is stored only from its first registration on, which makes its first master;
+            # and the next election must still fit the record
+            raise ConfigError(f"the metadata gives group {r.group!r} masterEpoch {r.master_epoch} and "
+                              f"syncStateSetEpoch {r.sss_epoch}: a stored group has had its first master "
+                              f"(both 1..{MAX_EPOCH - 1})")
+        named = (*r.brokers, *r.sync_state_set, *((r.master_id,) if r.master_id != NO_MASTER else ()))
+        if bad := sorted({b for b in named if not 1 <= b <= MAX_BROKER_ID}):
+            raise ConfigError(f"the metadata gives group {r.group!r} broker ids {bad[:3]}: ids are 1..{MAX_BROKER_ID} "
+                              f"(masterId {NO_MASTER}: no master)")
         g = self.groups.setdefault(r.group, Group(r.group))
         g.brokers = {b: g.brokers.get(b) or BrokerLive(b, now_ms) for b in r.brokers}
         g.master_id, g.master_epoch = r.master_id, r.master_epoch
         g.sync_state_set, g.sss_epoch = frozenset(r.sync_state_set), r.sss_epoch
-        if g.master_id == NO_MASTER:
-            self._suspects.add(g.name)
+        # (a masterless group is looked at by the first tick, which scans every group: _next_scan_ms)
 
     def take_effects(self) -> list:
         out, self.effects = self.effects, []
@@ -213,8 +231,8 @@ class ControllerCore:
     def _election_enabled(self, g: Group, now_ms: int) -> bool:
         """ElectMaster's enabling condition: the master is not alive, or there is none
         and someone could be elected (never, under BugElectOnlyOnMasterDeath)."""
-        if g.master_epoch == 0:
-            return False                       # before the first registration elected anyone
+        # every group has its first master from the registration that made it, or from its record
+        assert g.master_epoch >= 1, g
         if g.master_id != NO_MASTER:
             return not self.alive(g, g.master_id, now_ms)
         return not self.cfg.bug("BugElectOnlyOnMasterDeath") and bool(self._candidates(g, now_ms))
@@ -245,8 +263,7 @@ class ControllerCore:
         self._admit(_Task("info", req_id, group), now_ms)
 
     def broker_heartbeat(self, req_id: int, group: str, broker_id: int, now_ms: int, epoch: int = 0,
-                         max_offset: int = 0, confirm_offset: int = 0,
-                         election_priority: int = ELECTION_PRIORITY_DEFAULT) -> None:
+                         max_offset: int = 0, election_priority: int = ELECTION_PRIORITY_DEFAULT) -> None:
         """BrokerHeartbeat: liveness only, never metadata; answered at once."""
         self._advance(now_ms)
         g = self.groups.get(group)
@@ -256,8 +273,7 @@ class ControllerCore:
                                       f"broker {broker_id} of group {group!r} is not registered"))
             return
         b.last_heartbeat_ms = now_ms
-        b.epoch, b.max_offset, b.confirm_offset, b.election_priority = epoch, max_offset, confirm_offset, \
-            election_priority
+        b.epoch, b.max_offset, b.election_priority = epoch, max_offset, election_priority
         if g.master_id == NO_MASTER:
             self._suspects.add(group)
         self.effects.append(Reply(req_id, fx.SUCCESS))
@@ -276,7 +292,7 @@ class ControllerCore:
         for name in list(due):
             g = self.groups.get(name)
             if g is not None and self._election_enabled(g, now_ms):
-                if self.cfg.design == "serial":
+                if self.cfg.serial:
                     if name not in self._queued_elections:
                         assert len(self._queued_elections) <= len(self.groups)
                         self._queued_elections.add(name)
@@ -320,7 +336,7 @@ class ControllerCore:
     # ------------------------------------------------------------------ admission
 
     def _busy(self) -> bool:
-        return self.cfg.design == "serial" and self.durable_token < self.issued_token
+        return self.cfg.serial and self.durable_token < self.issued_token
 
     def _admit(self, task: _Task, now_ms: int) -> None:
         self._advance(now_ms)
@@ -339,30 +355,30 @@ class ControllerCore:
     def _pump(self, now_ms: int) -> None:
         """Serial design: the queued requests, in order, until one changes the metadata."""
         while self.backlog and not self._busy() and self.failed is None:
-            task = self.backlog.popleft()
-            if task.kind == "tick-elect":
-                self._queued_elections.discard(task.group)
-            self._run(task, now_ms)
+            self._run(self.backlog.popleft(), now_ms)
 
     def _run(self, task: _Task, now_ms: int) -> None:
-        if task.kind == "tick-elect":
-            g = self.groups.get(task.group)
-            if g is not None and self._election_enabled(g, now_ms):
-                self._elect(g, now_ms, None)
-            return
-        if task.kind == "register":
-            self._register(task, now_ms)
-            return
+        handle = {"tick-elect": self._tick_elect, "register": self._register, "alter": self._alter,
+                  "elect": self._elect_request, "info": self._info_request}[task.kind]
+        handle(task, now_ms)
+
+    def _group(self, task: _Task) -> Group | None:
+        """The group a request names, or None, answered CONTROLLER_BROKER_METADATA_NOT_EXIST."""
         g = self.groups.get(task.group)
         if g is None:
             self._reply(Reply(task.req_id, fx.CONTROLLER_BROKER_METADATA_NOT_EXIST,
                               f"no broker group {task.group!r} is registered"))
-        elif task.kind == "alter":
-            self._alter(g, task, now_ms)
-        elif task.kind == "elect":
-            self._elect_request(g, task, now_ms)
-        else:
-            assert task.kind == "info", task
+        return g
+
+    def _tick_elect(self, task: _Task, now_ms: int) -> None:
+        """The serial design's queued election of the scan: decided when its turn comes."""
+        self._queued_elections.discard(task.group)
+        g = self.groups.get(task.group)
+        if g is not None and self._election_enabled(g, now_ms):
+            self._elect(g, now_ms, None)
+
+    def _info_request(self, task: _Task, now_ms: int) -> None:
+        if (g := self._group(task)) is not None:
             self._reply(Reply(task.req_id, fx.SUCCESS, info=self._info(g, now_ms)))
 
     # ------------------------------------------------------------------ the rules
@@ -385,22 +401,24 @@ class ControllerCore:
                 return
             b = g.brokers[broker_id] = BrokerLive(broker_id, now_ms, election_priority=priority)
         b.last_heartbeat_ms = now_ms
-        if g.master_epoch == 0:
+        first = g.master_epoch == 0
+        if first:
             # RIM.electMaster on a group that never had a master: the first registrant
             # (the spec's Init: InitialMaster, epoch 1, SSS {it}, sssEpoch 1)
             g.master_id, g.master_epoch, g.sync_state_set, g.sss_epoch = broker_id, 1, frozenset({broker_id}), 1
         elif g.master_id == NO_MASTER:
             self._suspects.add(g.name)
-        token = None
         if g.record() != pre:
             token = self._persist(g)
-            if g.master_epoch == 1 and pre.master_epoch == 0:
+            if first:
                 self.steps.append(ControllerStep("FirstMaster", g.name, now_ms, pre, g.record(), True,
                                                  task.req_id, token, heartbeats=self._heartbeats(g)))
         self._reply(Reply(task.req_id, fx.SUCCESS, info=self._info(g, now_ms)))
 
-    def _alter(self, g: Group, task: _Task, now_ms: int) -> None:
+    def _alter(self, task: _Task, now_ms: int) -> None:
         """ReplicasInfoManager.alterSyncStateSet (RIM L110-191); the spec's AlterAccepted."""
+        if (g := self._group(task)) is None:
+            return
         master_id, master_epoch, sss_epoch, new = task.args
         pre = g.record()
         code, reason = fx.SUCCESS, ""
@@ -426,12 +444,13 @@ class ControllerCore:
             if dead:
                 code, reason = fx.CONTROLLER_INVALID_REPLICAS, f"brokers {dead} are not registered and alive"
         token = None
-        if code == fx.SUCCESS:
+        accepted = code == fx.SUCCESS
+        if accepted:
             g.sync_state_set, g.sss_epoch = new, g.sss_epoch + 1
             if not unfenced:
                 assert g.master_id in g.sync_state_set, "an SSS always holds its master"
             token = self._persist(g)
-        self.steps.append(ControllerStep("AlterSyncStateSet", g.name, now_ms, pre, g.record(), code == fx.SUCCESS,
+        self.steps.append(ControllerStep("AlterSyncStateSet", g.name, now_ms, pre, g.record(), accepted,
                                          task.req_id, token, (master_id, master_epoch, sss_epoch, new),
                                          self._heartbeats(g)))
         self._reply(Reply(task.req_id, code, reason, self._info(g, now_ms)))
@@ -454,7 +473,9 @@ class ControllerCore:
                                          heartbeats=self._heartbeats(g)))
         return True
 
-    def _elect_request(self, g: Group, task: _Task, now_ms: int) -> None:
+    def _elect_request(self, task: _Task, now_ms: int) -> None:
+        if (g := self._group(task)) is None:
+            return
         if not self._election_enabled(g, now_ms):
             if g.master_id != NO_MASTER:
                 self._reply(Reply(task.req_id, fx.CONTROLLER_MASTER_STILL_EXIST,

@@ -130,8 +130,11 @@ class FollowerCore:
             self.replica.connect()      # the handshake: our offset and chain hash there
 
     def rescanned(self, scan: LogScan) -> None:
-        """The log, indexed again from its files up to the cut: the HANDSHAKE follows."""
-        assert self.rescanning
+        """The log, indexed again from its files up to the cut (RescanLog answered): the HANDSHAKE
+        follows on the same connection, unless it dropped meanwhile (the next one starts with its
+        own epoch query)."""
+        assert self.index_stale, "a RescanLog answered that was not asked for"
+        linked = self.rescanning
         self.rescanning = self.index_stale = False
         if scan.end_offset > self.client.log_end_offset:
             # The cut fell inside the padding at a segment's end: the point is no record boundary of
@@ -146,7 +149,8 @@ class FollowerCore:
         self.replica = replica
         self.client.log_end_offset = scan.end_offset
         self.client.confirm_offset = min(self.client.confirm_offset, scan.end_offset)
-        self.replica.connect()
+        if linked:
+            self.replica.connect()
 
     def on_data(self, offset: int, data: bytes, epoch: int, epoch_start: int, confirm_offset: int) -> None:
         """A TRANSFER batch: the bytes at our end, then its header (label, confirmOffset)."""
@@ -167,6 +171,9 @@ class FollowerCore:
                 self.effects.extend(e for e in self.client.transfer(offset, self.replica.parsed_end - start,
                                                                      EpochEntry(epoch, epoch_start), confirm_offset)
                                     if not isinstance(e, bfx.ReportOffset))
+                # the two machines agree on where the log ends: its whole records
+                assert self.client.log_end_offset == self.replica.parsed_end, (self.client.log_end_offset,
+                                                                                self.replica.parsed_end)
             self.client.disconnected()
             return
         assert self.replica.received_end == start + len(data) and offset == self.client.log_end_offset
@@ -177,8 +184,10 @@ class FollowerCore:
         self.effects.extend(head + self.replica.take_effects())
 
     def heartbeat(self) -> None:
-        if self.client.state == TRANSFER:
-            self.replica.heartbeat()
+        """HAClient's idle report: only on a connection whose HANDSHAKE went out (TRANSFER),
+        which is exactly when the replica is connected."""
+        assert self.replica.connected == (self.state == TRANSFER), (self.state, self.replica.connected)
+        self.replica.heartbeat()
 
     def on_bad_input(self, reason: str) -> None:
         self._drop(reason)
@@ -191,3 +200,4 @@ class FollowerCore:
     def _drop(self, reason: str) -> None:
         self.replica.on_bad_input(reason)        # CloseMaster: a new connection, a new handshake
         self.client.disconnected()
+        self.rescanning = False                  # a cut's RescanLog may still be answered (index_stale)

@@ -239,7 +239,7 @@ class FailoverGroup:
                 self.req_ids += 1
                 report = b.core.heartbeat_report()
                 self.controller.broker_heartbeat(self.req_ids, GROUP, b.broker_id, self.now_ms, epoch=report.epoch,
-                                                 max_offset=report.max_offset, confirm_offset=report.confirm_offset)
+                                                 max_offset=report.max_offset)
         for e in self.controller.take_effects():
             assert isinstance(e, cfx.Reply) and e.code == cfx.SUCCESS, e
 

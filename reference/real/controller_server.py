@@ -92,9 +92,9 @@ class ControllerRuntime(ConnServer):
             raise
         try:
             self.core = ControllerCore(opts.config, now_ms(), list(self.recovery.groups))
-        except ConfigError:
+        except ConfigError as err:
             self.store.close()
-            raise
+            raise ConfigError(f"{self.store.where}: {err}") from None
         self.core.steps = DISCARD
         self.tracer = None
         if opts.failover_trace is not None:
@@ -207,7 +207,7 @@ class ControllerRuntime(ConnServer):
             self._remember_address(req.group, f["broker_id"], f["address"])
         if req.op == "heartbeat":
             core.broker_heartbeat(rid, req.group, f["broker_id"], now, f["epoch"], f["max_offset"],
-                                  f["confirm_offset"], f["election_priority"])
+                                  f["election_priority"])      # (its confirm_offset: no rule reads it)
         elif req.op == "register":
             core.register_broker(rid, req.group, f["broker_id"], now, f["election_priority"])
         elif req.op == "alter":

@@ -160,7 +160,9 @@ class Node:
         end = recovered.end_offset
         self.broker = BrokerCore(self.me, epoch_cache=loaded.cache, log_end_offset=end, bugs=opts.failover_bugs,
                                  policy=SyncStateSetPolicy(self.me, max_not_catchup_ms=opts.shrink_after_ms),
-                                 recovered=recovered)
+                                 # no confirmOffset checkpoint on disk: 0, the safe lower bound (a
+                                 # consumer reads less until the master's next header says more)
+                                 checkpoint_confirm_offset=0, recovered=recovered)
         self.rm = self.broker.rm
         self.tracer: BrokerTracer | None = None
         if opts.failover_trace is not None:

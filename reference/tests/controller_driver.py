@@ -180,6 +180,8 @@ class Driver:
         for step in steps[self.checked_steps:]:
             self._check_step(step)
         self.checked_steps = len(steps)
+        if unstepped := sorted(set(self.core.groups) - set(self.last)):
+            raise Violation(f"groups {unstepped} hold metadata no step made (their first registration's FirstMaster)")
         for group, rec in self.last.items():
             if record_vars(self.core.groups[group].record()) != record_vars(rec):
                 raise Violation(f"group {group} changed without a step: {rec} -> {self.core.groups[group].record()}")
@@ -199,7 +201,8 @@ class Driver:
         self.last[step.group] = step.post
         if step.action == "FirstMaster":
             first = initial_state(attrs.evolve(SPEC, initial_master=name(step.post.master_id)))
-            if step.pre.master_epoch != 0 or record_vars(step.post) != controller_vars(first):
+            nothing = MetadataRecord(step.group, (), NO_MASTER, 0, (), 0)
+            if step.pre != nothing or record_vars(step.post) != controller_vars(first):
                 raise Violation(f"a group's first master is not the spec's Init: {step}")
             return
         alive = self.alive_at(step)
@@ -232,8 +235,6 @@ class Driver:
         """After a tick and its records: ElectMaster enabled nowhere (weak fairness)."""
         timeout = self.cfg.controller_broker_heartbeat_timeout_ms
         for g in self.core.groups.values():
-            if g.master_epoch == 0:
-                continue
             alive = frozenset(b for b, live in g.brokers.items() if self.now - live.last_heartbeat_ms <= timeout)
             if elect_master(SPEC, spec_state(g.record(), alive)):
                 raise Violation(f"after a tick group {g.name} {g.record()} still has ElectMaster enabled "

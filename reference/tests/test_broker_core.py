@@ -17,7 +17,7 @@ from reference.tests.test_follower_machine import SEG, Master
 
 def _master_broker(records: int = 3) -> tuple[BrokerCore, Master]:
     broker = BrokerCore("b1", epoch_cache=EpochFileCache(), log_end_offset=0, bugs=frozenset(),
-                        policy=SyncStateSetPolicy("b1", max_not_catchup_ms=1_000))
+                        policy=SyncStateSetPolicy("b1", max_not_catchup_ms=1_000), checkpoint_confirm_offset=0)
     master = Master([(k, 40) for k in range(records)], None)
     broker.peers = ("s",)
     broker.attach_master(master.core)
@@ -59,7 +59,7 @@ def test_an_expansion_joins_the_masters_ack_view_in_the_step_that_proposes_it():
 
 def test_a_slave_reports_what_its_follower_holds_and_keeps_it_when_the_follower_stops():
     broker = BrokerCore("b2", epoch_cache=EpochFileCache(((1, 0),)), log_end_offset=0, bugs=frozenset(),
-                        policy=SyncStateSetPolicy("b2"))
+                        policy=SyncStateSetPolicy("b2"), checkpoint_confirm_offset=0)
     broker.change_to_slave("b1", 1)
     follower = broker.attach_follower(ReplicaCore("s", SEG))
     follower.client.cache = EpochFileCache(((1, 0), (2, 0)))      # as a DATA header labels it
@@ -92,7 +92,7 @@ def test_a_stopped_master_hands_over_the_log_its_files_hold_without_reading_them
 
 def test_a_follower_stopped_in_the_middle_of_a_cut_leaves_the_next_runtime_to_recover():
     broker = BrokerCore("b2", epoch_cache=EpochFileCache(((1, 0),)), log_end_offset=0, bugs=frozenset(),
-                        policy=SyncStateSetPolicy("b2"))
+                        policy=SyncStateSetPolicy("b2"), checkpoint_confirm_offset=0)
     broker.change_to_slave("b1", 1)
     follower = broker.attach_follower(ReplicaCore("s", SEG))
     follower.rescanning = follower.index_stale = True     # TruncateLog performed, RescanLog not answered yet
@@ -177,3 +177,31 @@ def test_the_held_log_ends_at_any_record_boundary_it_is_asked_for():
     for k, end in enumerate(ends, 1):
         scan = held_log(log.index, log.segments, end)
         assert (scan.end_offset, scan.record_count) == (end, k), (k, end, scan.end_offset, scan.record_count)
+
+
+def test_the_peers_bound_counts_a_masters_replicas_and_holds_with_no_machine():
+    """Before any role's machine runs (a restarted broker), only its known peers and the new ones
+    count; while master, its core's replicas count too."""
+    from reference.master import MAX_REPLICAS
+
+    idle = BrokerCore("b2", epoch_cache=EpochFileCache(((1, 0),)), log_end_offset=0, bugs=frozenset(),
+                      policy=SyncStateSetPolicy("b2"), checkpoint_confirm_offset=0)
+    assert idle.peers_problem(tuple(f"p{k}" for k in range(MAX_REPLICAS))) is None
+    assert "at most 64" in idle.peers_problem(tuple(f"p{k}" for k in range(MAX_REPLICAS + 1)))
+    broker, _ = _master_broker()                  # its core replicates to "s"
+    broker.peers = ()
+    assert broker.peers_problem(tuple(f"p{k}" for k in range(MAX_REPLICAS - 1))) is None
+    assert "at most 64" in broker.peers_problem(tuple(f"p{k}" for k in range(MAX_REPLICAS)))
+
+
+def test_only_a_change_of_master_ends_the_machine_a_broker_runs():
+    master, _ = _master_broker()                               # b1, master of epoch 1
+    assert not master.stops_serving_for("b1"), "named master again: it goes on serving"
+    assert master.stops_serving_for("b2"), "demoted"
+    slave = BrokerCore("b2", epoch_cache=EpochFileCache(((1, 0),)), log_end_offset=0, bugs=frozenset(),
+                       policy=SyncStateSetPolicy("b2"), checkpoint_confirm_offset=0)
+    slave.change_to_slave("b1", 1)
+    assert not slave.stops_serving_for("b1"), "no machine yet"
+    slave.attach_follower(ReplicaCore("s", SEG))
+    assert not slave.stops_serving_for("b1"), "the same master: the follower goes on"
+    assert slave.stops_serving_for("b3") and slave.stops_serving_for("b2"), "another master, or itself promoted"

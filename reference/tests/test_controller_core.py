@@ -371,3 +371,271 @@ def test_each_controller_bug_is_caught_in_its_scenario(bug):
     scenario(frozenset())
     with pytest.raises(Violation, match=CAUGHT_BY_SCENARIO[bug]):
         scenario(frozenset({bug}))
+
+
+# --- cases no caller sends (issue 36: the mutation campaign's survivors) -------------------------
+
+def test_the_defaults_are_rocketmqs():
+    """BrokerConfig L357-372: controllerHeartBeatTimeoutMills 10 s; brokerElectionPriority
+    Integer.MAX_VALUE, the least preferred (lower is preferred)."""
+    from reference.failover.controller import ELECTION_PRIORITY_DEFAULT
+    assert ControllerConfig().controller_broker_heartbeat_timeout_ms == 10_000
+    assert ELECTION_PRIORITY_DEFAULT == 2**31 - 1
+
+
+@pytest.mark.parametrize("explicit", [0, 2**31 - 2, 2**31 - 1])
+def test_a_broker_that_states_no_priority_is_the_least_preferred(explicit):
+    """A heartbeat without a priority (the wire's default) loses to any priority a broker can state
+    below Integer.MAX_VALUE, and ties with Integer.MAX_VALUE itself (the broker id decides)."""
+    d = group_of_three()
+    expand(d, {1, 2, 3})
+    d.advance(TIMEOUT + 1)
+    d.core.broker_heartbeat(900, "g1", 2, d.now, max_offset=5)               # no priority stated
+    d.core.broker_heartbeat(901, "g1", 3, d.now, max_offset=5, election_priority=explicit)
+    d.settle()
+    d.tick()
+    assert state(d)[0] == (3 if explicit < 2**31 - 1 else 2)
+
+
+def test_every_group_the_controller_holds_has_a_first_master_step():
+    """The refinement check starts each group at the spec's Init: the first registration's step."""
+    d = Driver(CFG)
+    d.register("a", 2)
+    d.register("a", 3)
+    d.make_durable()
+    first = [s for s in d.core.steps if s.group == "a"]
+    assert [s.action for s in first] == ["FirstMaster"] and first[0].post.master_id == 2
+    assert first[0].pre.master_epoch == 0 and first[0].post.master_epoch == 1
+
+
+def test_serial_elects_only_when_the_metadata_before_it_is_durable():
+    """The serial design's tick queues the election behind a record not yet durable."""
+    d = Driver(ControllerConfig(controller_broker_heartbeat_timeout_ms=TIMEOUT, design="serial"))
+    for b in BROKER_IDS:
+        d.register("g1", b)
+        d.make_durable()
+    d.alter("g1", 1, 1, 1, {1, 2})                   # record 4, not yet durable
+    d.advance(TIMEOUT + 1)
+    d.heartbeat("g1", 2)
+    d.core.tick(d.now)
+    d.settle()
+    assert len(d.issued) == 4 and len(d.core.backlog) == 1, "elected while a record was not durable"
+    d.make_durable()
+    assert len(d.issued) == 5 and state(d)[:2] == (2, 2)
+
+
+def test_serial_elects_a_group_again_after_its_queued_election_ran():
+    d = group_of_three(design="serial")
+    expand(d, {1, 2})
+    for master, heir in ((1, 2), (2, 1)):
+        d.advance(TIMEOUT + 1)
+        d.heartbeat("g1", heir)
+        d.tick()
+        assert state(d)[0] == heir, f"the death of {master} was never acted on"
+        d.heartbeat("g1", master)                     # back, and caught up: a member again
+        expand(d, {1, 2})
+
+
+def test_a_failed_store_answers_only_requests_not_its_own_elections():
+    """A queued election of the tick has no requester: failing it answers nobody."""
+    d = Driver(ControllerConfig(controller_broker_heartbeat_timeout_ms=TIMEOUT, design="serial"))
+    for b in BROKER_IDS:
+        d.register("g1", b)
+        d.make_durable()
+    d.alter("g1", 1, 1, 1, {1, 2})
+    d.advance(TIMEOUT + 1)
+    d.heartbeat("g1", 2)
+    d.core.tick(d.now)
+    r = d.info("g1")
+    d.core.metadata_failed(len(d.issued), "EIO", d.now)
+    replies = [e for e in d.core.take_effects() if isinstance(e, fx.Reply)]
+    assert sorted(e.req_id for e in replies) == [4, r], replies
+    assert all(e.code == fx.CONTROLLER_METADATA_NOT_DURABLE for e in replies)
+
+
+def test_the_next_wakeup_is_now_only_when_a_masterless_group_heard_from_a_broker():
+    d = group_of_three()
+    d.tick()
+    assert d.core.next_wakeup_ms() > d.now
+    d.advance(TIMEOUT + 1)
+    d.tick()                                          # nobody alive: the master is cleared
+    assert state(d)[0] == NO_MASTER
+    assert d.core.next_wakeup_ms() > d.now, "a masterless group nobody is heard from is not due"
+    d.core.broker_heartbeat(900, "g1", 1, d.now)
+    assert d.core.next_wakeup_ms() == d.now, "a masterless group with a live member is due now"
+
+
+def test_an_unfenced_alter_may_drop_the_current_master_and_only_the_refinement_check_says_so():
+    """BugAlterWithoutFencing: old master 1 proposes a set without the new master 2.  The core
+    takes it, as the spec's variant does (no assertion of the correct design stops it), and the
+    driver's check names the step."""
+    bugged = ControllerConfig(controller_broker_heartbeat_timeout_ms=TIMEOUT, bugs={"BugAlterWithoutFencing"})
+    d = group_of_three(bugged)
+    expand(d, {1, 2})
+    d.advance(TIMEOUT + 1)
+    d.heartbeat("g1", 2)
+    d.heartbeat("g1", 3)
+    d.tick()
+    assert state(d)[0] == 2
+    d.heartbeat("g1", 1)
+    with pytest.raises(Violation, match="AlterSyncStateSet"):
+        d.alter("g1", 1, 1, 2, {1, 3})
+    assert state(d)[2] == (1, 3)
+
+
+def test_the_default_bounds_hold_at_their_edges():
+    """4,096 groups, 16 brokers in a group, 65,536 requests waiting: one more of each is refused."""
+    from reference.failover.controller import MAX_BROKERS_PER_GROUP_DEFAULT, MAX_GROUPS_DEFAULT, MAX_PENDING_DEFAULT
+    assert (MAX_GROUPS_DEFAULT, MAX_BROKERS_PER_GROUP_DEFAULT, MAX_PENDING_DEFAULT) == (4096, 16, 1 << 16)
+    core = ControllerCore(ControllerConfig(), 0)
+    for i in range(MAX_GROUPS_DEFAULT + 1):
+        core.register_broker(i, f"g{i}", 1, 0)
+    for b in range(2, MAX_BROKERS_PER_GROUP_DEFAULT + 2):
+        core.register_broker(10_000 + b, "g0", b, 0)
+    held = len(core.held)                   # every answer waits for the records before it
+    assert held == MAX_GROUPS_DEFAULT + 1 + MAX_BROKERS_PER_GROUP_DEFAULT
+    for i in range(MAX_PENDING_DEFAULT - held + 1):
+        core.get_replica_info(20_000 + i, "g0", 0)
+    core.metadata_durable(core.issued_token, 0)
+    replies = {e.req_id: e.code for e in core.take_effects() if isinstance(e, fx.Reply) and not e.ok}
+    assert replies == {MAX_GROUPS_DEFAULT: fx.CONTROLLER_LIMIT_REACHED,
+                       10_000 + MAX_BROKERS_PER_GROUP_DEFAULT + 1: fx.CONTROLLER_LIMIT_REACHED,
+                       20_000 + MAX_PENDING_DEFAULT - held: fx.CONTROLLER_BUSY}
+
+
+@pytest.mark.parametrize("heard, silent", [(2, 3), (3, 2)])
+def test_a_registered_broker_not_yet_heard_from_counts_as_an_empty_log(heard, silent):
+    """BrokerLiveInfo before the first heartbeat: epoch 0 and offset 0, exactly what an empty broker
+    reports; with equal priorities the broker id decides between them."""
+    from reference.failover.effects import MetadataRecord
+    core = ControllerCore(CFG, 0, recovered=[MetadataRecord("g", (1,), 1, 1, (1,), 1)])
+    core.register_broker(1, "g", silent, 0, election_priority=7)
+    core.register_broker(6, "g", heard, 0, election_priority=7)
+    core.alter_sync_state_set(3, "g", 1, 1, 1, {1, 2, 3}, 0)
+    core.metadata_durable(core.issued_token, 0)
+    core.register_broker(4, "g", silent, TIMEOUT + 1)         # alive: registered again, no heartbeat
+    core.broker_heartbeat(5, "g", heard, TIMEOUT + 1, election_priority=7)      # states no epoch, no offset
+    core.tick(TIMEOUT + 1)
+    assert core.groups["g"].master_id == 2
+
+
+def test_recovered_metadata_of_a_group_that_never_had_a_master_is_refused():
+    from reference.failover.effects import MetadataRecord
+    for epochs in ((0, 1), (1, 0), (2**32 - 1, 1), (1, 2**32 - 1)):
+        record = MetadataRecord("g", (1, 2), NO_MASTER, epochs[0], (1,), epochs[1])
+        with pytest.raises(ConfigError, match="first master"):
+            ControllerCore(CFG, 0, recovered=[record])
+
+
+def test_only_a_masterless_group_makes_work_for_now():
+    """At 10,000 groups a heartbeat or registration must not wake the scan: only a group without
+    a master (which a live member may now fill) is looked at before the next expiry."""
+    d = group_of_three()
+    d.tick()
+    d.core.broker_heartbeat(900, "g1", 2, d.now)
+    d.core.register_broker(901, "g1", 3, d.now)
+    assert d.core.next_wakeup_ms() > d.now
+    d.settle()
+
+
+def test_the_scan_wakes_the_first_millisecond_a_heartbeat_is_too_old():
+    d = group_of_three()                        # every broker heard at 0
+    d.tick()
+    assert d.core.next_wakeup_ms() == TIMEOUT + 1, "alive up to TIMEOUT (<=), dead one ms later"
+    d.advance(TIMEOUT + 1)
+    d.tick()                                    # nobody alive: the master is cleared
+    assert state(d)[0] == NO_MASTER
+    assert d.core.next_wakeup_ms() == d.now + TIMEOUT, "no live broker: nothing expires; look again in a timeout"
+
+
+def test_a_partial_sync_releases_exactly_the_replies_it_covers():
+    d = group_of_three()
+    r1 = d.alter("g1", 1, 1, 1, {1, 2})
+    r2 = d.alter("g1", 1, 1, 2, {1, 2, 3})
+    d.make_durable(len(d.issued) - 1)
+    assert r1 in d.replies and r2 not in d.replies
+    d.make_durable()
+    assert answer(d, r2).ok
+
+
+def test_the_serial_designs_queue_counts_toward_max_pending():
+    d = Driver(ControllerConfig(controller_broker_heartbeat_timeout_ms=TIMEOUT, design="serial", max_pending=2))
+    d.register("a", 1)                          # its reply waits for its record
+    d.info("a")                                 # queued behind it
+    r = d.info("a")
+    assert answer(d, r).code == fx.CONTROLLER_BUSY
+
+
+def test_a_member_registering_again_in_a_masterless_group_is_looked_at_now():
+    d = group_of_three()
+    d.advance(TIMEOUT + 1)
+    d.tick()
+    assert state(d)[0] == NO_MASTER
+    d.core.register_broker(900, "g1", 1, d.now)
+    assert d.core.next_wakeup_ms() == d.now
+    d.settle()
+    d.tick()
+    assert state(d)[:2] == (1, 3)
+
+
+def test_an_elect_request_with_no_live_member_clears_the_master_and_says_so():
+    d = group_of_three()
+    d.advance(TIMEOUT + 1)
+    d.heartbeat("g1", 3)                        # alive, but not in the SyncStateSet {1}
+    r = d.elect("g1")
+    d.make_durable()
+    assert answer(d, r).code == fx.CONTROLLER_MASTER_NOT_AVAILABLE and "cleared" in answer(d, r).reason
+    assert state(d) == (NO_MASTER, 2, (1,), 1)
+    r = d.elect("g1")
+    assert answer(d, r).code == fx.CONTROLLER_MASTER_NOT_AVAILABLE and "no live broker" in answer(d, r).reason
+
+
+def test_recovered_metadata_at_the_bounds_is_taken_and_one_past_them_is_refused():
+    from reference.failover.controller import MAX_BROKER_ID
+    from reference.failover.effects import MetadataRecord
+    cfg = ControllerConfig(max_groups=2, max_brokers_per_group=3)
+    edge = [MetadataRecord("a", (1, 2, MAX_BROKER_ID), MAX_BROKER_ID, 3, (1, MAX_BROKER_ID), 4),
+            MetadataRecord("b", (1,), NO_MASTER, 2, (1,), 1)]
+    core = ControllerCore(cfg, 0, recovered=edge)
+    assert core.groups["a"].master_id == MAX_BROKER_ID and core.groups["b"].master_id == NO_MASTER
+    too_many = MetadataRecord("a", (1, 2, 3, 4), 1, 1, (1,), 1)
+    with pytest.raises(ConfigError, match="4 brokers, more than max_brokers_per_group = 3"):
+        ControllerCore(cfg, 0, recovered=[too_many])
+    for bad in (MetadataRecord("a", (0, 1), 1, 1, (1,), 1), MetadataRecord("a", (1,), -1, 1, (1,), 1),
+                MetadataRecord("a", (1,), 1, 1, (1, MAX_BROKER_ID + 1), 1)):
+        with pytest.raises(ConfigError, match="broker ids"):
+            ControllerCore(cfg, 0, recovered=[bad])
+
+
+def test_a_durable_report_that_says_nothing_new_is_harmless():
+    d = group_of_three()
+    r = d.alter("g1", 1, 1, 1, {1, 2})
+    d.make_durable()
+    d.core.metadata_durable(d.durable, d.now)          # the store says the same again
+    assert d.core.take_effects() == [] and answer(d, r).ok
+
+
+def test_the_scans_queued_elections_count_toward_max_pending():
+    """Serial design: elections the scan queued are waiting work too; a request past the bound is
+    refused at once rather than held behind them."""
+    cfg = ControllerConfig(controller_broker_heartbeat_timeout_ms=TIMEOUT, design="serial", max_pending=3)
+    d = Driver(cfg)
+    for g in ("a", "b", "c", "e"):
+        d.register(g, 1)
+        d.make_durable()
+    d.advance(TIMEOUT + 1)
+    d.core.tick(d.now)                                  # four masters dead: one election runs, three wait
+    d.settle()
+    assert len(d.core.backlog) == 3
+    r = d.info("a")
+    assert answer(d, r).code == fx.CONTROLLER_BUSY
+
+
+@pytest.mark.parametrize("design", ["pipelined", "serial"])
+def test_a_recovered_masterless_group_is_elected_at_the_first_tick(design):
+    from reference.failover.effects import MetadataRecord
+    cfg = ControllerConfig(controller_broker_heartbeat_timeout_ms=TIMEOUT, design=design)
+    core = ControllerCore(cfg, 5_000, recovered=[MetadataRecord("g", (1, 2), NO_MASTER, 3, (2,), 4)])
+    assert core.next_wakeup_ms() <= 5_000
+    core.tick(5_000)
+    assert (core.groups["g"].master_id, core.groups["g"].master_epoch) == (2, 4)

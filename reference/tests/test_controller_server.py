@@ -150,3 +150,14 @@ def test_exit_codes(tmp_path):
         bad = _cli("--port", "0", "--dir", str(tmp_path / "g"), *flags)
         lines = bad.stderr.strip().splitlines()
         assert bad.returncode == 2 and len(lines) == 1 and needle in lines[0], (flags, bad.stderr)
+    # metadata that parses but names what no controller writes: refused at start, the file named
+    from reference.failover.effects import MetadataRecord
+    from reference.failover.metadata import FILE_NAME, encode
+    for name, record, needle in (("h", MetadataRecord("g", (0, 1), 1, 1, (1,), 1), "broker ids [0]"),
+                                 ("i", MetadataRecord("g", (1,), 1, 0, (1,), 1), "masterEpoch 0")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / FILE_NAME).write_bytes(encode(record))
+        bad = _cli("--port", "0", "--dir", str(tmp_path / name))
+        lines = bad.stderr.strip().splitlines()
+        assert bad.returncode == 2 and len(lines) == 1, bad.stderr
+        assert f"{tmp_path / name / FILE_NAME}: " in lines[0] and needle in lines[0], bad.stderr

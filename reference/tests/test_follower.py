@@ -149,7 +149,9 @@ def test_a_log_with_no_epoch_in_common_is_cut_whole_and_follows_from_zero():
                                                                 bfx.WriteEpochFile, fx.RescanLog))]
     assert isinstance(kinds[0], bfx.HandshakeFailed)
     assert kinds[1:] == [bfx.TruncateLog(0), bfx.WriteEpochFile(()), bfx.WriteEpochFile(((3, 0),)), fx.RescanLog(0)]
+    assert bfx.FsyncLog(0) in link.follower_effects, "the cut to 0 is made durable before anything follows"
     assert f.received_end == new.core.log.committed and f.cache.entries == (EpochEntry(3, 0),)
+    assert f.confirm_offset == 0, "nothing of the cut log is confirmed"
 
 
 def test_what_the_master_sends_out_of_turn_drops_the_link_never_an_assertion():
@@ -283,3 +285,103 @@ def test_the_whole_records_before_a_bad_one_take_the_batchs_label():
     f.on_data(60, good + bytes(bad), 2, 60, 0)
     assert any(isinstance(e, fx.CloseMaster) for e in f.take_effects())
     assert f.replica.parsed_end == 120 and f.cache.entries == (EpochEntry(1, 0), EpochEntry(2, 60))
+
+
+def test_a_heartbeat_reports_only_in_transfer():
+    d = _master([40, 40], epochs=((1, 0),))
+    f = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0)
+    link = Link(d, f)
+    f.heartbeat()                                   # READY: no connection
+    d.core.replica_connection_opened(link.conn, d.now)
+    f.connect()
+    f.heartbeat()                                   # HANDSHAKE: the epochs not yet answered
+    assert not any(isinstance(e, fx.SendAck) for e in link.f.effects + f.replica.effects)
+    link.pump()
+    assert f.state == "TRANSFER" and f.received_end == 120
+    f.heartbeat()
+    assert [e for e in f.take_effects() if isinstance(e, fx.SendAck)] == [fx.SendAck(120, 2)]
+
+
+def test_the_masters_entries_need_cover_only_where_the_stream_starts():
+    """A master whose epoch file keeps only its recent epochs still serves a slave that shares
+    them: the stream starts at the consistent point, not at 0."""
+    old = _master([40, 40, 40], epochs=((1, 0), (2, 60)))
+    files = _files_of(old)
+    f = FollowerCore(_replica_holding(files, 180), EpochFileCache(((1, 0), (2, 60))), 0)
+    f.connect()
+    f.take_effects()
+    f.epoch_reply(((2, 60),), 240, 0)
+    effects = f.take_effects()
+    assert not any(isinstance(e, fx.CloseMaster) for e in effects) and f.state == "TRANSFER"
+    assert [e.offset for e in effects if isinstance(e, fx.SendHandshake)] == [180]
+
+
+def test_an_epoch_reply_with_no_epoch_in_common_must_cover_offset_zero():
+    """No consistent point: the slave would follow from 0, so the master's entries must cover 0;
+    the reason names at most three of them."""
+    old = _master([40, 40], epochs=((1, 0),))
+    files = _files_of(old)
+    for entries in (((2, 1),), ((2, 1), (3, 2), (4, 3)), ((2, 1), (3, 2), (4, 3), (5, 4))):
+        f = FollowerCore(_replica_holding(files, 120), EpochFileCache(((1, 0),)), 0)
+        f.connect()
+        f.take_effects()
+        f.epoch_reply(entries, 200, 0)
+        closed = [e for e in f.take_effects() if isinstance(e, fx.CloseMaster)]
+        assert closed and "do not cover offset 0" in closed[0].reason and f.state == "READY"
+        assert ("..." in closed[0].reason) == (len(entries) > 3) and "epoch=5" not in closed[0].reason
+        assert all(f"epoch={e}, start_offset={at})" in closed[0].reason for e, at in entries[:3]), closed[0].reason
+
+
+def test_an_epoch_reply_of_max_entries_is_taken_and_one_more_drops_the_link():
+    from reference.failover.epochfile import MAX_EPOCH_ENTRIES
+    entries = tuple((e, e - 1) for e in range(1, MAX_EPOCH_ENTRIES + 2))
+    for count, dropped in ((MAX_EPOCH_ENTRIES, False), (MAX_EPOCH_ENTRIES + 1, True)):
+        f = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0)
+        f.connect()
+        f.take_effects()
+        f.epoch_reply(entries[:count], count, 0)
+        closed = [e for e in f.take_effects() if isinstance(e, fx.CloseMaster)]
+        assert bool(closed) == dropped and f.state == ("READY" if dropped else "TRANSFER"), count
+
+
+def test_a_rescan_answered_after_the_link_dropped_sends_nothing_on_it():
+    """A runtime may answer RescanLog after the connection is gone (dropped by bad input, or
+    closed): the index is rebuilt, and nothing (no HANDSHAKE, no report) goes out until the next
+    connection's own epoch query."""
+    old = _master([40, 40, 40], epochs=((1, 0),))
+    files = _files_of(old)
+    for lose in ("bad input", "closed", "another reply"):
+        f = FollowerCore(_replica_holding(files, 180), EpochFileCache(((1, 0),)), 0)
+        f.connect()
+        f.epoch_reply(((1, 0), (2, 60)), 60, 0)
+        assert f.state == RESCANNING
+        if lose == "bad input":
+            f.on_bad_input("a garbage frame")
+        elif lose == "closed":
+            f.disconnected()
+        else:
+            f.epoch_reply(((1, 0), (2, 60)), 60, 0)
+        f.take_effects()
+        f.rescanned(_scan(files, 60))
+        f.heartbeat()
+        assert f.state == "READY" and f.log_end_offset == 60, lose
+        assert not [e for e in f.take_effects() if isinstance(e, (fx.SendHandshake, fx.SendAck))], lose
+        f.connect()                                   # the next connection starts over
+        assert [type(e).__name__ for e in f.take_effects()] == ["SendEpochQuery"]
+
+
+def test_a_bad_record_after_a_partial_one_drops_the_link_never_an_assertion():
+    """Batches are cut by bytes, so a frame may end inside a record; a wrong offset or a corrupt
+    rest after it drops the link."""
+    d = _master([40], epochs=((1, 0),))
+    record = bytes(d.files[0][:60])
+    for offset, rest in ((99, record[30:]), (30, record[30:40] + bytes(20))):
+        f = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0)
+        link = Link(_master([], epochs=((1, 0),)), f)
+        link.connect()
+        f.take_effects()
+        assert f.state == "TRANSFER"
+        f.on_data(0, record[:30], 1, 0, 0)
+        f.on_data(offset, rest, 1, 0, 0)
+        assert any(isinstance(e, fx.CloseMaster) for e in f.take_effects()) and f.state == "READY"
+        assert f.log_end_offset == 0

@@ -161,7 +161,8 @@ class FollowerMachine(RuleBasedStateMachine):
         its epoch starts at its log end, after ``epochs``, and its ack view is the SyncStateSet's."""
         self.sss = sss
         broker = BrokerCore(name, epoch_cache=EpochFileCache(epochs), log_end_offset=master.core.log.wrote,
-                            bugs=self.bugs, policy=SyncStateSetPolicy(name, max_not_catchup_ms=NOT_CATCHUP_MS))
+                            bugs=self.bugs, policy=SyncStateSetPolicy(name, max_not_catchup_ms=NOT_CATCHUP_MS),
+                            checkpoint_confirm_offset=0)
         broker.peers = ("s",)
         broker.attach_master(master.core)
         self._change_to_master(broker, master)
@@ -187,7 +188,7 @@ class FollowerMachine(RuleBasedStateMachine):
         self.processes += 1
         self.broker = BrokerCore(f"x{self.processes}", epoch_cache=EpochFileCache(self.epoch_file),
                                  log_end_offset=0 if scan is None else scan.end_offset, bugs=self.bugs,
-                                 policy=SyncStateSetPolicy(f"x{self.processes}"))
+                                 policy=SyncStateSetPolicy(f"x{self.processes}"), checkpoint_confirm_offset=0)
         self.broker.change_to_slave(self.master_name, self.epoch)
         self._follow(scan)
 
