@@ -199,6 +199,9 @@ class ControllerCore:
             raise ConfigError(f"the metadata gives group {r.group!r} masterEpoch {r.master_epoch} and "
                               f"syncStateSetEpoch {r.sss_epoch}: a stored group has had its first master "
                               f"(both 1..{MAX_EPOCH - 1})")
+        if not 1 <= len(r.group.encode()) <= MAX_GROUP_NAME_BYTES:
+            raise ConfigError(f"the metadata names a group {r.group[:40]!r}... of {len(r.group.encode())} bytes: "
+                              f"a registration names 1..{MAX_GROUP_NAME_BYTES}")
         named = (*r.brokers, *r.sync_state_set, *((r.master_id,) if r.master_id != NO_MASTER else ()))
         if bad := sorted({b for b in named if not 1 <= b <= MAX_BROKER_ID}):
             raise ConfigError(f"the metadata gives group {r.group!r} broker ids {bad[:3]}: ids are 1..{MAX_BROKER_ID} "

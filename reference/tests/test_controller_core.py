@@ -521,6 +521,8 @@ def test_a_registered_broker_not_yet_heard_from_counts_as_an_empty_log(heard, si
 
 def test_recovered_metadata_of_a_group_that_never_had_a_master_is_refused():
     from reference.failover.effects import MetadataRecord
+    top = ControllerCore(CFG, 0, recovered=[MetadataRecord("g", (1, 2), 1, 2**32 - 2, (1,), 2**32 - 2)])
+    assert top.groups["g"].master_epoch == 2**32 - 2, "the largest epoch whose next election still fits a u32"
     for epochs in ((0, 1), (1, 0), (2**32 - 1, 1), (1, 2**32 - 1)):
         record = MetadataRecord("g", (1, 2), NO_MASTER, epochs[0], (1,), epochs[1])
         with pytest.raises(ConfigError, match="first master"):
@@ -591,8 +593,8 @@ def test_an_elect_request_with_no_live_member_clears_the_master_and_says_so():
 
 
 def test_recovered_metadata_at_the_bounds_is_taken_and_one_past_them_is_refused():
-    from reference.failover.controller import MAX_BROKER_ID
     from reference.failover.effects import MetadataRecord
+    MAX_BROKER_ID = 2**62                                 # the wire's bound too (wire.py), written out
     cfg = ControllerConfig(max_groups=2, max_brokers_per_group=3)
     edge = [MetadataRecord("a", (1, 2, MAX_BROKER_ID), MAX_BROKER_ID, 3, (1, MAX_BROKER_ID), 4),
             MetadataRecord("b", (1,), NO_MASTER, 2, (1,), 1)]
@@ -639,3 +641,13 @@ def test_a_recovered_masterless_group_is_elected_at_the_first_tick(design):
     assert core.next_wakeup_ms() <= 5_000
     core.tick(5_000)
     assert (core.groups["g"].master_id, core.groups["g"].master_epoch) == (2, 4)
+
+
+def test_recovered_group_names_are_what_a_registration_could_name():
+    from reference.failover.effects import MetadataRecord
+    longest = "g" * 255
+    core = ControllerCore(CFG, 0, recovered=[MetadataRecord(longest, (1,), 1, 1, (1,), 1)])
+    assert longest in core.groups
+    for bad in ("", "g" * 256, "é" * 128):
+        with pytest.raises(ConfigError, match="a registration names 1..255"):
+            ControllerCore(CFG, 0, recovered=[MetadataRecord(bad, (1,), 1, 1, (1,), 1)])

@@ -206,10 +206,8 @@ def test_only_a_master_waits_for_members_shrinks_expands_or_proposes():
 
 
 def test_a_proposal_holds_the_master_and_at_most_max_slaves_brokers():
-    from reference.failover.roles import MAX_SLAVES
-
     rm = _master(sss=frozenset({"b1"}))
-    full = frozenset({"b1"} | {f"s{k}" for k in range(MAX_SLAVES - 1)})
+    full = frozenset({"b1"} | {f"s{k}" for k in range(63)})             # MAX_SLAVES, 64, written out
     assert rm.propose_sync_state_set(full) == full
     for bad in (full | {"one-more"}, frozenset({"b2"})):
         rm = _master(sss=frozenset({"b1"}))
@@ -235,3 +233,50 @@ def test_an_accepted_alter_whose_metadata_is_not_newer_keeps_the_proposal_in_fli
     proposal = rm.propose_sync_state_set(frozenset({"b1", "b2"}))
     rm.alter_answered(True, "b1", 2, frozenset({"b1"}), 3)      # metadata as of before the commit
     assert rm.remote_sss == proposal and rm.ack_members() == frozenset({"b2"})
+
+
+# --- issue 36: the failover cores' campaign (roles.py survivors) ----------------------------------
+
+def test_the_initial_master_holds_sss_epoch_one_as_the_controllers_first_record_does():
+    rm = ReplicasManager.initial("b1", "b1")
+    assert rm.change_sync_state_set("b1", 1, frozenset({"b1", "b2"}), 1) is False, "the same sssEpoch"
+    assert rm.change_sync_state_set("b1", 1, frozenset({"b1", "b2"}), 2) is True
+
+
+def test_a_slave_told_its_own_master_again_only_records_the_epoch():
+    rm = ReplicasManager.initial("b2", "b1")
+    assert rm.change_to_slave("b1", 2) == () and (rm.role, rm.master_id, rm.master_epoch) == (SLAVE, "b1", 2)
+    assert rm.change_to_slave("b3", 3) == (fx.StartHaClient("b3"),), "a new master: a new handshake"
+
+
+def test_a_demoted_master_closes_its_connections_and_a_slave_has_none_to_close():
+    rm = _master()
+    assert rm.change_to_slave("b3", 3) == (fx.CloseConnections(("b2", "b3")), fx.StartHaClient("b3"))
+    assert rm.connections == {} and rm.sss == frozenset() and rm.role == SLAVE
+    alone = ReplicasManager.initial("b1", "b1")                  # a master with no connection
+    assert alone.change_to_slave("b2", 2) == (fx.StartHaClient("b2"),)
+
+
+def test_only_a_master_checks_its_sync_state_set():
+    """checkSyncStateSetAndDoReport: a master whose slave holds everything proposes it; a slave,
+    whatever its view, proposes nothing."""
+    rm = _master(sss=frozenset({"b1"}))
+    rm.connections = {"b2": HaConnection(10)}
+    out = rm.check_sync_state_set(0)
+    assert [type(e).__name__ for e in out] == ["ProposeSyncStateSet"] and rm.remote_sss == frozenset({"b1", "b2"})
+    slave = ReplicasManager.initial("b2", "b1")
+    assert slave.check_sync_state_set(0) == ()
+
+
+def test_under_bug_epoch_append_unchecked_the_bad_entry_reaches_the_spec_not_an_assertion():
+    """The switch's out-of-order entry must be taken (and written), so that the refinement check
+    and E1 see it; the manager's own order invariant is off under that switch only."""
+    bug = frozenset({"BugEpochAppendUnchecked"})
+    rm = ReplicasManager("b1", epoch_cache=EpochFileCache(((1, 0), (2, 100))), log_end_offset=50, confirm_offset=0,
+                         bugs=bug)
+    (written,) = rm.change_to_master(3, frozenset({"b1"}), 1)
+    assert written.entries == ((1, 0), (2, 100), (3, 50)) and not rm.epoch_cache.ordered
+    correct = ReplicasManager("b1", epoch_cache=EpochFileCache(((1, 0), (2, 100))), log_end_offset=50,
+                              confirm_offset=0)
+    with pytest.raises(AssertionError):
+        correct.change_to_master(3, frozenset({"b1"}), 1)
