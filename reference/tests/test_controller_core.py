@@ -525,7 +525,7 @@ def test_recovered_metadata_of_a_group_that_never_had_a_master_is_refused():
     assert top.groups["g"].master_epoch == 2**32 - 2, "the largest epoch whose next election still fits a u32"
     for epochs in ((0, 1), (1, 0), (2**32 - 1, 1), (1, 2**32 - 1)):
         record = MetadataRecord("g", (1, 2), NO_MASTER, epochs[0], (1,), epochs[1])
-        with pytest.raises(ConfigError, match="first master"):
+        with pytest.raises(ConfigError, match=r"first master \(both 1\.\.4294967294\)"):
             ControllerCore(CFG, 0, recovered=[record])
 
 
@@ -607,6 +607,8 @@ def test_recovered_metadata_at_the_bounds_is_taken_and_one_past_them_is_refused(
                 MetadataRecord("a", (1,), 1, 1, (1, MAX_BROKER_ID + 1), 1)):
         with pytest.raises(ConfigError, match="broker ids"):
             ControllerCore(cfg, 0, recovered=[bad])
+    with pytest.raises(ConfigError, match=r"broker ids \[-3, -2, -1\]: ids are 1\.\.4611686018427387904"):
+        ControllerCore(cfg, 0, recovered=[MetadataRecord("a", (-3, -2, -1), 1, 1, (0,), 1)])
 
 
 def test_a_durable_report_that_says_nothing_new_is_harmless():
@@ -649,5 +651,7 @@ def test_recovered_group_names_are_what_a_registration_could_name():
     core = ControllerCore(CFG, 0, recovered=[MetadataRecord(longest, (1,), 1, 1, (1,), 1)])
     assert longest in core.groups
     for bad in ("", "g" * 256, "é" * 128):
-        with pytest.raises(ConfigError, match="a registration names 1..255"):
+        with pytest.raises(ConfigError, match="a registration names 1..255") as refused:
             ControllerCore(CFG, 0, recovered=[MetadataRecord(bad, (1,), 1, 1, (1,), 1)])
+        if bad.startswith("g"):
+            assert f"'{'g' * 40}'..." in str(refused.value), "the name cut to 40 characters"

@@ -123,7 +123,8 @@ def test_each_problem_is_named():
         b"XXXX" + good[4:]: (0, "bad magic"),
         good[:4] + (10**6).to_bytes(4, "big") + good[8:]: (4, "bad count"),
         good[:crc_at] + bytes(4): (crc_at, "bad CRC"),
-        good + b"\0": (len(good), "the count 2 is wrong"),
+        good + b"\0": (len(good), "1 bytes after the CRC: the count 2 is wrong"),
+        good + bytes(3): (len(good), "3 bytes after the CRC: the count 2 is wrong"),
     }
     for raw, (offset, words) in cases.items():
         with pytest.raises(EpochFileError) as err:
@@ -133,6 +134,19 @@ def test_each_problem_is_named():
     with pytest.raises(EpochFileError, match=r"ck: at byte 24: entry 1 \(1, 7\) does not follow \(2, 0\) \(E1\)"):
         decode_epoch_file(disordered, "ck")
     assert decode_epoch_file(disordered, "ck", check_order=False).entries == ((2, 0), (1, 7))
+
+
+def test_the_format_starts_with_its_magic_and_holds_at_most_65536_entries():
+    """The checkpoint's on-disk format, written out: "EPCH", a count, the entries, a CRC; a file of
+    65,536 entries (MAX_EPOCH_ENTRIES) is read, one of 65,537 is refused at its count."""
+    assert encode_epoch_file(EpochFileCache(((1, 0),)))[:4] == b"EPCH"
+    full = EpochFileCache(tuple((e, e) for e in range(1, 65_537)))
+    assert decode_epoch_file(encode_epoch_file(full), "ck") == full
+    one_more = encode_epoch_file(EpochFileCache(((65_537, 65_537),)))
+    data = encode_epoch_file(full)
+    over = data[:4] + (65_537).to_bytes(4, "big") + data[8:-4] + one_more[8:-4] + data[-4:]
+    with pytest.raises(EpochFileError, match="bad count 65537: more than 65536 entries"):
+        decode_epoch_file(over, "ck")
 
 
 # --- the real file -----------------------------------------------------------------------------

@@ -280,3 +280,38 @@ def test_under_bug_epoch_append_unchecked_the_bad_entry_reaches_the_spec_not_an_
                               confirm_offset=0)
     with pytest.raises(AssertionError):
         correct.change_to_master(3, frozenset({"b1"}), 1)
+
+
+def test_role_changes_refuse_an_older_epoch_too():
+    rm = ReplicasManager.initial("b2", "b1")
+    rm.change_to_slave("b3", 3)
+    assert rm.change_to_master(2, frozenset({"b2"}), 9) == () and rm.role == SLAVE and rm.master_epoch == 3
+    assert rm.change_to_slave("b1", 2) == () and rm.master_id == "b3" and rm.master_epoch == 3
+
+
+def test_names_are_compared_for_equality_not_order():
+    """Broker names are ids: b2 is not b1's master because "b1" < "b2"."""
+    slave = ReplicasManager.initial("b1", "b2")
+    assert slave.role == SLAVE and slave.master_id == "b2"
+    other = ReplicasManager.initial("b2", "b1")
+    assert other.role_named("b1", 2) == SLAVE and other.role_named("b3", 2) == SLAVE
+    assert other.role_named("b2", 2) == MASTER
+
+
+def test_a_master_takes_a_sync_state_set_and_connections_at_the_bound():
+    """64 (MAX_SLAVES, written out): the most the node lets through is taken, never asserted."""
+    sss = frozenset({"b1"} | {f"s{k}" for k in range(63)})
+    rm = ReplicasManager.initial("b1", "b1")
+    assert rm.change_to_master(2, sss, 2) and rm.sss == sss
+    rm.connections = {f"s{k}": HaConnection(0) for k in range(63)} | {"t": HaConnection(0)}
+    rm.check_invariants()
+
+
+def test_only_a_slave_that_was_following_stops_its_ha_client_when_promoted():
+    master = ReplicasManager.initial("b1", "b1")
+    assert [type(e).__name__ for e in master.change_to_master(2, frozenset({"b1"}), 2)] == ["WriteEpochFile"]
+    slave = ReplicasManager.initial("b2", "b1")
+    assert [type(e).__name__ for e in slave.change_to_master(2, frozenset({"b2"}), 2)] == ["StopHaClient",
+                                                                                             "WriteEpochFile"]
+    fenced = ReplicasManager.recover("b3", epoch_cache=EpochFileCache(), log_end_offset=0, checkpoint_confirm_offset=0)
+    assert [type(e).__name__ for e in fenced.change_to_master(2, frozenset({"b3"}), 2)] == ["WriteEpochFile"]

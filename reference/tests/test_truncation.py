@@ -192,7 +192,10 @@ def test_the_handshake_state_machine_follows_transfers():
         sh.transfer(4, 2, EpochEntry(2, 4), 6)
     with pytest.raises(TransferError, match=r"batch \[6, 6\) refused"):
         sh.transfer(6, 0, EpochEntry(2, 4), 6)
+    with pytest.raises(TransferError, match=r"batch \[6, 5\) refused"):
+        sh.transfer(6, -1, EpochEntry(2, 4), 6)
     assert sh.log_end_offset == 6
+    assert sh.transfer(6, 1, EpochEntry(2, 4), 6) == (fx.ReportOffset(7),), "one byte is a batch"
     sh.disconnected()
     assert sh.state == READY
     with pytest.raises(TransferError, match="refused in state READY"):
