@@ -121,6 +121,8 @@ def test_each_problem_is_named():
     crc_at = len(good) - 4
     cases = {
         b"XXXX" + good[4:]: (0, "bad magic"),
+        b"AAAA" + good[4:]: (0, "bad magic"),                  # below "EPCH" too
+        good[:8]: (8, "torn: 8 bytes, the count 2 needs 44"),  # the header whole, nothing after it
         good[:4] + (10**6).to_bytes(4, "big") + good[8:]: (4, "bad count"),
         good[:crc_at] + bytes(4): (crc_at, "bad CRC"),
         good + b"\0": (len(good), "1 bytes after the CRC: the count 2 is wrong"),
