@@ -202,7 +202,7 @@ class Driver:
         if step.action == "FirstMaster":
             first = initial_state(attrs.evolve(SPEC, initial_master=name(step.post.master_id)))
             nothing = MetadataRecord(step.group, (), NO_MASTER, 0, (), 0)
-            if step.pre != nothing or record_vars(step.post) != controller_vars(first):
+            if step.pre != nothing or not step.accepted or record_vars(step.post) != controller_vars(first):
                 raise Violation(f"a group's first master is not the spec's Init: {step}")
             return
         alive = self.alive_at(step)
@@ -226,6 +226,8 @@ class Driver:
                 raise Violation(f"AlterSyncStateSet result {step.post} not among the spec's {allowed}")
             return
         assert step.action == "ElectMaster", step
+        if not step.accepted:
+            raise Violation(f"an ElectMaster step is recorded only when it changed the group: {step}")
         allowed = [controller_vars(t) for t in elect_master(SPEC, spec_state(step.pre, alive))]
         if record_vars(step.post) not in allowed:
             raise Violation(f"ElectMaster {step.pre} -> {step.post} not among the spec's {allowed} "

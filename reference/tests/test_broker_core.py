@@ -205,3 +205,16 @@ def test_only_a_change_of_master_ends_the_machine_a_broker_runs():
     slave.attach_follower(ReplicaCore("s", SEG))
     assert not slave.stops_serving_for("b1"), "the same master: the follower goes on"
     assert slave.stops_serving_for("b3") and slave.stops_serving_for("b2"), "another master, or itself promoted"
+
+
+def test_the_first_machines_held_log_is_zeroed_beyond_its_end_like_every_hand_over():
+    scan = _held_scan_of_empty_log()
+    broker = BrokerCore("b2", epoch_cache=EpochFileCache(), log_end_offset=scan.end_offset, bugs=frozenset(),
+                        policy=SyncStateSetPolicy("b2"), checkpoint_confirm_offset=0, recovered=scan)
+    held = broker.take_held()
+    assert held.scan is scan and held.zero_beyond is True
+
+
+def _held_scan_of_empty_log():
+    from reference.record import scan_log
+    return scan_log([], lambda start: b"", SEG)

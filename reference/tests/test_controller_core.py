@@ -86,6 +86,8 @@ def test_alter_accepted_bumps_the_sss_epoch_and_replies_after_durable():
     ((1, 1, 0, {1, 2}), fx.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH),
     ((1, 1, 1, {2, 3}), fx.CONTROLLER_INVALID_REPLICAS),
     ((1, 1, 1, {1}), fx.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED),
+    ((1, 2, 1, {1, 2}), fx.CONTROLLER_FENCED_MASTER_EPOCH),           # newer than the controller's: forged
+    ((1, 1, 2, {1, 2}), fx.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH),
 ])
 def test_alter_refusals(request_, code):
     d = group_of_three()
@@ -263,6 +265,9 @@ def test_config_is_validated():
         ControllerConfig(bugs={"BugNoAllAck"})
     with pytest.raises(ConfigError, match="controller_broker_heartbeat_timeout_ms"):
         ControllerConfig(controller_broker_heartbeat_timeout_ms=0)
+    for bad in (-1, True, 1.5, "8"):
+        with pytest.raises(ConfigError, match=f"max_groups = {bad!r}: must be a positive integer"):
+            ControllerConfig(max_groups=bad)
 
 
 # --- random events against the spec --------------------------------------------------------
@@ -523,7 +528,7 @@ def test_recovered_metadata_of_a_group_that_never_had_a_master_is_refused():
     from reference.failover.effects import MetadataRecord
     top = ControllerCore(CFG, 0, recovered=[MetadataRecord("g", (1, 2), 1, 2**32 - 2, (1,), 2**32 - 2)])
     assert top.groups["g"].master_epoch == 2**32 - 2, "the largest epoch whose next election still fits a u32"
-    for epochs in ((0, 1), (1, 0), (2**32 - 1, 1), (1, 2**32 - 1)):
+    for epochs in ((0, 1), (1, 0), (2**32 - 1, 1), (1, 2**32 - 1), (2**32, 1), (1, 2**32)):
         record = MetadataRecord("g", (1, 2), NO_MASTER, epochs[0], (1,), epochs[1])
         with pytest.raises(ConfigError, match=r"first master \(both 1\.\.4294967294\)"):
             ControllerCore(CFG, 0, recovered=[record])
@@ -604,7 +609,8 @@ def test_recovered_metadata_at_the_bounds_is_taken_and_one_past_them_is_refused(
     with pytest.raises(ConfigError, match="4 brokers, more than max_brokers_per_group = 3"):
         ControllerCore(cfg, 0, recovered=[too_many])
     for bad in (MetadataRecord("a", (0, 1), 1, 1, (1,), 1), MetadataRecord("a", (1,), -1, 1, (1,), 1),
-                MetadataRecord("a", (1,), 1, 1, (1, MAX_BROKER_ID + 1), 1)):
+                MetadataRecord("a", (1,), 1, 1, (1, MAX_BROKER_ID + 1), 1),
+                MetadataRecord("a", (1,), MAX_BROKER_ID + 1, 1, (1,), 1)):
         with pytest.raises(ConfigError, match="broker ids"):
             ControllerCore(cfg, 0, recovered=[bad])
     with pytest.raises(ConfigError, match=r"broker ids \[-3, -2, -1\]: ids are 1\.\.4611686018427387904"):
@@ -624,13 +630,13 @@ def test_the_scans_queued_elections_count_toward_max_pending():
     refused at once rather than held behind them."""
     cfg = ControllerConfig(controller_broker_heartbeat_timeout_ms=TIMEOUT, design="serial", max_pending=3)
     d = Driver(cfg)
-    for g in ("a", "b", "c", "e"):
+    for g in ("a", "b", "c", "e", "f"):
         d.register(g, 1)
         d.make_durable()
     d.advance(TIMEOUT + 1)
-    d.core.tick(d.now)                                  # four masters dead: one election runs, three wait
+    d.core.tick(d.now)                                  # five masters dead: one election runs, four wait
     d.settle()
-    assert len(d.core.backlog) == 3
+    assert len(d.core.backlog) == 4                     # past max_pending already
     r = d.info("a")
     assert answer(d, r).code == fx.CONTROLLER_BUSY
 
@@ -655,3 +661,15 @@ def test_recovered_group_names_are_what_a_registration_could_name():
             ControllerCore(CFG, 0, recovered=[MetadataRecord(bad, (1,), 1, 1, (1,), 1)])
         if bad.startswith("g"):
             assert f"'{'g' * 40}'..." in str(refused.value), "the name cut to 40 characters"
+
+
+def test_the_election_prefers_the_latest_epoch_over_the_longest_log():
+    """DefaultElectPolicy: epoch first (a log that went on under an older master is not ahead),
+    then max offset."""
+    d = group_of_three()
+    expand(d, {1, 2, 3})
+    d.advance(TIMEOUT + 1)
+    d.heartbeat("g1", 2, epoch=2, max_offset=100)
+    d.heartbeat("g1", 3, epoch=1, max_offset=900)
+    d.tick()
+    assert state(d)[0] == 2

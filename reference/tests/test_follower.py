@@ -283,8 +283,12 @@ def test_the_whole_records_before_a_bad_one_take_the_batchs_label():
     bad[30] ^= 0xFF                                   # the second record's body: its CRC fails
     f.on_data(0, bytes(d.files[0][:60]), 1, 0, 0)
     f.on_data(60, good + bytes(bad), 2, 60, 0)
-    assert any(isinstance(e, fx.CloseMaster) for e in f.take_effects())
+    effects = f.take_effects()
+    assert any(isinstance(e, fx.CloseMaster) for e in effects)
     assert f.replica.parsed_end == 120 and f.cache.entries == (EpochEntry(1, 0), EpochEntry(2, 60))
+    assert [e.entries for e in effects if isinstance(e, bfx.WriteEpochFile)] == [((1, 0), (2, 60))], \
+        "the label reaches the epoch file, not only the cache"
+    assert not any(isinstance(e, bfx.ReportOffset) for e in effects)
 
 
 def test_a_heartbeat_reports_only_in_transfer():
@@ -385,3 +389,26 @@ def test_a_bad_record_after_a_partial_one_drops_the_link_never_an_assertion():
         f.on_data(offset, rest, 1, 0, 0)
         assert any(isinstance(e, fx.CloseMaster) for e in f.take_effects()) and f.state == "READY"
         assert f.log_end_offset == 0
+
+
+def test_data_while_rescanning_or_a_bad_first_record_drops_the_link():
+    old = _master([40, 40, 40], epochs=((1, 0),))
+    files = _files_of(old)
+    f = FollowerCore(_replica_holding(files, 180), EpochFileCache(((1, 0),)), 0)
+    assert not f.index_stale, "a follower that never cut has an index that says what its files hold"
+    f.connect()
+    f.epoch_reply(((1, 0), (2, 60)), 60, 0)
+    assert f.state == RESCANNING
+    f.take_effects()
+    f.on_data(60, bytes(files[0][60:120]), 2, 60, 0)
+    closed = [e for e in f.take_effects() if isinstance(e, fx.CloseMaster)]
+    assert closed and "a DATA frame in state RESCANNING" in closed[0].reason
+    d = _master([40], epochs=((1, 0),))
+    bad = bytearray(d.files[0][:60])
+    bad[30] ^= 0xFF
+    g = FollowerCore(ReplicaCore("s", SEG), EpochFileCache(), 0)
+    Link(_master([], epochs=((1, 0),)), g).connect()
+    g.take_effects()
+    g.on_data(0, bytes(bad), 1, 0, 0)                 # nothing whole before it: no label to keep
+    assert any(isinstance(e, fx.CloseMaster) for e in g.take_effects()) and g.state == "READY"
+    assert g.log_end_offset == 0 and g.cache.entries == ((1, 0),)
