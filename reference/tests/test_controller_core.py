@@ -122,14 +122,19 @@ def test_master_death_elects_the_sss_member_with_the_largest_offset():
     assert state(d) == (3, 2, (3,), 3)
 
 
-def test_election_ties_go_to_priority_then_broker_id():
+@pytest.mark.parametrize("two, three, elected", [
+    ({"max_offset": 5, "priority": 1}, {"max_offset": 5, "priority": 0}, 3),    # a tie: priority, then id
+    ({"epoch": 2, "max_offset": 100}, {"epoch": 1, "max_offset": 900}, 2),      # the latest epoch before
+])                                                                             # the longest log
+def test_election_order_is_epoch_then_offset_then_priority_then_broker_id(two, three, elected):
+    """DefaultElectPolicy: a log that went on under an older master is not ahead."""
     d = group_of_three()
     expand(d, {1, 2, 3})
     d.advance(TIMEOUT + 1)
-    d.heartbeat("g1", 2, max_offset=5, priority=1)
-    d.heartbeat("g1", 3, max_offset=5, priority=0)
+    d.heartbeat("g1", 2, **two)
+    d.heartbeat("g1", 3, **three)
     d.tick()
-    assert state(d)[0] == 3
+    assert state(d)[0] == elected
 
 
 def test_election_never_leaves_the_sss():
@@ -662,14 +667,3 @@ def test_recovered_group_names_are_what_a_registration_could_name():
         if bad.startswith("g"):
             assert f"'{'g' * 40}'..." in str(refused.value), "the name cut to 40 characters"
 
-
-def test_the_election_prefers_the_latest_epoch_over_the_longest_log():
-    """DefaultElectPolicy: epoch first (a log that went on under an older master is not ahead),
-    then max offset."""
-    d = group_of_three()
-    expand(d, {1, 2, 3})
-    d.advance(TIMEOUT + 1)
-    d.heartbeat("g1", 2, epoch=2, max_offset=100)
-    d.heartbeat("g1", 3, epoch=1, max_offset=900)
-    d.tick()
-    assert state(d)[0] == 2
