@@ -63,6 +63,7 @@ class ReplicaCore:
             start = self.parsed_end - self.parsed_end % self.segment_size
             self.segments[start][self.parsed_end - start:] = bytes(self.segment_size - (self.parsed_end - start))
             self.effects.append(ZeroTail(start, self.parsed_end - start))
+            assert len(self.segments[start]) == self.segment_size, (start, len(self.segments[start]))
             self.received_end = self.parsed_end
         self.connected = True
         self.effects.append(SendHandshake(self.parsed_end, self.index.chain_at(self.parsed_end), self.index.count))
@@ -96,6 +97,9 @@ class ReplicaCore:
             self.effects.append(WriteData(start, inside, chunk))
             self.received_end += n
             pos += n
+        # the mirror of each file is exactly a file, and the frame landed whole at the end
+        assert len(self.segments[start]) == self.segment_size, (start, len(self.segments[start]))
+        assert self.received_end == offset + len(data), (self.received_end, offset, len(data))
         if (problem := self._parse()) is not None:
             self._drop(problem)
             return

@@ -57,3 +57,75 @@ def test_reconnect_forgets_a_partial_record_and_reports_the_boundary():
     r.connect()
     hs = [e for e in r.take_effects() if isinstance(e, fx.SendHandshake)][0]
     assert hs.offset == 50 and hs.records == 1 and hs.chain == log.index.chain_at(50)
+
+
+def test_one_frame_across_a_segment_roll_lands_whole_in_both_files():
+    """A DATA frame is cut by bytes, not by files: one frame may carry the end of a segment (its
+    padding) and the start of the next; both mirrors stay one file long and the end moves by
+    the frame's length."""
+    log = master_log(5)
+    r = ReplicaCore("r1", 256)
+    r.connect()
+    r.take_effects()
+    r.on_data(0, log.data(0, 100))
+    r.take_effects()
+    r.on_data(100, log.data(100, 256) + log.data(256, log.wrote))     # the end of segment 0, then 256
+    effects = r.take_effects()
+    writes = [(e.start, e.position, len(e.data)) for e in effects if isinstance(e, fx.WriteData)]
+    assert writes == [(0, 100, 156), (256, 0, log.wrote - 256)]
+    assert r.received_end == r.parsed_end == log.wrote
+    assert all(len(seg) == 256 for seg in r.segments.values())
+    assert [e.offset for e in effects if isinstance(e, fx.SendAck)] == [log.wrote]
+
+
+def test_a_forgotten_partial_record_is_zeroed_in_place():
+    log = master_log(3)
+    r = ReplicaCore("r1", 256)
+    r.connect()
+    r.on_data(0, log.data(0, 75))
+    r.disconnected()
+    r.take_effects()
+    r.connect()
+    zero = [e for e in r.take_effects() if isinstance(e, fx.ZeroTail)]
+    assert [(e.start, e.position) for e in zero] == [(0, 50)]
+    assert len(r.segments[0]) == 256 and bytes(r.segments[0][50:]) == bytes(206)
+
+
+def test_a_recovered_replica_holds_the_masters_chain_at_its_end():
+    """The index rebuilt from the files (its headers read back from the mirror) chains as the
+    master's did: the HANDSHAKE a restarted slave sends is the master's."""
+    from reference.record import scan_log
+    log = master_log(3)
+    scan = scan_log([0], lambda start: bytes(log.segments[start]), 256)
+    r = ReplicaCore.recovered("r1", 256, scan)
+    r.connect()
+    hs = [e for e in r.take_effects() if isinstance(e, fx.SendHandshake)][0]
+    assert (hs.offset, hs.records, hs.chain) == (log.wrote, 3, log.index.chain_at(log.wrote))
+
+
+def test_a_heartbeat_reports_only_on_a_connection():
+    r = ReplicaCore("r1", 256)
+    r.heartbeat()
+    assert r.take_effects() == []
+    r.connect()
+    r.take_effects()
+    r.heartbeat()
+    assert r.take_effects() == [fx.SendAck(0, 0)]
+    r.disconnected()
+    r.heartbeat()
+    assert r.take_effects() == []
+
+
+def test_a_frame_ending_with_the_smallest_end_of_file_blank_is_parsed_to_the_next_file():
+    """Records end at most END_FILE_MIN_BLANK_LENGTH (8) before a segment's end; a frame that ends
+    exactly at the segment's end, with only that blank left, is parsed through it."""
+    log = CommitLog(256, False, ghost=True)
+    for k, size in enumerate((30, 30, 30, 30, 28), start=1):       # 4 x 50 + 48 = 248: 8 bytes left
+        log.append(k, b"v" * size)
+    log.append(6, b"v" * 30)                                       # rolls to segment 256
+    log.confirm(log.issued)
+    assert log.index.ends[4] == 248
+    r = ReplicaCore("r1", 256)
+    r.connect()
+    r.on_data(0, log.data(0, 256))
+    assert r.parsed_end == r.received_end == 256
