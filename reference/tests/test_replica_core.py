@@ -33,8 +33,9 @@ def test_a_frame_at_the_wrong_offset_drops_the_connection():
     log = master_log(2)
     r = ReplicaCore("r1", 256)
     r.connect()
-    r.on_data(10, log.data(10, 40))
-    assert any(isinstance(e, fx.CloseMaster) for e in r.take_effects()) and not r.connected
+    r.on_data(10, log.data(10, 40))                   # past the end: a gap
+    closed = [e for e in r.take_effects() if isinstance(e, fx.CloseMaster)]
+    assert closed and "at offset 10, but this slave's log ends at 0" in closed[0].reason and not r.connected
 
 
 def test_a_corrupt_record_drops_the_connection():
@@ -74,7 +75,7 @@ def test_one_frame_across_a_segment_roll_lands_whole_in_both_files():
     writes = [(e.start, e.position, len(e.data)) for e in effects if isinstance(e, fx.WriteData)]
     assert writes == [(0, 100, 156), (256, 0, log.wrote - 256)]
     assert r.received_end == r.parsed_end == log.wrote
-    assert all(len(seg) == 256 for seg in r.segments.values())
+    assert set(r.segments) == {256} and len(r.segments[256]) == 256, "segment 0 forgotten, 256 kept whole"
     assert [e.offset for e in effects if isinstance(e, fx.SendAck)] == [log.wrote]
 
 
@@ -129,3 +130,17 @@ def test_a_frame_ending_with_the_smallest_end_of_file_blank_is_parsed_to_the_nex
     r.connect()
     r.on_data(0, log.data(0, 256))
     assert r.parsed_end == r.received_end == 256
+
+
+def test_a_replica_recovered_at_a_segment_boundary_creates_the_next_file_when_data_comes():
+    from reference.record import scan_log
+    log = master_log(5)                                   # four records in segment 0, its padding, one in 256
+    scan = scan_log([0], lambda start: bytes(log.segments[start]), 256)
+    assert scan.end_offset == scan.tail_start == 256, scan
+    r = ReplicaCore.recovered("r1", 256, scan)
+    assert r.segments == {}, "no mirror of a file that does not exist yet"
+    r.connect()
+    r.take_effects()
+    r.on_data(256, log.data(256, log.wrote))
+    effects = r.take_effects()
+    assert fx.CreateSegment(256) in effects and r.parsed_end == log.wrote
