@@ -94,12 +94,12 @@ class ReplicaCore:
             n = min(len(data) - pos, self.segment_size - inside)
             chunk = data[pos: pos + n]
             self.segments[start][inside: inside + n] = chunk
+            # the mirror of each file is exactly a file
+            assert len(self.segments[start]) == self.segment_size, (start, len(self.segments[start]))
             self.effects.append(WriteData(start, inside, chunk))
             self.received_end += n
             pos += n
-        # the mirror of each file is exactly a file, and the frame landed whole at the end
-        assert len(self.segments[start]) == self.segment_size, (start, len(self.segments[start]))
-        assert self.received_end == offset + len(data), (self.received_end, offset, len(data))
+        assert self.received_end == offset + len(data), (self.received_end, offset, len(data))    # landed whole
         if (problem := self._parse()) is not None:
             self._drop(problem)
             return

@@ -144,3 +144,12 @@ def test_a_replica_recovered_at_a_segment_boundary_creates_the_next_file_when_da
     r.on_data(256, log.data(256, log.wrote))
     effects = r.take_effects()
     assert fx.CreateSegment(256) in effects and r.parsed_end == log.wrote
+
+
+def test_an_empty_data_frame_is_taken_as_nothing():
+    """Network input: an empty DATA frame at the end appends nothing and is acked, never asserted."""
+    r = ReplicaCore("r1", 256)
+    r.connect()
+    r.take_effects()
+    r.on_data(0, b"")
+    assert r.received_end == 0 and r.connected and r.take_effects() == [fx.SendAck(0, 0)]
