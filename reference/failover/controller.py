@@ -180,6 +180,8 @@ class ControllerCore:
         self._queued_elections: set[str] = set()
         self._suspects: set[str] = set()                   # masterless groups to look at on the next tick
         self._next_scan_ms = now_ms
+        self._handlers = {"tick-elect": self._tick_elect, "register": self._register, "alter": self._alter,
+                          "elect": self._elect_request, "info": self._info_request}   # by _Task.kind
         for r in recovered:
             self._restore(r, now_ms)
 
@@ -361,9 +363,7 @@ class ControllerCore:
             self._run(self.backlog.popleft(), now_ms)
 
     def _run(self, task: _Task, now_ms: int) -> None:
-        handle = {"tick-elect": self._tick_elect, "register": self._register, "alter": self._alter,
-                  "elect": self._elect_request, "info": self._info_request}[task.kind]
-        handle(task, now_ms)
+        self._handlers[task.kind](task, now_ms)
 
     def _group(self, task: _Task) -> Group | None:
         """The group a request names, or None, answered CONTROLLER_BROKER_METADATA_NOT_EXIST."""
