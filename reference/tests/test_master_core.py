@@ -389,7 +389,14 @@ def test_a_report_like_the_last_but_in_one_field_drops_the_connection(shape):
                        "moved back, same records": (ends[1], 3)}[shape]
     d.core.replica_ack(d.conn_of["r1"], offset, d.now, records)
     d.run()
-    assert "r1" not in d.core.conns
+    assert "r1" not in d.core.conns and [c.conn for c in d.closed] == [d.conn_of["r1"]]
+    # claiming more records than are committed (or an offset past the log, which claims one more) is
+    # the spec's TakeReport refusal; claiming as many or fewer, at the wrong offset, is a mangled
+    # report the spec drops (ReplicaDisconnect)
+    beyond = shape in ("more records", "moved on, same records")
+    step = ("ReplicaAck", "r1", 4) if beyond else ("ReplicaDisconnect", "r1")
+    assert d.core.spec_steps[-1] == step, d.core.spec_steps[-3:]
+    assert not d.core._parked, "a refused report waits for nothing: the connection is gone"
     # a heartbeat, and a late report that is true, are taken and change nothing
     d, r1 = three_acked()
     for offset, records in ((ends[2], 3), (ends[1], 2)):
@@ -486,3 +493,73 @@ def test_after_a_heartbeat_a_late_report_or_a_refused_connection_nothing_waits_f
     d.core.replica_ack(99, 10, d.now, 1)                          # an ACK on no accepted connection
     d.run()
     assert d.closed and not d.core._parked
+
+
+def test_bug_flush_timeout_hides_slave_timeout_swaps_only_while_the_flush_is_pending():
+    """The switch turns a replica failure into FLUSH_DISK_TIMEOUT only while the request's own fsync
+    is pending: a record that is flushed (at the fsync's end, or below it) keeps its replica status,
+    at isSlaveOK's fail-fast (BLOCKING: the leg joins after the fsync) and at the replica deadline."""
+    bug = frozenset({"BugFlushTimeoutHidesSlaveTimeout"})
+    d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", ack_mode="BLOCKING", bugs=bug))
+    first, last = d.put(), d.put()                 # no slave; one fsync covers both
+    d.tick()
+    d.complete_fsync()
+    assert d.core.flush_frontier() == d.core.log.ghost.ends[1] > d.core.log.ghost.ends[0]
+    assert d.answers == {first: [S.SLAVE_NOT_AVAILABLE], last: [S.SLAVE_NOT_AVAILABLE]}
+
+    d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", slave_timeout_ms=50, sync_flush_timeout_ms=500, bugs=bug))
+    connect(d, "r1")                              # connected, never acks
+    first, last = d.put(), d.put()
+    d.tick()
+    d.complete_fsync()
+    d.tick(advance=60)                            # the replica deadlines, the fsync done
+    assert d.answers == {first: [S.FLUSH_SLAVE_TIMEOUT], last: [S.FLUSH_SLAVE_TIMEOUT]}
+
+
+def test_bug_flush_timeout_hides_slave_timeout_at_the_flush_deadline():
+    """The flush deadline passes with both legs pending: thenCombine answers FLUSH_SLAVE_TIMEOUT (the
+    replica failure wins); the switch answers FLUSH_DISK_TIMEOUT."""
+    for bugs, want in ((frozenset(), S.FLUSH_SLAVE_TIMEOUT),
+                       (frozenset({"BugFlushTimeoutHidesSlaveTimeout"}), S.FLUSH_DISK_TIMEOUT)):
+        d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", sync_flush_timeout_ms=20, slave_timeout_ms=500,
+                               bugs=bugs))
+        connect(d, "r1")
+        rid = d.put()
+        d.tick()                                  # the fsync is issued and never completes
+        d.tick(advance=21)
+        assert d.answers == {rid: [want]}, bugs
+
+
+def test_bug_double_response_answers_again_only_while_the_flush_deadline_is_queued():
+    """A PUT_OK given after its flush deadline passed (the fsync was done, the slave late) is final:
+    the deadline that would answer again is gone."""
+    d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", sync_flush_timeout_ms=50, slave_timeout_ms=500,
+                           bugs=frozenset({"BugDoubleResponse"})))
+    r1 = connect(d, "r1")
+    rid = d.put()
+    d.tick()
+    d.complete_fsync()
+    d.tick(advance=60)                            # the flush deadline passes over a flushed record
+    assert d.status(rid) is None
+    deliver(d, "r1", r1)
+    d.tick(advance=600)
+    assert d.answers[rid] == [S.PUT_OK] and d.finals[rid] == [True]
+
+
+def test_double_response_second_answer_names_the_legs_pending_then():
+    """BugDoubleResponse's second answer is the deadline's status for what is pending when the flush
+    deadline passes. The record was flushed (it had a PUT_OK), so with BugFlushTimeoutHidesSlaveTimeout
+    on as well, once its slave has gone, it is SLAVE_NOT_AVAILABLE, never the swapped FLUSH_DISK_TIMEOUT."""
+    # AT_LEAST_K counts the connected slaves' acks: the coverage falls when the slave goes
+    d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", sync_flush_timeout_ms=50, slave_timeout_ms=500,
+                           ack_policy="AT_LEAST_K", in_sync_replicas=2,
+                           bugs=frozenset({"BugDoubleResponse", "BugFlushTimeoutHidesSlaveTimeout"})))
+    r1 = connect(d, "r1")
+    rid = d.put()
+    d.tick()
+    deliver(d, "r1", r1)
+    d.complete_fsync()
+    assert d.answers[rid] == [S.PUT_OK]
+    d.core.replica_disconnected(d.conn_of["r1"])
+    d.tick(advance=60)
+    assert d.answers[rid] == [S.PUT_OK, S.SLAVE_NOT_AVAILABLE]
