@@ -360,6 +360,18 @@ class MasterCore:
         assert (w.offset, w.end) == (offset, end), f"write results out of order: {(offset, end)} for {w}"
         return w
 
+    def write_cancelled(self, start: int, position: int, length: int) -> bool:
+        """Whether the runtime must not perform this WriteData, the next one in flight: it was
+        issued before a write that failed, and follows the hole that write left (its record was
+        forgotten and its producer answered, or the pool's write buffer issues it again).  Its
+        bytes must never reach the page cache, where a restart would find a record no producer
+        was told is stored.  The runtime reports it with ``write_failed(..., 0)``, writing nothing."""
+        assert self.writes, f"a write [{start + position}, {start + position + length}) with no write in flight"
+        w = self.writes[0]
+        assert (w.offset, w.end) == (start + position, start + position + length), \
+            f"writes performed out of order: {(start + position, start + position + length)} for {w}"
+        return w.stale
+
     def write_done(self, start: int, position: int, length: int, now_ms: int) -> None:
         """The runtime wrote one WriteData into the page cache."""
         self.writes_done([(start, position, length)], now_ms)

@@ -29,7 +29,7 @@ from pathlib import Path
 import attrs
 from hypothesis import strategies as st, target
 from hypothesis.control import currently_in_test_context
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, multiple, precondition, rule
 
 from reference.config import StoreConfig
 from reference.real.disk import SegmentStore
@@ -240,6 +240,18 @@ class RefinementMachine(RuleBasedStateMachine):
         rid = self.cluster.put(bytes([self.puts % 251]) * self.cluster.next_body_size(size))
         self._targets()
         return rid
+
+    @rule(target=requests, sizes=st.lists(st.integers(1, 100), min_size=2, max_size=4))
+    def puts_in_one_turn(self, sizes: list[int]):
+        """Several puts of one loop turn (the real runtime's): their records' page-cache writes
+        go out as one run, so a failed write has later puts' records behind it to forget."""
+        bodies = []
+        for size in sizes:
+            self.puts += 1
+            bodies.append(bytes([self.puts % 251]) * self.cluster.next_body_size(size))
+        rids = self.cluster.puts_in_one_turn(bodies)
+        self._targets()
+        return multiple(*rids)
 
     def _next_write_fault(self, length: int):
         if not self.write_faults:

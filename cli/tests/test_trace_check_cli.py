@@ -68,7 +68,7 @@ def test_a_dropped_line_is_a_warning_and_exit_2_with_strict(tmp_path):
 
 
 def test_a_forged_checkpoint_is_exit_1(tmp_path, monkeypatch):
-    text, line = forged(sim_text(3, every=50, monkeypatch=monkeypatch), answer_differently)
+    text, line = forged(sim_text(0, every=50, monkeypatch=monkeypatch), answer_differently)
     path = tmp_path / "forged.ndjson"
     path.write_text(text)
     p = ackorder_in_process("trace-check", "--twin", str(path))

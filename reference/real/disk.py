@@ -106,8 +106,11 @@ class SegmentStore:
             self._fds[start] = fd
             if not existed:
                 self.ops.fsync_dir(self.dir)      # the new file's name is durable from here
-            for old in [s for s in sorted(self._fds) if s != start][:len(self._fds) - MAX_OPEN_SEGMENTS]:
-                self.ops.close(self._fds.pop(old))
+            excess = len(self._fds) - MAX_OPEN_SEGMENTS
+            if excess > 0:        # (a negative slice bound would close all but the newest few)
+                for old in [s for s in sorted(self._fds) if s != start][:excess]:
+                    self.ops.close(self._fds.pop(old))
+            assert len(self._fds) <= MAX_OPEN_SEGMENTS
         return fd
 
     def create(self, start: int) -> None:

@@ -393,6 +393,12 @@ class MasterRuntime(ConnServer):
     def _write(self, run: list[fx.WriteData], now: int) -> None:
         """One pwritev for a run of contiguous WriteData; the core hears about each, in order."""
         first = run[0]
+        if self.core.write_cancelled(first.start, first.position, len(first.data)):
+            # issued before a write that failed: its bytes must not reach the page cache
+            self.stats["writes_cancelled"] += len(run)
+            for e in run:
+                self.core.write_failed(e.start, e.position, len(e.data), 0, now)
+            return
         try:
             self.store.write(first.start, first.position, b"".join(e.data for e in run) if len(run) > 1
                              else first.data)

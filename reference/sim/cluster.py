@@ -45,6 +45,7 @@ TO_MASTER, TO_REPLICA = "to_master", "to_replica"
 MAX_LINK_FRAMES = 100_000
 MAX_WIRE_FRAME_BYTES = 1 << 20
 RECENT_ACTIONS = 16               # spec actions kept to describe how a run failed
+MAX_PUTS_PER_TURN = 8              # puts a driver hands the master in one loop turn (puts_in_one_turn)
 HASH_BATCH_LINES = 256            # trace-hash lines kept before they are hashed
 UNKNOWN_SLAVE = "impostor"        # a name no configuration uses
 EOF = object()                    # the end of a link's stream: the connection closes there
@@ -297,9 +298,21 @@ class Cluster:
                     pending = (pending or []) + [(node, e) for e in node.core.take_effects()]
             if not pending:
                 return
-            for item in pending:
+            i, n = 0, len(pending)
+            while i < n:
+                item = pending[i]
+                i += 1
                 if type(item) is tuple:       # effects are attrs classes; a replica's comes as (node, effect)
                     self._replica_effect(*item)
+                elif type(item) is fx.WriteData:
+                    # The real runtime writes a run of contiguous WriteData with one pwritev
+                    # (reference/real/master_server.py _perform): several puts of one loop turn.
+                    run = [item]
+                    while (i < n and type(pending[i]) is fx.WriteData and pending[i].start == item.start
+                           and pending[i].offset == run[-1].end):
+                        run.append(pending[i])
+                        i += 1
+                    self._write(run)
                 else:
                     master_effect(item)
         raise AssertionError("effects did not settle in 1000 rounds")
@@ -314,30 +327,51 @@ class Cluster:
         link.frames.append(encode(frame) if self.wire_bytes else frame)
         self.links_grew = True
 
-    def _write(self, e: fx.WriteData) -> None:
-        """pwrite into the master's page cache; the core learns how it went at once."""
-        fault = self.write_fault(len(e.data))
-        written = len(e.data) if fault is None else fault[1]
+    def _write(self, run: list[fx.WriteData]) -> None:
+        """pwrite a run of contiguous WriteData into the master's page cache, as one pwritev (the
+        real runtime's ``_write``): one fault decision for the run; the core learns how each write
+        went at once, in order: the ones wholly copied are done, the one the fault cut failed after
+        what it copied, and every later one failed with nothing copied (they follow a hole)."""
+        first, last = run[0], run[-1]
+        master = self.master
+        if master.write_cancelled(first.start, first.position, len(first.data)):
+            for e in run:             # every write after a failed one is stale: none is performed
+                master.write_failed(e.start, e.position, len(e.data), 0, self.now)
+            self.faults["write_cancelled"] += 1
+            return
+        data = first.data if len(run) == 1 else b"".join(e.data for e in run)
+        fault = self.write_fault(len(data))
+        written = len(data) if fault is None else fault[1]
         if written:
-            self.master_disk.write(e.start, e.position, e.data[:written])
+            self.master_disk.write(first.start, first.position, data[:written])
         if fault is None:
-            if e.offset == self.page_end:
-                self.page_end = e.end
-            self.master.write_done(e.start, e.position, len(e.data), self.now)
+            if first.offset == self.page_end:
+                self.page_end = last.end
+            if len(run) == 1:
+                self.master.write_done(first.start, first.position, len(data), self.now)
+            else:
+                self.master.writes_done([(e.start, e.position, len(e.data)) for e in run], self.now)
             return
         self.faults[f"write_{fault[0]}"] += 1
-        if e.offset == self.page_end:
+        if len(run) > 1:
+            self.faults["write_fault_in_a_run"] += 1
+        if first.offset == self.page_end:
             # What really is in the page cache: the bytes copied before the error, and the
-            # whole write if the bytes it missed happen to be there already (zeros, a retry).
-            landed = e.end if self.master_disk.read(e.start, e.position, len(e.data)) == e.data else e.offset + written
+            # whole run if the bytes it missed happen to be there already (zeros, a retry).
+            landed = last.end if self.master_disk.read(first.start, first.position, len(data)) == data \
+                else first.offset + written
             self.page_end = self.master.log.ghost.boundary_at_or_below(landed)
-        self.master.write_failed(e.start, e.position, len(e.data), written, self.now)
+        for e in run:
+            if written >= len(e.data):
+                self.master.write_done(e.start, e.position, len(e.data), self.now)
+                written -= len(e.data)
+            else:
+                self.master.write_failed(e.start, e.position, len(e.data), written, self.now)
+                written = 0
 
     def _master_effect(self, e) -> None:
         kind = type(e)
-        if kind is fx.WriteData:
-            self._write(e)
-        elif kind is fx.Respond:
+        if kind is fx.Respond:
             responses = self.responses.get(e.req_id)
             if responses is None:
                 self.responses[e.req_id] = [e.status]
@@ -424,6 +458,22 @@ class Cluster:
             self.master.put(rid, rid, body, self.now)
         self._finish(f"put {len(body)} bytes")
         return rid
+
+    def puts_in_one_turn(self, bodies: list[bytes]) -> list[int | None]:
+        """Several producers' puts of one loop turn (the real runtime's ``_turn`` takes up to
+        ``puts_per_turn``), then their effects performed together: the records' page-cache writes
+        go out as one run, so a write that fails has the later puts' records behind it."""
+        assert 1 <= len(bodies) <= MAX_PUTS_PER_TURN, len(bodies)
+        rids: list[int | None] = []
+        for body in bodies:
+            rid = None
+            if self.mstate == UP:
+                rid = self.next_req
+                self.next_req += 1
+                self.master.put(rid, rid, body, self.now)
+            rids.append(rid)
+        self._finish(f"{len(bodies)} puts in one turn: {[len(b) for b in bodies]} bytes")
+        return rids
 
     def next_body_size(self, default: int) -> int:
         """The size of the next put: after a power loss, often that of a lost record, so a

@@ -23,6 +23,8 @@ from reference.sim.params import SimParams
 from spec.gcpause import no_full_collections
 
 MAX_QUEUED_EVENTS = 1_000_000
+PUT_TURN_RATE = 0.25              # put events that are several puts of one loop turn (the real runtime's)
+MAX_PUTS_IN_A_TURN = 4
 HEARTBEAT_MS = (200, 1500)        # a slave reports what it holds this often (virtual time)
 
 
@@ -58,6 +60,9 @@ class World:
         self.cfg = params.store
         self.rng = random.Random(f"ackorder-sim-run-{params.seed}")
         self._getrandbits = self.rng.getrandbits
+        # Whether a put event is one put or several of one loop turn (their page-cache writes one
+        # run): a stream of its own, so a run keeps its schedule until its first such turn.
+        self._turns = random.Random(f"ackorder-sim-turns-{params.seed}")
         assert random.Random._randbelow is random.Random._randbelow_with_getrandbits, \
             "World._randint inlines CPython's randint; this Python draws differently"
         self.cluster = Cluster(params.store, params.replicas, sim_disk_factory, check=check, trace=trace,
@@ -258,8 +263,15 @@ class World:
     def _on_put(self) -> None:
         if self.calm:
             return
-        size = self.cluster.next_body_size(self._randint(*self.p.faults.body_size))
-        self.cluster.put(self.rng.randbytes(size))
+        if self._turns.random() < PUT_TURN_RATE:
+            bodies = []
+            for _ in range(self._turns.randint(2, MAX_PUTS_IN_A_TURN)):
+                size = self.cluster.next_body_size(self._randint(*self.p.faults.body_size))
+                bodies.append(self.rng.randbytes(size))
+            self.cluster.puts_in_one_turn(bodies)
+        else:
+            size = self.cluster.next_body_size(self._randint(*self.p.faults.body_size))
+            self.cluster.put(self.rng.randbytes(size))
         self._schedule(self._delay(self.p.faults.put_interval_ms), "put")
 
     def _on_tick(self) -> None:

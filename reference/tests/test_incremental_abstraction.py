@@ -58,10 +58,22 @@ def test_incremental_equals_derived_under_each_bug_switch(bug):
         _, incremental = run(seed, {"bug": bug})
         assert ending(incremental) == ending(every), (seed, incremental.message, every.message)
         found.append(every.violation)
-    assert any(v is not None for v in found) or bug in _QUIET_IN_FOUR_SEEDS, f"{bug}: no violation in 4 seeds"
+    if bug in _QUIET_IN_FOUR_SEEDS:
+        return
+    # The comparison above needs a violation to compare: when the first four seeds find none, the
+    # next ones are run until one does (at most 16 in all), and compared the same way.
+    for seed in range(4, 16):
+        if any(v is not None for v in found):
+            break
+        _, incremental = run(seed, {"bug": bug})
+        if incremental.violation is not None:
+            _, every = run(seed, {"bug": bug}, every_event=True)
+            assert ending(incremental) == ending(every), (seed, incremental.message, every.message)
+        found.append(incremental.violation)
+    assert any(v is not None for v in found), f"{bug}: no violation in {len(found)} seeds"
 
 
-# Bugs that need a rarer fault mix than the first four seeds draw (test_sim.py hunts them longer).
+# Bugs that need a rarer fault mix than the first 16 seeds draw (test_sim.py hunts them longer).
 _QUIET_IN_FOUR_SEEDS = frozenset({"BugRecoveryKeepsTorn", "BugNoFlushDiskWatcher"})
 
 

@@ -563,3 +563,63 @@ def test_double_response_second_answer_names_the_legs_pending_then():
     d.core.replica_disconnected(d.conn_of["r1"])
     d.tick(advance=60)
     assert d.answers[rid] == [S.PUT_OK, S.SLAVE_NOT_AVAILABLE]
+
+
+def perform_in_runs(d: Driver, fault_at: int | None = None) -> list[list[fx.WriteData]]:
+    """The real runtime's way (reference/real/master_server.py ``_perform``): every WriteData of one
+    turn, in runs of contiguous writes to one segment, each one pwritev; the first run fails after
+    ``fault_at`` bytes.  A run the core cancels is not written.  Returns the runs performed."""
+    effects = d.core.take_effects()
+    writes = [e for e in effects if isinstance(e, fx.WriteData)]
+    runs: list[list[fx.WriteData]] = []
+    for e in writes:
+        if runs and runs[-1][-1].start == e.start and runs[-1][-1].end == e.offset:
+            runs[-1].append(e)
+        else:
+            runs.append([e])
+    performed = []
+    for k, run in enumerate(runs):
+        first = run[0]
+        if d.core.write_cancelled(first.start, first.position, len(first.data)):
+            for e in run:
+                d.core.write_failed(e.start, e.position, len(e.data), 0, d.now)
+            continue
+        performed.append(run)
+        written = sum(len(e.data) for e in run) if (k or fault_at is None) else fault_at
+        for e in run:
+            seg = d.files.setdefault(e.start, bytearray(d.core.log.segment_size))
+            n = min(written, len(e.data))
+            seg[e.position: e.position + n] = e.data[:n]
+            if n == len(e.data):
+                d.core.write_done(e.start, e.position, len(e.data), d.now)
+            else:
+                d.core.write_failed(e.start, e.position, len(e.data), n, d.now)
+            written -= n
+    for e in effects:
+        if isinstance(e, fx.Respond):
+            d.answers.setdefault(e.req_id, []).append(S(e.status))
+    d.run()
+    return performed
+
+
+def test_writes_issued_before_a_failed_one_are_cancelled_and_never_reach_the_page_cache():
+    """Four puts of one loop turn: A and B fill segment 0, C rolls into segment 256 (the blank
+    before it ends the first run), D follows C.  The first run fails inside B: B is answered
+    UNKNOWN_ERROR (its record never counted), C and D SERVICE_NOT_AVAILABLE and forgotten.  The
+    second run, C's and D's records, was issued before the failure: the core cancels it, so no
+    restart finds a record whose producer was told it is not stored."""
+    d = Driver(BASE, replicas=())                  # ASYNC_FLUSH, ASYNC_MASTER: PUT_OK once written
+    ids = list(range(1, 5))
+    for rid, size in zip(ids, (100, 100, 100, 40)):
+        d.core.put(rid, rid, b"m" * size, d.now)
+    performed = perform_in_runs(d, fault_at=130)
+    assert [[(e.offset, e.end) for e in run] for run in performed] == [[(0, 120), (120, 240), (240, 256)]]
+    assert [d.status(i) for i in ids] == [S.PUT_OK, S.UNKNOWN_ERROR, S.SERVICE_NOT_AVAILABLE,
+                                          S.SERVICE_NOT_AVAILABLE]
+    assert 256 not in d.files and d.core.log.wrote == 240 and not d.core.writes
+    assert bytes(d.files[0][130:]).strip(b"\0") == b"", "bytes past the failure reached the page cache"
+    # with nothing failing, nothing is cancelled
+    d = Driver(BASE, replicas=())
+    for rid, size in zip(ids, (100, 100, 100, 40)):
+        d.core.put(rid, rid, b"m" * size, d.now)
+    assert len(perform_in_runs(d)) == 2 and [d.status(i) for i in ids] == [S.PUT_OK] * 4

@@ -123,7 +123,7 @@ def test_runtime_traces_of_a_bug_are_rejected(bug, seed):
 # What a runtime may call on a core without it being an event (questions, and handing over effects).
 MASTER_QUERIES = {"check_invariants", "flush_frontier", "flush_leg_done", "handshake_accepts", "header_confirm",
                   "log_end_offset", "name_of", "next_wakeup_ms", "readable_end", "replica_coverage", "take_effects",
-                  "transfer_label"}
+                  "transfer_label", "write_cancelled"}
 REPLICA_QUERIES = {"take_effects"}
 
 

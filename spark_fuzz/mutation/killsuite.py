@@ -50,7 +50,8 @@ UNIT_TESTS = {
     "reference/master.py": ("reference/tests/test_master_core.py", *COUNTEREXAMPLES),
     "reference/replica.py": ("reference/tests/test_replica_core.py", "reference/tests/test_one_record_parser.py",
                              *COUNTEREXAMPLES),
-    "reference/commitlog.py": ("reference/tests/test_master_core.py", "reference/tests/test_replica_core.py",
+    "reference/commitlog.py": ("reference/tests/test_commitlog.py", "reference/tests/test_master_core.py",
+                               "reference/tests/test_replica_core.py",
                                "reference/tests/test_resumed_recovery.py",
                                "reference/tests/test_broker_core.py",       # held_log: the hand-over of a role
                                *COUNTEREXAMPLES),
@@ -63,7 +64,7 @@ UNIT_TESTS = {
     "reference/failover/controller.py": ("reference/tests/test_controller_core.py",),
     "reference/failover/truncation.py": ("reference/tests/test_truncation.py",),
     "reference/failover/epochfile.py": ("reference/tests/test_epochfile.py",),
-    "reference/real/disk.py": ("reference/tests/test_broker_runtime.py",),
+    "reference/real/disk.py": ("reference/tests/test_segment_store.py", "reference/tests/test_broker_runtime.py"),
 }
 
 # The simulators a module's code runs in.  The failover group drives the write path's MasterCore

@@ -118,7 +118,7 @@ def test_a_campaign_judges_each_mutant_in_its_own_tree_and_resumes(spark, tmp_pa
     (("--module", "reference/decisions.py", "--mutant", "deadbeef", "--list"), "--mutant deadbeef: no mutant"),
     (("--fail-under", "200", "--list"), "--fail-under 200.0: a percentage"),
     (("--ack-deciding", "--module", "reference/admission.py", "--list"), "no function of reference/admission.py decides"),
-    (("--ack-deciding", "--mutant", "380645a7e038eeef", "--list"), "not in a function that decides an acknowledgement"),
+    (("--ack-deciding", "--mutant", "8ffe72abc764bec0", "--list"), "not in a function that decides an acknowledgement"),
     # each was judged and counted twice
     (("--module", POLICY, "--module", POLICY, "--list"), f"--module {POLICY}: named twice"),
     (("--module", POLICY, "--mutant", "0766fc86807bcf81", "--sample", "1", "--list"), "--mutant and --sample"),

@@ -255,15 +255,19 @@ def test_the_twins_states_share_their_sequences():
     the new state shares the old one's full chunks (tuples were copied whole at every step)."""
     trace = tf.read_trace("sim.ndjson", sim_text(5, events=1_500))
     check = TwinCheck(trace.config)
-    before = None
+    before, shared = None, 0
     for step in trace.steps:
         assert check.step(step), step.where()
         s = check.frontier[0]
         assert isinstance(s.log, Seq) and isinstance(s.reqs, Seq) and all(isinstance(r, Seq) for r in s.rlog)
         if before is not None and len(before.reqs) >= 256 and len(s.reqs) >= len(before.reqs):
-            assert s.reqs._chunks[0] is before.reqs._chunks[0]
+            first = before.reqs._chunks[0]
+            # a step that changed none of the first chunk's requests (a flush may change old ones)
+            if all(a == b for a, b in zip(first, s.reqs)):
+                assert s.reqs._chunks[0] is first, step.where()
+                shared += 1
         before = s
-    assert len(before.reqs) >= 256       # the sharing was seen
+    assert len(before.reqs) >= 256 and shared       # the sharing was seen
 
 
 @settings(max_examples=60, deadline=None)
@@ -323,7 +327,7 @@ def answer_differently(cp: dict) -> None:
 
 
 def test_a_forged_checkpoint_is_rejected_by_the_twin(monkeypatch, tmp_path):
-    text, line = forged(sim_text(3, every=50, monkeypatch=monkeypatch), answer_differently)
+    text, line = forged(sim_text(0, every=50, monkeypatch=monkeypatch), answer_differently)
     path = tmp_path / "forged.ndjson"
     path.write_text(text)
     verdict = check_files([path], twin=True).verdict
