@@ -232,8 +232,8 @@ def scan_log(starts: list[int], read: Callable[[int], bytes], segment_size: int,
         if scan.problem is not None or any(rest):
             dropped.append(f"segment {start}: bytes {end}..{start + len(data)} dropped: "
                            f"{scan.problem or 'garbage after the last record'}")
-    if end % segment_size == 0 and (not checkpoints or checkpoints[-1].start != end):
-        checkpoints.append(Checkpoint(end, count, chain))     # a record ended exactly at a segment end
+    # A log ends at a segment start only after that segment's blank (which added its checkpoint)
+    # or where the scan began: a message record always leaves room for a blank after it.
     tail_start = end - end % segment_size
     if tail_start == end:
         tail, tail_bytes = (), b""

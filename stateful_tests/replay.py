@@ -117,6 +117,10 @@ def replay_program(text: str, trace_to=None):
         target = None
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             target, call = stmt.targets[0].id, stmt.value
+        elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple)
+              and stmt.targets[0].elts and all(isinstance(e, ast.Name) for e in stmt.targets[0].elts)):
+            # a rule returning multiple(...): Hypothesis prints one name per value
+            target, call = tuple(e.id for e in stmt.targets[0].elts), stmt.value
         elif isinstance(stmt, ast.Expr):
             call = stmt.value
         else:
@@ -166,6 +170,13 @@ def replay_program(text: str, trace_to=None):
                 except BaseException:           # noqa: BLE001  (the step's failure is the report)
                     pass
             raise
-        if target is not None:
+        if isinstance(target, tuple):
+            values = getattr(result, "values", None)
+            if not isinstance(values, tuple) or len(values) != len(target):
+                raise ProgramError(f"line {stmt.lineno}: state.{name} gave "
+                                   f"{len(values) if isinstance(values, tuple) else 'no'} values for "
+                                   f"{len(target)} names")
+            env.update(zip(target, values))
+        elif target is not None:
             env[target] = result
     return state

@@ -44,6 +44,20 @@ def test_fsync_hole_program_is_clean_on_the_correct_store():
     assert not machine.cluster.failed
 
 
+def test_a_rule_that_returns_several_values_binds_each_name():
+    """puts_in_one_turn returns multiple(...): Hypothesis prints `a, b = state.puts_in_one_turn(...)`,
+    and a later step may name either."""
+    machine = replay_program(program("RefinementMachine", """
+        requests_0, requests_1 = state.puts_in_one_turn(sizes=[1, 3])
+        state.past_its_deadlines(req=requests_1)
+    """, flush="ASYNC_FLUSH"))
+    assert not machine.cluster.failed and machine.puts == 2
+    with pytest.raises(ProgramError, match="line 3: state.puts_in_one_turn gave 2 values for 3 names"):
+        replay_program(program("RefinementMachine", """
+            a, b, c = state.puts_in_one_turn(sizes=[1, 3])
+        """))
+
+
 def test_pytest_markers_are_stripped():
     text = program("RefinementMachine_BugHandshakeOffsetOnly", """
         requests_0 = state.put(size=10)

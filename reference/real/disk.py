@@ -88,6 +88,10 @@ class SegmentStore:
         self.fail_write_kind = "eio"                # ...with EIO, ENOSPC, or a short write
         self._fsyncs_done = 0
         self._writes_done = 0
+        # Segments created whose names no directory fsync has made durable yet (one that failed is
+        # retried before any fdatasync that would vouch for the file's bytes).  The flush thread
+        # removes what its job's directory fsync covered; set operations are atomic under the GIL.
+        self._names_pending: set[int] = set()
         self.closed = False
 
     def path(self, start: int) -> Path:
@@ -101,17 +105,29 @@ class SegmentStore:
             path = self.path(start)
             existed = path.exists()
             fd = self.ops.open(path)
-            if self.ops.size(fd) < self.segment_size:
-                self.ops.ftruncate(path, fd, self.segment_size)
+            try:
+                if self.ops.size(fd) < self.segment_size:
+                    self.ops.ftruncate(path, fd, self.segment_size)
+            except OSError:
+                self.ops.close(fd)                # not kept: the next use opens it again
+                raise
             self._fds[start] = fd
             if not existed:
-                self.ops.fsync_dir(self.dir)      # the new file's name is durable from here
+                self._names_pending.add(start)
+                self._sync_names()                # the new file's name is durable from here
             excess = len(self._fds) - MAX_OPEN_SEGMENTS
             if excess > 0:        # (a negative slice bound would close all but the newest few)
                 for old in [s for s in sorted(self._fds) if s != start][:excess]:
                     self.ops.close(self._fds.pop(old))
             assert len(self._fds) <= MAX_OPEN_SEGMENTS
         return fd
+
+    def _sync_names(self) -> None:
+        """fsync the directory if a segment's name is not yet durable (on the loop's thread)."""
+        if self._names_pending:
+            pending = set(self._names_pending)
+            self.ops.fsync_dir(self.dir)
+            self._names_pending -= pending
 
     def create(self, start: int) -> None:
         self._fd(start)
@@ -157,17 +173,25 @@ class SegmentStore:
         bytes below ``upto`` (descriptors resolved here, on the loop's thread)."""
         targets = []
         seg = start
-        while seg < upto:
-            targets.append((self.path(seg), self.ops.dup(self._fd(seg))))
-            seg += self.segment_size
+        try:
+            while seg < upto:
+                targets.append((self.path(seg), self.ops.dup(self._fd(seg))))
+                seg += self.segment_size
+        except OSError:
+            for _, fd in targets:
+                self.ops.close(fd)
+            raise
         fail = self.fail_fsync_after is not None and self._fsyncs_done >= self.fail_fsync_after
         self._fsyncs_done += 1
-        ops = self.ops
+        ops, names, directory = self.ops, set(self._names_pending), self.dir
 
         def job() -> int:
             try:
                 if fail:
                     raise OSError(errno.EIO, "injected fault: fdatasync failed with EIO")
+                if names:                 # a file whose name is not durable: its bytes are not either
+                    ops.fsync_dir(directory)
+                    self._names_pending -= names
                 for path, fd in targets:
                     ops.fdatasync(path, fd)
             finally:
@@ -187,6 +211,7 @@ class SegmentStore:
             self._fdatasync(start)
         later = [s for s in self.segments() if s > start]
         for s in later:
+            self._names_pending.discard(s)
             fd = self._fds.pop(s, None)
             if fd is not None:
                 self.ops.close(fd)
@@ -232,7 +257,9 @@ class SegmentStore:
         if self.fail_fsync_after is not None and self._fsyncs_done >= self.fail_fsync_after:
             raise OSError(errno.EIO, f"fdatasync of {self.path(start)} failed with EIO (injected fault)")
         self._fsyncs_done += 1
-        self.ops.fdatasync(self.path(start), self._fd(start))
+        fd = self._fd(start)
+        self._sync_names()
+        self.ops.fdatasync(self.path(start), fd)
 
     def close(self) -> None:
         self.closed = True

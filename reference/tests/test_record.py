@@ -65,3 +65,67 @@ def test_blank_needs_room_for_its_header():
     assert int.from_bytes(blank(8)[4:8], "big") == BLANK_MAGIC
     with pytest.raises(AssertionError):
         blank(7)
+
+
+def test_the_magic_codes_are_rocketmqs():
+    """The file format is RocketMQ's: MESSAGE_MAGIC_CODE and BLANK_MAGIC_CODE (CommitLog.java)."""
+    import struct
+
+    assert struct.unpack_from(">I", encode(1, b"x"), 4)[0] == 0xDAA320A7
+    assert struct.unpack_from(">I", blank(8), 4)[0] == 0xCBD43194
+
+
+def test_the_chain_hash_is_the_same_in_every_build():
+    """Master and slave compare chain hashes at the handshake: two builds of ackorder (a rolling
+    upgrade) must compute the same 16 bytes, from the start value, the offset and the header's
+    first 12 bytes (size, magic, CRC) and nothing else."""
+    from reference.record import CHAIN_START, chain_next
+
+    assert CHAIN_START == bytes(16)
+    rec = encode(7, b"hello")
+    assert chain_next(CHAIN_START, 0, encode(1, b"x")[:12]).hex() == "e8806963a89ecfdbd7ab42f0c8e6c7cc"
+    assert chain_next(bytes(range(16)), 4096, rec).hex() == "83c527b92ca64c045256f30708f45f4a"
+    assert chain_next(bytes(range(16)), 4096, rec[:12] + b"\xff" * 8) == chain_next(bytes(range(16)), 4096, rec)
+
+
+@pytest.mark.parametrize("head, want", [
+    ((0, 0), "unwritten"),
+    ((5, 0), "bad magic 0x00000000"),                 # a size with no magic: torn, not unwritten
+    ((0, 0xDAA320A7), "impossible size 0"),
+])
+def test_read_head_tells_unwritten_space_from_a_torn_header(head, want):
+    import struct
+
+    from reference.record import read_head
+
+    buf = struct.pack(">II", *head).ljust(SEG, b"\0")
+    assert str(read_head(buf, 0, SEG)).startswith(want)
+
+
+def test_a_log_scan_counts_from_zero_resumes_from_its_last_checkpoint_and_keeps_its_tail():
+    from reference.record import CHAIN_START, Checkpoint, scan_log
+
+    one, two, three = encode(1, b"a" * 100), encode(2, b"b" * 100), encode(3, b"c" * 50)
+    segs = {0: segment(one, pad_to_end=True), SEG: segment(two, pad_to_end=True), 2 * SEG: segment(three)}
+    scan = scan_log(sorted(segs), segs.__getitem__, SEG)
+    assert (scan.record_count, scan.end_offset, scan.dropped) == (3, 2 * SEG + len(three), ())
+    assert [cp.records for cp in scan.checkpoints] == [0, 1, 2] and scan.tail_start == 2 * SEG
+    assert [r.key for r in scan.tail_records] == [3] and scan.tail_bytes == three
+    read = []
+    again = scan_log(sorted(segs), lambda s: read.append(s) or segs[s], SEG, resume=scan.checkpoints)
+    assert read == [2 * SEG] and (again.record_count, again.end_offset) == (3, scan.end_offset)
+    assert again.checkpoints == scan.checkpoints
+    # a log that ends at a segment start: no tail
+    whole = {0: segs[0], SEG: segs[SEG]}
+    end = scan_log(sorted(whole), whole.__getitem__, SEG)
+    assert (end.end_offset, end.tail_start, end.tail_records, end.tail_bytes) == (2 * SEG, 2 * SEG, (), b"")
+    assert scan_log([], {}.__getitem__, SEG).checkpoints == (Checkpoint(0, 0, CHAIN_START),)
+
+
+def test_recovery_reports_each_records_crc_and_drops_nothing_from_a_clean_log():
+    import struct
+
+    recs = (encode(1, b"alpha"), encode(2, b"beta"))
+    report = recover_log({0: segment(*recs)}, SEG)
+    assert [r.crc for r in report.records] == [struct.unpack_from(">I", r, 8)[0] for r in recs]
+    assert report.dropped == ()

@@ -395,3 +395,68 @@ def test_a_held_log_in_a_later_segment_is_zeroed_from_its_own_end(tmp_path):
     take_held(store, SimpleNamespace(scan=SimpleNamespace(end_offset=end, tail_start=SIZE), zero_beyond=True))
     assert store.read(SIZE, 0, 100) == b"\x07" * 60 + bytes(40)
     store.close()
+
+
+def test_a_failed_directory_fsync_is_retried_before_any_fdatasync_vouches_for_the_file(tmp_path):
+    """Found by review (issue 36): the descriptor was kept before the directory fsync, so after
+    one that failed, writes and fsyncs went on and the new file's name was never made durable."""
+
+    class DirFails(Recording):
+        failures = 1
+
+        def fsync_dir(self, directory):
+            if self.failures:
+                self.failures -= 1
+                self.ops.append(("fsync_dir failed",))
+                raise OSError(errno.EIO, "injected: directory fsync")
+            super().fsync_dir(directory)
+
+    rec = DirFails()
+    store = SegmentStore(tmp_path, SIZE, rec)
+    with pytest.raises(OSError, match="directory fsync"):
+        store.create(0)
+    store.write(0, 0, b"acked")
+    rec.ops.clear()
+    store.fsync(0, 5)
+    assert rec.kinds("fsync_dir", "fdatasync") == [("fsync_dir",), ("fdatasync", name(0))]
+    rec.ops.clear()
+    store.fsync(0, 5)                                             # durable now: no directory fsync again
+    assert rec.kinds("fsync_dir", "fdatasync") == [("fdatasync", name(0))]
+    store.close()
+
+    rec = DirFails()
+    store = SegmentStore(tmp_path / "r", SIZE, rec)
+    with pytest.raises(OSError):
+        store.create(0)
+    rec.failures = 1
+    with pytest.raises(OSError, match="directory fsync"):        # the job fails before any fdatasync
+        store.fsync(0, 5)
+    assert not rec.kinds("fdatasync")
+    rec.ops.clear()
+    store._fdatasync(0)                                           # recovery's, on the loop's thread
+    assert rec.kinds("fsync_dir", "fdatasync") == [("fsync_dir",), ("fdatasync", name(0))]
+    store.close()
+
+
+def test_a_segment_that_cannot_be_preallocated_is_not_kept_open(tmp_path):
+    class NoSpace(Recording):
+        def ftruncate(self, path, fd, size):
+            raise OSError(errno.ENOSPC, "injected: ftruncate")
+
+    rec = NoSpace()
+    store = SegmentStore(tmp_path, SIZE, rec)
+    for _ in range(3):
+        with pytest.raises(OSError, match="ftruncate"):
+            store.write(0, 0, b"x")
+    assert not rec.open_fds and not store._fds
+    store.close()
+
+
+def test_an_fsync_job_that_cannot_open_a_segment_leaks_no_descriptor(tmp_path, rec):
+    store = SegmentStore(tmp_path, SIZE, rec)
+    store.create(0)
+    (tmp_path / name(SIZE)).mkdir()                               # the second segment cannot be opened
+    with pytest.raises(OSError):
+        store.fsync_job(0, SIZE + 1)
+    assert rec.open_fds == set(store._fds.values())
+    store.close()
