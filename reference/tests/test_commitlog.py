@@ -45,6 +45,14 @@ def test_a_cut_at_a_segment_start_drops_that_segment():
     assert sorted(log.segments) == [0] and log.wrote == 256 and log.index.count == 2
 
 
+def test_a_cut_right_after_everything_flushed():
+    """A write fails with every committed byte already fsync'd: the cut is at the flushed offset."""
+    log = filled(5, committed=376)
+    log.flushed = 376
+    log.truncate(376)
+    assert (log.flushed, log.committed, log.wrote, log.index.count) == (376, 376, 376, 3)
+
+
 def test_the_ghost_is_cut_with_the_index():
     log = filled(5, ghost=True, committed=496)
     log.truncate(496)
@@ -128,5 +136,13 @@ def test_a_record_fits_a_segment_with_room_left_for_the_smallest_blank():
 
 def test_a_log_needs_segments_of_more_than_64_bytes():
     CommitLog(65, transient_pool=False)
-    with pytest.raises(AssertionError):
-        CommitLog(64, transient_pool=False)
+    for size in (64, 63):
+        with pytest.raises(AssertionError):
+            CommitLog(size, transient_pool=False)
+
+
+def test_a_chain_is_known_only_at_a_boundary():
+    log = filled(3)                                  # ends 120, 240 | 376
+    idx = log.index
+    assert idx.chain_at(120) is not None and idx.chain_at(256) is not None
+    assert [idx.chain_at(o) for o in (1, 119, 121, 241, 300)] == [None] * 5

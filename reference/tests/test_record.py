@@ -129,3 +129,47 @@ def test_recovery_reports_each_records_crc_and_drops_nothing_from_a_clean_log():
     report = recover_log({0: segment(*recs)}, SEG)
     assert [r.crc for r in report.records] == [struct.unpack_from(">I", r, 8)[0] for r in recs]
     assert report.dropped == ()
+
+
+def test_record_size_is_the_header_and_the_body():
+    from reference.record import record_size
+
+    for body in (b"", b"x", b"y" * 100):
+        assert record_size(len(body)) == len(encode(1, body)) == HEADER_SIZE + len(body)
+
+
+def test_what_is_wrong_names_the_global_offset_and_the_bytes_left():
+    import struct
+
+    from reference.record import read_head
+
+    bad_blank = (bytes(40) + struct.pack(">II", 16, BLANK_MAGIC)).ljust(SEG, b"\0")
+    assert read_head(bad_blank, 40, SEG) == f"a blank record of size 16 with {SEG - 40} bytes left"
+    one = encode(1, b"a" * 5)
+    data = (one + struct.pack(">II", SEG, 0xDAA320A7)).ljust(SEG, b"\0")
+    assert read_head(data, len(one), SEG) == f"impossible size {SEG} with {SEG - len(one)} bytes left in the segment"
+    scan = scan_segment(data, 512)
+    assert scan.problem == f"the record at offset {512 + len(one)}: impossible size {SEG} with " \
+                           f"{SEG - len(one)} bytes left in the segment"
+    torn = bytearray(segment(one, encode(2, b"b" * 5)))
+    torn[len(one) + HEADER_SIZE] ^= 1                              # the second record's body
+    scan = scan_segment(bytes(torn), 512)
+    assert scan.problem == f"CRC mismatch in the record at offset {512 + len(one)} (torn or corrupt)"
+    kept = scan_segment(bytes(torn), 512, keep_torn=True)          # BugRecoveryKeepsTorn
+    assert [r.offset for r in kept.records] == [512, 512 + len(one)]
+
+
+def test_garbage_after_unwritten_space_is_dropped_and_named_in_a_later_segment():
+    from reference.record import scan_log
+
+    one = encode(1, b"a" * 100)
+    first = segment(one, pad_to_end=True)
+    rec = encode(2, b"b" * 10)
+    second = (rec + bytes(20) + b"\x01garbage").ljust(SEG, b"\0")
+    segs = {0: first, SEG: second}
+    scan = scan_log(sorted(segs), segs.__getitem__, SEG)
+    assert scan.end_offset == SEG + len(rec)
+    assert scan.dropped == (f"segment {SEG}: bytes {SEG + len(rec)}..{2 * SEG} dropped: "
+                            "garbage after the last record",)
+    report = recover_log(segs, SEG)
+    assert [(r.offset, r.size) for r in report.records] == [(0, len(one)), (SEG, len(rec))]
