@@ -80,6 +80,7 @@ def test_a_forgotten_window_answers_from_its_base_and_refuses_below_it():
     idx = log.index
     assert idx.chain_at(256) is not None and [idx.chain_at(e) for e in idx.ends] == whole[2:]
     assert idx.count == 6 and idx.records_upto(256) == 2
+    assert sorted(log.segments) == [256, 512], "the bytes of a forgotten segment stayed in memory"
     log.forget_below(256)                            # the same base again: nothing changes
     assert idx.base == 256 and len(idx.ends) == 4
     with pytest.raises(AssertionError):
@@ -146,3 +147,17 @@ def test_a_chain_is_known_only_at_a_boundary():
     idx = log.index
     assert idx.chain_at(120) is not None and idx.chain_at(256) is not None
     assert [idx.chain_at(o) for o in (1, 119, 121, 241, 300)] == [None] * 5
+
+
+def test_a_log_recovered_at_a_segment_boundary_creates_its_next_segment_when_it_grows():
+    from reference.effects import CreateSegment
+
+    log = filled(2)                                  # 120, 240, then the blank: the log may end at 256
+    log.append(3, b"c" * 100)                        # (rolls: the blank is written with it)
+    data = {0: bytes(log.segments[0])}
+    scan = scan_log([0], data.__getitem__, SEG)
+    assert (scan.end_offset, scan.tail_start) == (256, 256)
+    again = CommitLog.recovered(SEG, False, scan)
+    assert not again.segments                        # nothing of segment 256 exists yet
+    _, effects = again.append(4, b"d" * 10)
+    assert CreateSegment(256) in effects
