@@ -146,3 +146,10 @@ def test_the_bounds_a_peer_can_reach_in_one_frame():
         else:
             with pytest.raises(FrameError, match=f"asks for {max_bytes} bytes: 1..1048576"):
                 FrameDecoder().feed(raw)
+
+
+def test_a_checksum_mismatch_names_the_payload_size_and_the_type():
+    raw = bytearray(encode(Put(1, 2, b"abcd")))                     # 20 payload bytes
+    raw[-1] ^= 0xFF
+    with pytest.raises(FrameError, match=r"^frame checksum mismatch \(20 payload bytes, type byte 1\)$"):
+        FrameDecoder().feed(bytes(raw))
