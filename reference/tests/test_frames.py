@@ -153,3 +153,10 @@ def test_a_checksum_mismatch_names_the_payload_size_and_the_type():
     raw[-1] ^= 0xFF
     with pytest.raises(FrameError, match=r"^frame checksum mismatch \(20 payload bytes, type byte 1\)$"):
         FrameDecoder().feed(bytes(raw))
+
+
+@pytest.mark.parametrize("kind, size, expected", [(2, 18, 17), (5, 17, 16), (9, 21, 20)],
+                         ids=["RESPONSE", "ACK", "READ"])
+def test_a_fixed_size_frame_one_byte_too_long_is_named(kind, size, expected):
+    with pytest.raises(FrameError, match=f"{FrameType(kind).name} frame has {size} payload bytes, expected {expected}"):
+        FrameDecoder().feed(framed(kind, bytes(size)))
