@@ -145,6 +145,8 @@ def test_what_is_wrong_names_the_global_offset_and_the_bytes_left():
 
     bad_blank = (bytes(40) + struct.pack(">II", 16, BLANK_MAGIC)).ljust(SEG, b"\0")
     assert read_head(bad_blank, 40, SEG) == f"a blank record of size 16 with {SEG - 40} bytes left"
+    too_long = (bytes(40) + struct.pack(">II", SEG, BLANK_MAGIC)).ljust(SEG, b"\0")   # past the segment's end
+    assert read_head(too_long, 40, SEG) == f"a blank record of size {SEG} with {SEG - 40} bytes left"
     one = encode(1, b"a" * 5)
     data = (one + struct.pack(">II", SEG, 0xDAA320A7)).ljust(SEG, b"\0")
     assert read_head(data, len(one), SEG) == f"impossible size {SEG} with {SEG - len(one)} bytes left in the segment"
