@@ -175,3 +175,35 @@ def test_garbage_after_unwritten_space_is_dropped_and_named_in_a_later_segment()
                             "garbage after the last record",)
     report = recover_log(segs, SEG)
     assert [(r.offset, r.size) for r in report.records] == [(0, len(one)), (SEG, len(rec))]
+
+
+def test_read_head_takes_an_empty_body_and_refuses_any_other_magic():
+    import struct
+
+    from reference.record import read_head
+
+    assert read_head(segment(encode(1, b"")), 0, SEG) == HEADER_SIZE
+    for magic in (0xFFFFFFFF, 0xDAA320A8, 0x00000001):
+        buf = struct.pack(">II", 40, magic).ljust(SEG, b"\0")
+        assert read_head(buf, 0, SEG) == f"bad magic 0x{magic:08x}"
+
+
+def test_everything_after_the_end_of_the_log_is_dropped_and_each_segment_named():
+    """A torn record ends the log: the valid segments after it are dropped, each named; so is a
+    segment past a missing one (a gap: the log cannot continue across it)."""
+    from reference.record import scan_log
+
+    one, two = encode(1, b"a" * 100), encode(2, b"b" * 100)
+    torn = bytearray(segment(one, two))
+    torn[len(one) + HEADER_SIZE] ^= 1
+    whole = segment(encode(3, b"c" * 10), pad_to_end=True)
+    segs = {0: bytes(torn), SEG: whole, 2 * SEG: whole}
+    scan = scan_log(sorted(segs), segs.__getitem__, SEG)
+    assert (scan.end_offset, scan.record_count) == (len(one), 1)
+    assert scan.dropped[1:] == (f"segment {SEG}: {SEG} bytes dropped, after the end of the log",
+                                f"segment {2 * SEG}: {SEG} bytes dropped, after the end of the log")
+    gap = {0: segment(one, pad_to_end=True), 2 * SEG: whole, 3 * SEG: whole}
+    scan = scan_log(sorted(gap), gap.__getitem__, SEG)
+    assert (scan.end_offset, scan.record_count) == (SEG, 1)
+    assert scan.dropped == (f"segment {2 * SEG}: {SEG} bytes dropped, not contiguous (expected segment {SEG})",
+                            f"segment {3 * SEG}: {SEG} bytes dropped, after the end of the log")
