@@ -94,7 +94,10 @@ class HaConnection:
     ack_offset: int
     next_transfer: int
     ack_records: int = 0       # complete records the slave said it holds (for the spec mapping)
-    last_ack_ms: int = 0       # when the slave last acknowledged something new (housekeeping)
+    # Housekeeping: since when the slave owes an ack: its last ack of something new, or the moment
+    # data went in flight to it while it had acknowledged everything sent (an idle slave's
+    # heartbeats repeat its last report and move nothing, so they cannot be the clock).
+    ack_owed_since_ms: int = 0
     cursor_epoch: int = 0      # failover: 0, or the epoch its labels are fixed to (roles.cursor_epoch_at_connect)
 
 
@@ -392,7 +395,7 @@ class MasterCore:
             self._confirm(end, now_ms)
         finally:
             self._sweep_deferred = False
-        self._transfer()
+        self._transfer(now_ms)
         self._complete_covered()
 
     def write_failed(self, start: int, position: int, length: int, written: int, now_ms: int) -> None:
@@ -409,7 +412,7 @@ class MasterCore:
             self._commit_failed(w)
         else:
             self._put_write_failed(w, now_ms)
-        self._transfer()
+        self._transfer(now_ms)
         self._complete_covered()
 
     def _confirm(self, upto: int, now_ms: int) -> None:
@@ -465,7 +468,7 @@ class MasterCore:
         self._flush_service(now_ms)
         self._deadlines(now_ms)
         self._housekeeping(now_ms)
-        self._transfer()
+        self._transfer(now_ms)
         self._complete_covered()
         self._retain()
 
@@ -479,8 +482,8 @@ class MasterCore:
                 self.epoch_queried.discard(conn)
                 self._emit(CloseReplica(conn, f"no HANDSHAKE in {now_ms - opened_ms} ms"))
         for name, hc in list(self.conns.items()):
-            if hc.next_transfer > hc.ack_offset and now_ms - hc.last_ack_ms >= limit:
-                self._drop(name, f"slave {name} acknowledged nothing for {now_ms - hc.last_ack_ms} ms "
+            if hc.next_transfer > hc.ack_offset and now_ms - hc.ack_owed_since_ms >= limit:
+                self._drop(name, f"slave {name} acknowledged nothing for {now_ms - hc.ack_owed_since_ms} ms "
                                  f"with {hc.next_transfer - hc.ack_offset} bytes in flight")
 
     def _commit_service(self, now_ms: int) -> None:
@@ -664,8 +667,8 @@ class MasterCore:
             if opened_ms + housekeeping < due:
                 due = opened_ms + housekeeping
         for hc in self.conns.values():
-            if hc.next_transfer > hc.ack_offset and hc.last_ack_ms + housekeeping < due:
-                due = hc.last_ack_ms + housekeeping
+            if hc.next_transfer > hc.ack_offset and hc.ack_owed_since_ms + housekeeping < due:
+                due = hc.ack_owed_since_ms + housekeeping
         return now_ms if due < now_ms else due
 
     # ------------------------------------------------------------------ HA
@@ -673,7 +676,7 @@ class MasterCore:
     def _transfer_limit(self) -> int:
         return self.log.wrote if "BugTransferBeyondCommitted" in self._bugs else self.log.committed
 
-    def _transfer(self) -> None:
+    def _transfer(self, now_ms: int) -> None:
         """HAConnection.WriteSocketService: stream committed data, batch by batch.
         (The spec's Transfer(r) label is recorded by the slave, per record it takes.)
         A slave behind the segments in memory is served from a segment read back."""
@@ -681,6 +684,8 @@ class MasterCore:
         cfg, log = self.cfg, self.log
         confirm = None
         for hc in self.conns.values():
+            if hc.next_transfer == hc.ack_offset and hc.next_transfer < limit:
+                hc.ack_owed_since_ms = now_ms     # an idle slave is sent data: it owes an ack from now
             while hc.next_transfer < limit and hc.next_transfer - hc.ack_offset < cfg.ha_send_window_bytes:
                 start = hc.next_transfer
                 epoch, epoch_start, epoch_end = self.transfer_label(start, hc.cursor_epoch)
@@ -737,7 +742,7 @@ class MasterCore:
         while len(self._old) > self._old_capacity:
             self._old.popitem(last=False)
         self._replay_parked(now_ms)
-        self._transfer()
+        self._transfer(now_ms)
         self._complete_covered()
 
     def segment_read_failed(self, start: int, reason: str, now_ms: int) -> None:
@@ -985,12 +990,12 @@ class MasterCore:
             self._close_unaccepted(conn, f"slave {name}: {reason}")
             return True
         self.conns[name] = HaConnection(conn, ack_offset=offset, next_transfer=offset, ack_records=records,
-                                        last_ack_ms=now_ms, cursor_epoch=self._cursor_epoch_at_connect())
+                                        ack_owed_since_ms=now_ms, cursor_epoch=self._cursor_epoch_at_connect())
         self.push2SlaveMaxOffset = max(self.push2SlaveMaxOffset, offset)
         self.push2_records = max(self.push2_records, records)
         self.spec_steps.append(("ReplicaConnect", name))
         self._recompute_confirm(name)
-        self._transfer()
+        self._transfer(now_ms)
         self._complete_covered()
         return True
 
@@ -1045,12 +1050,12 @@ class MasterCore:
             return True
         if offset <= hc.ack_offset:
             return True
-        hc.ack_offset, hc.ack_records, hc.last_ack_ms = offset, claimed, now_ms
+        hc.ack_offset, hc.ack_records, hc.ack_owed_since_ms = offset, claimed, now_ms
         self.push2SlaveMaxOffset = max(self.push2SlaveMaxOffset, offset)
         self.push2_records = max(self.push2_records, claimed)
         self.spec_steps.append(("ReplicaAck", name, claimed))
         self._recompute_confirm(name)
-        self._transfer()
+        self._transfer(now_ms)
         self._complete_covered()
         return True
 

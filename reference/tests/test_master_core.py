@@ -622,3 +622,75 @@ def test_writes_issued_before_a_failed_one_are_cancelled_and_never_reach_the_pag
     for rid, size in zip(ids, (100, 100, 100, 40)):
         d.core.put(rid, rid, b"m" * size, d.now)
     assert len(perform_in_runs(d)) == 2 and [d.status(i) for i in ids] == [S.PUT_OK] * 4
+
+
+def test_flush_real_time_service_waits_for_its_least_pages_until_the_thorough_interval():
+    """FlushRealTimeService (ASYNC_FLUSH): every flushIntervalCommitLog (500 ms) it flushes only if
+    flushCommitLogLeastPages (4 pages) are dirty, and whatever is dirty once per
+    flushCommitLogThoroughInterval (10 s)."""
+    d = Driver(BASE, replicas=())                   # pages of 64 bytes: 4 pages are 256 bytes
+    d.put()                                         # one 60-byte record
+    d.tick(advance=500)
+    assert not d.fsyncs
+    d.tick(advance=9_499)                           # a round at 9,999 ms: not yet thorough
+    assert not d.fsyncs
+    d.tick(advance=1)                               # 10 s, but no round is due (the last at 9,999)
+    assert not d.fsyncs
+    d.tick(advance=499)                             # the next round, past 10 s: thorough
+    assert [e.upto for e in d.fsyncs] == [60]
+
+
+@pytest.mark.parametrize("wake", [True, False])
+def test_a_put_wakes_the_real_time_flush_only_when_told(wake):
+    """wakeFlushWhenPutMessage: a put under ASYNC_FLUSH wakes FlushRealTimeService at once."""
+    d = Driver(attrs.evolve(BASE, wake_flush_when_put_message=wake, flush_commit_log_least_pages=0), replicas=())
+    d.put()
+    d.tick()
+    assert bool(d.fsyncs) == wake
+    d.tick(advance=500)
+    assert d.fsyncs
+
+
+@pytest.mark.parametrize("wake", [True, False])
+def test_a_put_wakes_the_commit_service_only_when_told(wake):
+    """wakeCommitWhenPutMessage (transient store pool): a put wakes CommitRealTimeService at once;
+    else it commits at its 200 ms interval."""
+    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=wake,
+                            commit_commit_log_least_pages=0), replicas=())
+    d.put()
+    d.tick()
+    assert bool(d.writes) == wake
+    d.tick(advance=200)
+    assert d.writes
+
+
+def test_housekeeping_closes_a_connection_that_never_greets_at_the_interval_and_not_before():
+    d = Driver(sync_master(ha_housekeeping_interval_ms=1_000))
+    d.core.replica_connection_opened(7, d.now)
+    d.tick(advance=999)
+    assert not d.closed
+    d.tick(advance=1)
+    assert [(c.conn, c.reason) for c in d.closed] == [(7, "no HANDSHAKE in 1000 ms")]
+
+
+def test_housekeeping_drops_a_slave_only_while_data_it_was_sent_waits_for_its_ack():
+    """Found by `ackorder mutate` (issue 36): the clock was the slave's last ack of something new,
+    and an idle slave's heartbeats repeat its last report: after 20 s without puts, the first put's
+    DATA went out and the same tick dropped the slave ("acknowledged nothing for 30000 ms").  The
+    clock now starts when data goes in flight to a slave that had acknowledged everything."""
+    d = Driver(sync_master(ha_housekeeping_interval_ms=1_000, slave_timeout_ms=50))
+    r1 = connect(d, "r1")
+    for _ in range(5):                               # nothing in flight: an idle slave stays,
+        d.tick(advance=1_000)                        # reporting the same offset every second
+        r1.heartbeat()
+        for a in r1.take_effects():
+            if isinstance(a, fx.SendAck):
+                d.core.replica_ack(d.conn_of["r1"], a.offset, d.now, a.records)
+                d.run()
+    assert "r1" in d.core.conns and not d.closed
+    d.put()
+    d.tick()                                         # DATA sent, never acknowledged
+    d.tick(advance=999)
+    assert "r1" in d.core.conns
+    d.tick(advance=1)
+    assert "r1" not in d.core.conns and "acknowledged nothing for" in d.closed[-1].reason

@@ -32,7 +32,7 @@ def plain_next_wakeup_ms(m: MasterCore, now_ms: int) -> int:
         due = min(due, opened_ms + cfg.ha_housekeeping_interval_ms)
     for hc in m.conns.values():
         if hc.next_transfer > hc.ack_offset:
-            due = min(due, hc.last_ack_ms + cfg.ha_housekeeping_interval_ms)
+            due = min(due, hc.ack_owed_since_ms + cfg.ha_housekeeping_interval_ms)
     return max(now_ms, due)
 
 
