@@ -262,6 +262,11 @@ class RefinementMachine(RuleBasedStateMachine):
         kind, fraction = fault
         return kind, (int(fraction * length) if kind == "short" else 0)
 
+    @rule()
+    def fail_a_segment_read(self) -> None:
+        """The next segment read back (for a slave behind the segments in memory) fails: EIO."""
+        self.cluster.read_faults = 1
+
     @rule(kind=st.sampled_from(WRITE_FAULTS), skip=st.integers(0, 2), fraction=st.floats(0, 0.99))
     def fail_a_write(self, kind: str, skip: int, fraction: float) -> None:
         """After ``skip`` good page-cache writes, one fails (EIO, ENOSPC, or short)."""

@@ -117,6 +117,7 @@ class Cluster:
         # simulator does; a machine answers them at once): the master parks that connection's frames.
         self.deferred_reads = False
         self.pending_reads: deque[int] = deque()       # ReadSegment starts not yet answered, in order
+        self.read_faults = 0                            # the next segment reads that fail (a machine's rule)
         self.recent_actions: deque[str] = deque(maxlen=RECENT_ACTIONS)   # for deduplicating failures
         self.fsync_from = 0
         self.fsync_incarnation = -1
@@ -486,16 +487,24 @@ class Cluster:
             self.master.tick(self.now)
         self._finish("tick")
 
-    def _read_back(self, start: int) -> None:
-        """A segment the master no longer keeps in memory, read back from its page cache."""
+    def _read_back(self, start: int, ok: bool = True) -> None:
+        """A segment the master no longer keeps in memory, read back from its page cache (or
+        the read fails, as the real runtime's reader thread reports an EIO from pread)."""
+        if not ok or self.read_faults:
+            if self.read_faults:
+                self.read_faults -= 1
+            self.faults["segment_read_failed"] += 1
+            self.master.segment_read_failed(start, f"segment {start} could not be read back: EIO (injected)",
+                                            self.now)
+            return
         self.master.segment_read(start, self.master_disk.read(start, 0, self.cfg.mapped_file_size_commit_log),
                                  self.now)
 
-    def complete_read(self) -> None:
-        """The oldest deferred segment read is answered."""
+    def complete_read(self, ok: bool = True) -> None:
+        """The oldest deferred segment read is answered (``ok``: the bytes; else an I/O error)."""
         start = self.pending_reads.popleft()
-        self._read_back(start)
-        self._finish(f"segment {start} read back")
+        self._read_back(start, ok)
+        self._finish(f"segment {start} read back" if ok else f"segment {start} read failed")
 
     def complete_fsync(self, ok: bool = True) -> None:
         """The pending fsync returns (or raises EIO when not ``ok``)."""

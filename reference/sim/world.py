@@ -25,6 +25,7 @@ from spec.gcpause import no_full_collections
 MAX_QUEUED_EVENTS = 1_000_000
 PUT_TURN_RATE = 0.25              # put events that are several puts of one loop turn (the real runtime's)
 MAX_PUTS_IN_A_TURN = 4
+READ_FAILURE_RATE = 0.1           # segment reads back (a slave far behind) that fail with EIO
 HEARTBEAT_MS = (200, 1500)        # a slave reports what it holds this often (virtual time)
 
 
@@ -63,6 +64,7 @@ class World:
         # Whether a put event is one put or several of one loop turn (their page-cache writes one
         # run): a stream of its own, so a run keeps its schedule until its first such turn.
         self._turns = random.Random(f"ackorder-sim-turns-{params.seed}")
+        self._read_faults = random.Random(f"ackorder-sim-read-faults-{params.seed}")
         assert random.Random._randbelow is random.Random._randbelow_with_getrandbits, \
             "World._randint inlines CPython's randint; this Python draws differently"
         self.cluster = Cluster(params.store, params.replicas, sim_disk_factory, check=check, trace=trace,
@@ -286,7 +288,9 @@ class World:
     def _on_segment_read(self, incarnation: int) -> None:
         self._reads_scheduled -= 1
         if incarnation == self.cluster.incarnation and self.cluster.pending_reads:
-            self.cluster.complete_read()
+            # a read that fails (EIO): a stream of its own, so a run keeps its schedule until then
+            ok = self.calm or self._read_faults.random() >= READ_FAILURE_RATE
+            self.cluster.complete_read(ok=ok)
 
     def _on_deliver(self, key: tuple[int, str]) -> None:
         left = self._scheduled.pop(key) - 1
