@@ -642,6 +642,10 @@ def test_flush_real_time_service_waits_for_its_least_pages_until_the_thorough_in
     assert not d.fsyncs
     d.tick(advance=499)                             # the next round, past 10 s: thorough
     assert [e.upto for e in d.fsyncs] == [60]
+    d.complete_fsync()
+    d.put()
+    d.tick(advance=500)                             # 10 s are counted from that thorough flush
+    assert not d.fsyncs
 
 
 @pytest.mark.parametrize("wake", [True, False])
@@ -725,3 +729,45 @@ def test_a_failed_segment_read_closes_only_the_connection_whose_stream_needs_it(
         d.tick()
         deliver(d, "r1", r1)
     assert r1.received_end == d.core.log.committed
+
+
+def test_the_next_wakeup_is_the_earliest_service_or_deadline_due():
+    """next_wakeup_ms is when the runtime must tick next: a later answer leaves a service or a
+    deadline late by up to a second (the cap), which no answer checks but this test."""
+    pool = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
+                               flush_interval_commit_log_ms=5_000), replicas=())
+    pool.put()
+    assert pool.core.log.issued < pool.core.log.wrote and pool.core.next_wakeup_ms(0) == 200   # the commit interval
+    flush = Driver(attrs.evolve(BASE, flush_interval_commit_log_ms=300), replicas=())
+    flush.put()
+    assert flush.core.next_wakeup_ms(0) == 300                                                # FlushRealTimeService
+    idle = Driver(sync_master(ha_housekeeping_interval_ms=400))
+    assert idle.core.next_wakeup_ms(0) == 1_000                                               # nothing due: the cap
+    idle.core.replica_connection_opened(9, 0)
+    assert idle.core.next_wakeup_ms(0) == 400                                                 # a greeting owed
+    owed = Driver(sync_master(ha_housekeeping_interval_ms=400, slave_timeout_ms=60_000,
+                              flush_interval_commit_log_ms=5_000))
+    connect(owed, "r1")
+    owed.now = 100
+    owed.put()
+    owed.tick()                                                                               # DATA in flight at 100
+    assert owed.core.next_wakeup_ms(100) == 500                                               # an ack owed since 100
+
+
+def test_push2_slave_max_offset_starts_at_zero_as_isslaveok_counts_from_it():
+    """Before any slave reports, isSlaveOK measures a put's distance from offset 0."""
+    for gap, waits in ((60, True), (59, False)):    # the first record ends at 60
+        d = Driver(sync_master(ha_max_gap_not_in_sync=gap, slave_timeout_ms=1_000))
+        connect(d, "r1")
+        assert d.core.push2SlaveMaxOffset == 0
+        rid = d.put()
+        assert (d.status(rid) is None) == waits, (gap, d.answers)
+
+
+def test_a_master_takes_up_to_64_slaves():
+    d = Driver(sync_master())
+    names = ("r1",) + tuple(f"s{k}" for k in range(63))
+    d.core.change_sync_state_set(names, frozenset({"r1"}))
+    assert len(d.core.replicas) == 64
+    with pytest.raises(AssertionError, match="replicas unbounded"):
+        d.core.change_sync_state_set(names + ("one-more",), frozenset({"r1"}))
