@@ -771,3 +771,37 @@ def test_a_master_takes_up_to_64_slaves():
     assert len(d.core.replicas) == 64
     with pytest.raises(AssertionError, match="replicas unbounded"):
         d.core.change_sync_state_set(names + ("one-more",), frozenset({"r1"}))
+
+
+def test_an_answer_for_a_record_never_appended_carries_no_offset():
+    """MESSAGE_ILLEGAL, IN_SYNC_REPLICAS_NOT_ENOUGH and a read-only store's SERVICE_NOT_AVAILABLE
+    name no offset (0): the record is in no log."""
+    offsets = {}
+
+    def answers(d):
+        for e in d.core.take_effects():
+            if isinstance(e, fx.Respond):
+                offsets[S(e.status)] = e.next_offset
+    d = Driver(sync_master(ack_policy="AT_LEAST_K", in_sync_replicas=3))
+    d.core.put(1, 1, b"", 0)                                      # empty: MESSAGE_ILLEGAL
+    d.core.put(2, 2, b"x", 0)                                     # one slave of the two needed
+    answers(d)
+    d = Driver(sync_flush(sync_flush_timeout_ms=50))
+    d.put()
+    d.tick()
+    d.complete_fsync(ok=False)                                    # read-only from here
+    d.core.put(9, 9, b"x", d.now)
+    answers(d)
+    assert offsets == {S.MESSAGE_ILLEGAL: 0, S.IN_SYNC_REPLICAS_NOT_ENOUGH: 0, S.SERVICE_NOT_AVAILABLE: 0}
+
+
+@pytest.mark.parametrize("flush_ms, slave_ms", [(100, 1_000), (1_000, 100)], ids=["flush", "replica"])
+def test_the_next_wakeup_is_the_earliest_deadline_not_the_latest(flush_ms, slave_ms):
+    d = Driver(sync_master(slave_timeout_ms=slave_ms, flush_disk_type="SYNC_FLUSH", sync_flush_timeout_ms=flush_ms,
+                           group_commit_interval_ms=5_000, ha_housekeeping_interval_ms=60_000))
+    connect(d, "r1")
+    d.put()
+    d.tick()                                       # the fsync is issued and stays in flight
+    d.now = 50
+    d.put()
+    assert d.core.next_wakeup_ms(60) == 100        # the first put's deadline, not the second's (150)
