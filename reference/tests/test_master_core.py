@@ -674,11 +674,12 @@ def test_a_put_wakes_the_commit_service_only_when_told(wake):
 
 def test_housekeeping_closes_a_connection_that_never_greets_at_the_interval_and_not_before():
     d = Driver(sync_master(ha_housekeeping_interval_ms=1_000))
+    d.now = 500
     d.core.replica_connection_opened(7, d.now)
     d.tick(advance=999)
     assert not d.closed
-    d.tick(advance=1)
-    assert [(c.conn, c.reason) for c in d.closed] == [(7, "no HANDSHAKE in 1000 ms")]
+    d.tick(advance=2)                                # a tick past the interval, not on it
+    assert [(c.conn, c.reason) for c in d.closed] == [(7, "no HANDSHAKE in 1001 ms")]
 
 
 def test_housekeeping_drops_a_slave_only_while_data_it_was_sent_waits_for_its_ack():
@@ -700,8 +701,9 @@ def test_housekeeping_drops_a_slave_only_while_data_it_was_sent_waits_for_its_ac
     d.tick()                                         # DATA sent, never acknowledged
     d.tick(advance=999)
     assert "r1" in d.core.conns
-    d.tick(advance=1)
-    assert "r1" not in d.core.conns and "acknowledged nothing for" in d.closed[-1].reason
+    d.tick(advance=2)                                # a tick past the interval, not on it
+    assert "r1" not in d.core.conns
+    assert d.closed[-1].reason == "slave r1 acknowledged nothing for 1001 ms with 60 bytes in flight"
 
 
 def test_a_failed_segment_read_closes_only_the_connection_whose_stream_needs_it():
