@@ -751,7 +751,12 @@ class MasterCore:
         self._reads.discard(start)
         size = self.log.segment_size
         for conn in list(self._parked):
-            self._close_unaccepted(conn, reason)
+            # a parked ACK's connection is an accepted one: dropped as such (the spec's
+            # ReplicaDisconnect), not closed as a stranger that the core would still count
+            if (name := self.name_of(conn)) is not None:
+                self._drop(name, reason)
+            else:
+                self._close_unaccepted(conn, reason)
         for name, hc in list(self.conns.items()):
             if hc.next_transfer < self.log.base and self.log.segment_start(hc.next_transfer) == start:
                 self._drop(name, reason)

@@ -153,3 +153,16 @@ def test_the_delivery_clocks_of_closed_links_are_forgotten():
     out = world.run(20_000)
     assert out.ok and world.cluster._conn_ids > 4 * MAX_CLOSED_LINK_CLOCKS, world.cluster._conn_ids
     assert len(world._link_clock) <= len(world.cluster.links) + MAX_CLOSED_LINK_CLOCKS
+
+
+@pytest.mark.parametrize("seed, steps", [(210888068317285, 117), (73547214225668, 227)])
+def test_a_failed_segment_read_drops_a_parked_accepted_connection_as_the_spec_does(seed, steps):
+    """Found by `make run`'s fuzz campaign once segment reads could fail (issue 36): a read failed
+    under an accepted connection whose ACK waited for it, and the core closed it as a stranger: it
+    still counted the slave connected, where the spec's ReplicaDisconnect had it gone."""
+    from reference.sim.world import World
+    from spark_fuzz.seeds import draw
+
+    outcome = World(draw(seed)).run(steps)
+    assert outcome.ok, outcome.message
+    assert outcome.faults.get("segment_read_failed")
