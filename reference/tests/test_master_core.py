@@ -314,20 +314,23 @@ def test_consumers_read_up_to_the_largest_put_ok_and_never_a_timed_out_record():
     assert first_end == d.core.log.committed
 
 
-def test_bug_flush_timeout_hides_slave_timeout_swaps_a_deadlines_status_too():
+@pytest.mark.parametrize("flush_ms, slave_ms, advance_ms", [(200, 50, 60), (20, 500, 21)],
+                         ids=["replica deadline first", "flush deadline first"])
+def test_bug_flush_timeout_hides_slave_timeout_swaps_a_deadlines_status_too(flush_ms, slave_ms, advance_ms):
     """The switch's counterexample (no slave connected) swaps the fail-fast answer; with a slave
-    connected that never acks, the replica deadline passes first while the flush is pending: the
-    correct answer is FLUSH_SLAVE_TIMEOUT (thenCombine: the replica failure wins), the switch's
-    FLUSH_DISK_TIMEOUT."""
+    connected that never acks and an fsync that never completes, whichever deadline passes first
+    finds both legs pending: the correct answer is FLUSH_SLAVE_TIMEOUT (thenCombine: the replica
+    failure wins), the switch's FLUSH_DISK_TIMEOUT."""
     for bugs, want in ((frozenset(), S.FLUSH_SLAVE_TIMEOUT),
                        (frozenset({"BugFlushTimeoutHidesSlaveTimeout"}), S.FLUSH_DISK_TIMEOUT)):
-        d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", slave_timeout_ms=50, sync_flush_timeout_ms=200,
-                               bugs=bugs))
+        d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", slave_timeout_ms=slave_ms,
+                               sync_flush_timeout_ms=flush_ms, bugs=bugs))
         connect(d, "r1")
         rid = d.put()
         d.tick()                                  # the fsync is issued and never completes
-        d.tick(advance=60)                        # the replica deadline only
+        d.tick(advance=advance_ms)                # the first deadline only
         assert d.status(rid) is want, (bugs, d.answers)
+        assert d.answers == {rid: [want]}, bugs
 
 
 @pytest.mark.parametrize("bugs", [frozenset(), frozenset({"BugDoubleResponse"})], ids=["correct", "double-response"])
@@ -518,20 +521,6 @@ def test_bug_flush_timeout_hides_slave_timeout_swaps_only_while_the_flush_is_pen
     d.complete_fsync()
     d.tick(advance=60)                            # the replica deadlines, the fsync done
     assert d.answers == {first: [S.FLUSH_SLAVE_TIMEOUT], last: [S.FLUSH_SLAVE_TIMEOUT]}
-
-
-def test_bug_flush_timeout_hides_slave_timeout_at_the_flush_deadline():
-    """The flush deadline passes with both legs pending: thenCombine answers FLUSH_SLAVE_TIMEOUT (the
-    replica failure wins); the switch answers FLUSH_DISK_TIMEOUT."""
-    for bugs, want in ((frozenset(), S.FLUSH_SLAVE_TIMEOUT),
-                       (frozenset({"BugFlushTimeoutHidesSlaveTimeout"}), S.FLUSH_DISK_TIMEOUT)):
-        d = Driver(sync_master(flush_disk_type="SYNC_FLUSH", sync_flush_timeout_ms=20, slave_timeout_ms=500,
-                               bugs=bugs))
-        connect(d, "r1")
-        rid = d.put()
-        d.tick()                                  # the fsync is issued and never completes
-        d.tick(advance=21)
-        assert d.answers == {rid: [want]}, bugs
 
 
 def test_bug_double_response_answers_again_only_while_the_flush_deadline_is_queued():
