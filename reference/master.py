@@ -93,12 +93,12 @@ class HaConnection:
     conn: int                  # the runtime's connection id
     ack_offset: int
     next_transfer: int
-    ack_records: int = 0       # complete records the slave said it holds (for the spec mapping)
+    ack_records: int           # complete records the slave said it holds (for the spec mapping)
     # Housekeeping: since when the slave owes an ack: its last ack of something new, or the moment
     # data went in flight to it while it had acknowledged everything sent (an idle slave's
     # heartbeats repeat its last report and move nothing, so they cannot be the clock).
-    ack_owed_since_ms: int = 0
-    cursor_epoch: int = 0      # failover: 0, or the epoch its labels are fixed to (roles.cursor_epoch_at_connect)
+    ack_owed_since_ms: int
+    cursor_epoch: int          # failover: 0, or the epoch its labels are fixed to (roles.cursor_epoch_at_connect)
 
 
 @attrs.define(slots=True)
@@ -871,11 +871,11 @@ class MasterCore:
 
     def _cursor_epoch_at_connect(self) -> int:
         if not self.epochs.entries:
-            return 0                 # outside failover: no labels
+            return 0                 # outside failover: no cursor (each batch takes its offset's epoch)
         from reference.failover.roles import cursor_epoch_at_connect     # failover only, as confirm_with
         return cursor_epoch_at_connect(self.epochs, bugs=self.failover_bugs)
 
-    def transfer_label(self, offset: int, cursor_epoch: int = 0) -> tuple[int, int, int]:
+    def transfer_label(self, offset: int, cursor_epoch: int) -> tuple[int, int, int]:
         """The transfer header for a batch from ``offset``: (epoch, its start, where the batch
         must end — the next entry's start, or no end), from the entries (H2): the spec's
         TransferLabel, roles.transfer_label, the definition the record-level model runs.  A
@@ -967,7 +967,7 @@ class MasterCore:
         self.ungreeted[conn] = now_ms
 
     def replica_handshake(self, conn: int, name: str, offset: int, chain: bytes, now_ms: int,
-                          records: int = 0) -> None:
+                          records: int) -> None:
         """A new HA connection's first frame: the slave's name, max offset and chain hash there.
         Every decision is here, none in a runtime: a second HANDSHAKE, an unknown name, a name
         already connected (or whose handshake is being checked on another connection)."""
@@ -1025,7 +1025,7 @@ class MasterCore:
                     f"{index.records_upto(offset)} there"), claimed
         return None, claimed
 
-    def replica_ack(self, conn: int, offset: int, now_ms: int, records: int = 0) -> None:
+    def replica_ack(self, conn: int, offset: int, now_ms: int, records: int) -> None:
         """HAConnection.ReadSocketService: a slave reported the offset it holds
         (and how many records that is).  A report beyond what the master could
         have shipped, or that does not match the master's log, closes the

@@ -33,6 +33,7 @@ class Driver:
         self.conn_of: dict[str, int] = {}
         self.next_id = 1
         self.fail_reads = False                       # segment reads back fail (EIO)
+        self.held_reads: list[int] | None = None      # a list: ReadSegment starts wait there, unperformed
 
     def run(self):
         pending = self.core.take_effects()
@@ -50,7 +51,9 @@ class Driver:
                     self.core.write_done(e.start, e.position, len(e.data), self.now)
                 pending += self.core.take_effects()
             elif isinstance(e, fx.ReadSegment):
-                if self.fail_reads:
+                if self.held_reads is not None:
+                    self.held_reads.append(e.start)
+                elif self.fail_reads:
                     self.core.segment_read_failed(e.start, f"segment {e.start}: EIO", self.now)
                 else:
                     self.core.segment_read(e.start, bytes(self.files[e.start]), self.now)
@@ -796,3 +799,174 @@ def test_the_next_wakeup_is_the_earliest_deadline_not_the_latest(flush_ms, slave
     d.now = 50
     d.put()
     assert d.core.next_wakeup_ms(60) == 100        # the first put's deadline, not the second's (150)
+
+
+# --- issue 36: what the mutation campaign of master.py outside ACK_DECIDING showed no check pinned ---
+
+def test_a_partly_failed_pool_commit_counts_its_whole_records_and_retries_from_there():
+    """Transient store pool: a commit (one WriteData of three 60-byte records) fails after 130 bytes.
+    The two whole records in those bytes are committed (a Commit step), the retry writes from 120,
+    not from 0 again."""
+    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
+                            commit_commit_log_least_pages=0), replicas=())
+    for rid in (1, 2, 3):
+        d.core.put(rid, rid, b"m" * 40, d.now)
+    d.run()
+    d.fail_writes = [("EIO", 130)]
+    d.tick(advance=200)                              # CommitRealTimeService's interval
+    assert [(w.offset, w.end) for w in d.writes] == [(0, 180)]
+    assert d.core.log.committed == 120 and ("Commit", 2) in d.core.spec_steps
+    d.tick(advance=200)
+    assert [(w.offset, w.end) for w in d.writes] == [(0, 180), (120, 180)] and d.core.log.committed == 180
+
+
+def test_decoupled_sync_master_checks_its_slaves_once_at_the_put_not_again_at_the_fsync():
+    """5.x handleDiskFlushAndHA: isSlaveOK is asked when the put is appended; the replica leg then
+    waits for GroupTransferService.  A slave lost while the fsync runs fails the request only at
+    its slave deadline, not at once when the fsync returns (BLOCKING's handleHA-after-flush)."""
+    d = Driver(sync_flush(broker_role="SYNC_MASTER", ack_mode="DECOUPLED", slave_timeout_ms=100,
+                          sync_flush_timeout_ms=1_000))
+    connect(d, "r1")
+    rid = d.put()
+    d.tick()                                         # the fsync is in flight
+    d.core.replica_disconnected(d.conn_of["r1"])
+    d.run()
+    d.complete_fsync()
+    assert d.status(rid) is None and len(d.core.repl_deadlines) == 1
+    d.tick(advance=101)
+    assert d.answers[rid] == [S.SLAVE_NOT_AVAILABLE]
+
+
+def test_an_idle_group_commit_service_does_not_wake_the_runtime():
+    """SYNC_FLUSH with nothing to flush and no request waiting: the next wake-up is the cap, not
+    GroupCommitService's 10 ms interval (an idle broker would spin)."""
+    d = Driver(sync_flush(), replicas=())
+    assert d.core.next_wakeup_ms(0) == 1_000
+    d.put()
+    assert d.core.next_wakeup_ms(0) == 0             # a put wakes GroupCommitService at once
+
+
+def test_a_greeting_owed_later_does_not_postpone_an_earlier_deadline():
+    d = Driver(sync_flush(sync_flush_timeout_ms=100, group_commit_interval_ms=5_000,
+                          ha_housekeeping_interval_ms=400), replicas=())
+    d.put()
+    d.tick()                                         # the fsync stays in flight: a flush deadline at 100
+    d.core.replica_connection_opened(9, 0)           # a greeting owed at 400
+    assert d.core.next_wakeup_ms(0) == 100
+
+
+def test_housekeeping_drops_a_slave_that_keeps_being_sent_data_and_never_acknowledges():
+    """New puts keep the stream going: that is no ack, and must not restart the slave's clock."""
+    d = Driver(sync_master(ha_housekeeping_interval_ms=1_000, slave_timeout_ms=50))
+    connect(d, "r1")
+    for k in range(4):
+        d.now = 300 * k                              # 0, 300, 600, 900: DATA each time, no ack
+        d.put()
+        d.tick()
+    d.tick(advance=99)
+    assert "r1" in d.core.conns
+    d.tick(advance=2)
+    assert "r1" not in d.core.conns
+    assert d.closed[-1].reason.startswith("slave r1 acknowledged nothing for 1001 ms")
+
+
+def _far_behind(replicas=("r1", "r2", "r3")) -> tuple[Driver, dict]:
+    """A master 12 segments long that holds only its last in memory, r3 keeping up, and reads
+    back held (``Driver.held_reads``) until the test performs or fails them."""
+    d = Driver(sync_flush(broker_role="SYNC_MASTER", slave_timeout_ms=60_000, ha_housekeeping_interval_ms=600_000,
+                          ha_send_window_bytes=256), replicas=replicas)
+    r3 = connect(d, "r3")
+    for _ in range(24):
+        d.put(size=100)
+        d.tick()
+        deliver(d, "r3", r3)
+        if d.fsyncs:
+            d.complete_fsync()
+    d.tick()
+    assert d.core.log.base > 1_536, d.core.log.base
+    d.held_reads = []
+    return d, {"r3": r3}
+
+
+def _perform_reads(d: Driver) -> None:
+    while d.held_reads:
+        start = d.held_reads.pop(0)
+        d.core.segment_read(start, bytes(d.files[start]), d.now)
+        d.run()
+
+
+def test_a_failed_segment_read_drops_the_accepted_slave_whose_stream_needs_it_and_no_other():
+    """r2 streams from segments read back and waits, window full, at 1,536 (a segment still in no
+    cache).  r1's handshake from 0 waits for segment 0, evicted: that read fails and closes r1 only.
+    Then r2's own read (1,536) fails: r2 is dropped as an accepted slave."""
+    d, slaves = _far_behind()
+    slaves["r2"] = r2 = connect(d, "r2")
+    _perform_reads(d)
+    for _ in range(5):
+        deliver(d, "r2", r2)
+        _perform_reads(d)
+    hc = d.core.conns["r2"]
+    assert (hc.ack_offset, hc.next_transfer) == (1_280, 1_536) and 0 not in d.core._old
+    connect(d, "r1")
+    assert d.held_reads == [0]
+    d.held_reads.clear()
+    d.core.segment_read_failed(0, "segment 0: EIO", d.now)
+    d.run()
+    assert [(c.conn, c.reason) for c in d.closed] == [(d.conn_of["r1"], "segment 0: EIO")]
+    assert set(d.core.conns) == {"r2", "r3"}
+    # r2 holds through 1,536 and says it holds through 1,400 (a whole record, in a segment still
+    # cached: the report is checked at once, nothing parks), so its stream goes on from 1,536
+    for e in [e for e in d.sent if e.conn == d.conn_of["r2"]]:
+        r2.on_data(e.offset, e.data)
+    r2.take_effects()
+    assert r2.received_end == 1_536
+    d.core.replica_ack(d.conn_of["r2"], 1_400, d.now, d.core._old[1_280][0].records_upto(1_400))
+    d.run()
+    assert d.held_reads == [1_536] and not d.core._parked
+    d.held_reads.clear()
+    d.core.segment_read_failed(1_536, "segment 1536: EIO", d.now)
+    d.run()
+    assert d.closed[-1].conn == d.conn_of["r2"] and set(d.core.conns) == {"r3"}
+
+
+def test_frames_parked_behind_a_segment_read_run_in_their_order():
+    """r1's HANDSHAKE waits for segment 0 to be read back, and its first ACK arrives behind it:
+    once the read is in, the HANDSHAKE runs first (r1 accepted), then the ACK."""
+    d, _ = _far_behind()
+    conn = len(d.conn_of) + 1
+    r1 = connect(d, "r1")
+    assert d.held_reads == [0] and "r1" not in d.core.conns
+    d.core.replica_ack(conn, 0, d.now, 0)
+    _perform_reads(d)
+    assert "r1" in d.core.conns and not d.closed and conn not in d.core._parked
+    assert d.core.conns["r1"].next_transfer > 0
+    assert r1.received_end == 0
+
+
+def test_outside_failover_every_transfer_header_is_labelled_epoch_0_from_0():
+    """No epoch entries: the header's label is (0, 0), as a 4.x slave expects (it reads none)."""
+    d = Driver(sync_master())
+    connect(d, "r1")
+    d.put()
+    d.put()
+    d.tick()
+    assert d.sent and {(e.epoch, e.epoch_start) for e in d.sent} == {(0, 0)}
+
+
+def test_a_slave_connected_before_the_first_epoch_has_no_cursor_and_is_labelled_per_offset():
+    """A connection accepted with no epoch entries gets cursor 0 (none): once the master's epochs
+    begin, each batch takes the epoch of its offset and ends where that epoch ends."""
+    d = Driver(sync_master(ha_send_window_bytes=60, slave_timeout_ms=60_000))
+    r1 = connect(d, "r1")
+    for _ in range(3):
+        d.put()                                      # records [0, 60) [60, 120) [120, 180); only the first sent
+    assert [(e.offset, e.offset + len(e.data)) for e in d.sent] == [(0, 60)]
+    d.core.begin_epoch(((1, 0), (2, 120)), 0)
+    d.core.set_confirm_view(frozenset({"r1"}), frozenset({"r1"}), 0)
+    first = d.sent.pop(0)
+    r1.on_data(first.offset, first.data)
+    for a in r1.take_effects():
+        if isinstance(a, fx.SendAck):
+            d.core.replica_ack(d.conn_of["r1"], a.offset, d.now, a.records)
+    d.run()
+    assert [(e.offset, e.offset + len(e.data), e.epoch, e.epoch_start) for e in d.sent] == [(60, 120, 1, 0)]
