@@ -703,14 +703,7 @@ def test_a_failed_segment_read_closes_only_the_connection_whose_stream_needs_it(
     closed (it reconnects and the read is tried again); a slave that keeps up is untouched.  No
     simulator or machine failed a segment read before issue 36's third session."""
     d = Driver(sync_flush(broker_role="SYNC_MASTER", slave_timeout_ms=60_000), replicas=("r1", "r2"))
-    r2 = connect(d, "r2")
-    for _ in range(12):                               # about six segments, all flushed and acked by r2
-        d.put(size=100)
-        d.tick()
-        deliver(d, "r2", r2)
-        if d.fsyncs:
-            d.complete_fsync()
-    d.tick()
+    _grow(d, connect(d, "r2"), "r2", 12)            # about six segments, all flushed and acked by r2
     assert d.core.log.base > 0, "the master still holds its first segment: nothing to read back"
     d.fail_reads = True
     connect(d, "r1")                                  # from offset 0: its stream needs segment 0
@@ -876,16 +869,21 @@ def _far_behind(replicas=("r1", "r2", "r3")) -> tuple[Driver, dict]:
     d = Driver(sync_flush(broker_role="SYNC_MASTER", slave_timeout_ms=60_000, ha_housekeeping_interval_ms=600_000,
                           ha_send_window_bytes=256), replicas=replicas)
     r3 = connect(d, "r3")
-    for _ in range(24):
-        d.put(size=100)
-        d.tick()
-        deliver(d, "r3", r3)
-        if d.fsyncs:
-            d.complete_fsync()
-    d.tick()
+    _grow(d, r3, "r3", 24)
     assert d.core.log.base > 1_536, d.core.log.base
     d.held_reads = []
     return d, {"r3": r3}
+
+
+def _grow(d: Driver, slave: ReplicaCore, name: str, records: int) -> None:
+    """``records`` puts of 120-byte records, each flushed and acknowledged by ``slave``."""
+    for _ in range(records):
+        d.put(size=100)
+        d.tick()
+        deliver(d, name, slave)
+        if d.fsyncs:
+            d.complete_fsync()
+    d.tick()
 
 
 def _perform_reads(d: Driver) -> None:
