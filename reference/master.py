@@ -871,7 +871,7 @@ class MasterCore:
 
     def _cursor_epoch_at_connect(self) -> int:
         if not self.epochs.entries:
-            return 0                 # outside failover: no cursor (each batch takes its offset's epoch)
+            return 0                 # outside failover: no labels (transfer_label reads no cursor then)
         from reference.failover.roles import cursor_epoch_at_connect     # failover only, as confirm_with
         return cursor_epoch_at_connect(self.epochs, bugs=self.failover_bugs)
 
