@@ -995,3 +995,109 @@ def test_the_cache_of_segments_read_back_holds_one_more_than_the_slaves_and_at_l
             _perform_reads(d)
             deliver(d, "r1", r1)
         assert len(d.core._old) == 4, sorted(d.core._old)
+
+
+def test_commit_real_time_service_rounds_are_counted_from_the_last_round_not_from_zero():
+    """CommitRealTimeService (transient store pool): a round every commitIntervalCommitLog (200 ms)
+    after the last one, whatever the clock reads."""
+    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
+                            commit_commit_log_least_pages=0), replicas=())
+    d.now = 1_000
+    d.put()
+    d.tick()                                         # a round at 1,000 commits the record
+    d.now = 1_100
+    d.put()
+    d.tick()                                         # 100 ms later: no round
+    assert len(d.writes) == 1
+    d.now = 1_200
+    d.tick()
+    assert len(d.writes) == 2
+
+
+def test_commit_real_time_service_waits_for_its_least_pages_until_the_thorough_interval_since_the_last_commit():
+    """commitCommitLogLeastPages (4 pages of 64 bytes) unless commitCommitLogThoroughInterval has
+    passed since the last commit: 60 bytes written after a commit at 1,000 wait for 2,000."""
+    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
+                            commit_commit_log_least_pages=4, commit_commit_log_thorough_interval_ms=1_000),
+               replicas=())
+    for _ in range(3):
+        d.put()                                      # 180 bytes: under 4 pages
+    d.tick(advance=200)
+    assert not d.writes
+    d.now = 1_000
+    d.tick()                                         # thorough: whatever is written
+    assert [(w.offset, w.end) for w in d.writes] == [(0, 180)]
+    d.put()                                          # [180, 240): the segment is not full
+    d.now = 1_200
+    d.tick()
+    assert len(d.writes) == 1
+    d.now = 2_000
+    d.tick()
+    assert [(w.offset, w.end) for w in d.writes] == [(0, 180), (180, 240)]
+
+
+def test_flush_real_time_service_counts_only_the_dirty_bytes_above_the_flushed_offset():
+    """flushCommitLogLeastPages counts committed - flushed: after segment 0 is flushed, 120 bytes in
+    segment 256 are under 4 pages and wait."""
+    d = Driver(BASE, replicas=())
+    for _ in range(5):
+        d.put()                                      # the fifth rolls into segment 256: segment 0 is full
+    d.tick(advance=500)
+    assert [e.upto for e in d.fsyncs] == [256]
+    d.complete_fsync()
+    d.put()                                          # [316, 376)
+    d.tick(advance=500)
+    assert not d.fsyncs and d.core.log.flushed == 256
+
+
+def test_bug_any_replica_for_all_in_sync_changes_only_all_in_sync():
+    """The switch reads ALL_IN_SYNC as ANY_REPLICA_MAX; a k-of-n policy stays k-of-n with it on."""
+    d = Driver(sync_master(ack_policy="AT_LEAST_K", in_sync_replicas=3, slave_timeout_ms=60_000,
+                           bugs=frozenset({"BugAnyReplicaForAllInSync"})), replicas=("r1", "r2"))
+    r1 = connect(d, "r1")
+    connect(d, "r2")
+    rid = d.put()
+    d.tick()
+    deliver(d, "r1", r1)                             # one slave of the two the put needs
+    d.tick()
+    assert d.status(rid) is None
+
+
+def test_housekeeping_names_the_bytes_in_flight_beyond_the_last_ack():
+    d = Driver(sync_master(ha_housekeeping_interval_ms=1_000, slave_timeout_ms=50))
+    r1 = connect(d, "r1")
+    d.put()
+    d.tick()
+    deliver(d, "r1", r1)                             # acknowledges [0, 60)
+    d.put()
+    d.tick()
+    d.tick(advance=1_001)
+    assert d.closed[-1].reason == "slave r1 acknowledged nothing for 1001 ms with 60 bytes in flight"
+
+
+def test_a_slave_whose_connection_drops_while_its_handshake_waits_may_connect_again():
+    """r1's HANDSHAKE waits for a segment read; the connection drops: r1 is no longer connecting, so
+    its next connection is taken (not closed as "already connected")."""
+    d, _ = _far_behind()
+    first = len(d.conn_of) + 1
+    connect(d, "r1")
+    assert d.held_reads == [0] and d.core.connecting == {"r1": first}
+    d.core.replica_disconnected(first)
+    connect(d, "r1")                                 # the read asked for is still under way
+    assert not d.closed and d.core.connecting == {"r1": first + 1} and d.held_reads == [0]
+    _perform_reads(d)
+    assert "r1" in d.core.conns and not d.closed
+
+
+def test_group_commit_rounds_are_counted_from_the_last_round_not_from_every_tick():
+    """GroupCommitService.waitForRunning(10): with a request waiting for data the pool has not
+    committed yet, a tick 5 ms after a round runs no round, and the next is due 10 ms after it."""
+    d = Driver(sync_flush(transient_store_pool_enable=True, wake_commit_when_put_message=False,
+                          commit_commit_log_least_pages=4, commit_commit_log_thorough_interval_ms=10_000,
+                          sync_flush_timeout_ms=60_000), replicas=())
+    d.now = 1_000
+    d.put()
+    d.tick()                                         # the put's round: the request waits, nothing to fsync
+    assert d.core.requests_read and not d.fsyncs and d.core.log.committed == 0
+    d.tick(advance=5)
+    assert d.core.next_wakeup_ms(d.now) == 1_010
