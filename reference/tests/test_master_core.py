@@ -1101,3 +1101,41 @@ def test_group_commit_rounds_are_counted_from_the_last_round_not_from_every_tick
     assert d.core.requests_read and not d.fsyncs and d.core.log.committed == 0
     d.tick(advance=5)
     assert d.core.next_wakeup_ms(d.now) == 1_010
+
+
+def test_a_segment_read_back_that_differs_from_the_log_closes_the_connection_that_waits_and_says_why():
+    d, _ = _far_behind()
+    slave = connect(d, "r1")
+    _perform_reads(d)                                # segment 0 reads back fine: r1 is taken
+    deliver(d, "r1", slave)                          # and acknowledges it: its stream needs segment 256
+    r1 = d.conn_of["r1"]
+    assert d.held_reads == [256] and "r1" in d.core.conns
+    d.held_reads.clear()
+    data = bytearray(d.files[256])
+    data[120:240] = bytes(120)                       # the segment's second record gone: a blank there
+    d.core.segment_read(256, bytes(data), d.now)
+    d.run()
+    assert [(c.conn, c.reason) for c in d.closed] == [
+        (r1, "segment 256 read back does not hold the records the log wrote there (1 of 2)")]
+    assert "r1" not in d.core.conns
+
+
+@pytest.mark.parametrize("how", ["disconnected", "bad input"])
+@pytest.mark.parametrize("which", ["r1", "r2"])
+def test_a_connection_that_goes_while_its_handshake_waits_leaves_the_other_waiting_one_alone(how, which):
+    """r1 and r2 both wait for segment 0 (r1 on the lower connection id); one connection goes: only
+    its slave stops connecting, and the other's handshake is taken when the read is in."""
+    d, _ = _far_behind()
+    connect(d, "r1")
+    connect(d, "r2")
+    waiting = {"r1": d.conn_of["r1"], "r2": d.conn_of["r2"]}
+    assert d.core.connecting == waiting and d.held_reads == [0]
+    gone = waiting.pop(which)
+    if how == "disconnected":
+        d.core.replica_disconnected(gone)
+    else:
+        d.core.replica_bad_input(gone, "a frame no slave sends")
+    d.run()
+    assert d.core.connecting == waiting
+    _perform_reads(d)
+    assert set(d.core.conns) == {"r3", *waiting}
