@@ -1139,3 +1139,26 @@ def test_a_connection_that_goes_while_its_handshake_waits_leaves_the_other_waiti
     assert d.core.connecting == waiting
     _perform_reads(d)
     assert set(d.core.conns) == {"r3", *waiting}
+
+
+def test_a_failed_segment_read_leaves_a_slave_behind_it_that_waits_for_its_ack_not_for_the_read():
+    """r2 waits, window full, at 1,536 (it needs no read until it acknowledges); r1 streams past it
+    and needs segment 1,792, whose read fails: r1 goes, r2 stays."""
+    d, _ = _far_behind()
+    r2 = connect(d, "r2")
+    _perform_reads(d)
+    for _ in range(5):
+        deliver(d, "r2", r2)
+        _perform_reads(d)
+    assert d.core.conns["r2"].next_transfer == 1_536 and not d.held_reads
+    r1 = connect(d, "r1")
+    for _ in range(12):
+        if d.held_reads == [1_792]:
+            break
+        _perform_reads(d)
+        deliver(d, "r1", r1)
+    assert d.held_reads == [1_792] and d.core.conns["r1"].next_transfer == 1_792
+    d.held_reads.clear()
+    d.core.segment_read_failed(1_792, "segment 1792: EIO", d.now)
+    d.run()
+    assert [c.conn for c in d.closed] == [d.conn_of["r1"]] and set(d.core.conns) == {"r2", "r3"}
