@@ -954,19 +954,23 @@ def test_outside_failover_every_transfer_header_is_labelled_epoch_0_from_0():
     assert d.sent and {(e.epoch, e.epoch_start) for e in d.sent} == {(0, 0)}
 
 
-def test_a_slave_at_most_two_segments_behind_committed_keeps_its_segments_in_memory():
-    """RETAINED_SEGMENTS_BEHIND: the master keeps the segments of a slave's ack while it is within two
-    segments of committed's; farther behind, it stops holding memory and is served by segment reads
-    (which park its reports and can outlast a deadline: how much is kept is behaviour, not tuning)."""
+@pytest.mark.parametrize("r1_acks", [False, True], ids=["r1-acks-nothing", "r1-acks-its-first-record"])
+def test_a_slave_at_most_two_segments_behind_committed_keeps_its_segments_in_memory(r1_acks):
+    """RETAINED_SEGMENTS_BEHIND: the master keeps the segments from a slave's ack on while it is within
+    two segments of committed's; farther behind, it stops holding memory and is served by segment
+    reads (which park its reports and can outlast a deadline: how much is kept is behaviour)."""
     d = Driver(sync_flush(broker_role="SYNC_MASTER", slave_timeout_ms=60_000, ha_housekeeping_interval_ms=600_000,
-                          ha_send_window_bytes=256), replicas=("r1", "r2"))
-    connect(d, "r1")                                 # acknowledges nothing: its ack stays at 0
+                          ha_send_window_bytes=120, ha_transfer_batch_size=120), replicas=("r1", "r2"))
+    r1 = connect(d, "r1")                            # its ack stays at 0, or at 120 (inside segment 0)
     r2 = connect(d, "r2")
     bases = {}
-    for _ in range(7):                               # 120-byte records, two per 256-byte segment
+    for k in range(9):                               # 120-byte records, two per 256-byte segment
         _grow(d, r2, "r2", 1)
+        if r1_acks and k == 0:
+            deliver(d, "r1", r1)
+            assert d.core.conns["r1"].ack_offset == 120
         bases[d.core.log.segment_start(d.core.log.committed)] = d.core.log.base
-    assert bases == {0: 0, 256: 0, 512: 0, 768: 768}
+    assert bases == {0: 0, 256: 0, 512: 0, 768: 768, 1024: 1024}
 
 
 @pytest.mark.parametrize("replicas, cached", [(("r1",), 2), (("r1", "r2"), 3), (("r1", "r2", "r3"), 4)])
