@@ -1038,7 +1038,7 @@ def test_commit_real_time_service_waits_for_its_least_pages_until_the_thorough_i
     d.now = 1_200
     d.tick()
     assert len(d.writes) == 1
-    d.now = 2_000
+    d.now = 2_100                                    # 1,100 ms after the last commit: thorough
     d.tick()
     assert [(w.offset, w.end) for w in d.writes] == [(0, 180), (180, 240)]
 
@@ -1169,3 +1169,86 @@ def test_a_failed_segment_read_leaves_a_slave_behind_it_that_waits_for_its_ack_n
     d.core.segment_read_failed(1_792, "segment 1792: EIO", d.now)
     d.run()
     assert [c.conn for c in d.closed] == [d.conn_of["r1"]] and set(d.core.conns) == {"r2", "r3"}
+
+
+def test_check_invariants_holds_with_writes_in_flight_and_behind_a_failed_one():
+    """The core's own invariants while WriteData effects are in flight: the first at committed, and
+    after a failed write the stale ones behind it (above committed) until they are answered."""
+    d = Driver(BASE, replicas=())
+    for rid in (1, 2, 3):
+        d.core.put(rid, rid, b"m" * 40, d.now)
+    writes = [e for e in d.core.take_effects() if isinstance(e, fx.WriteData)]
+    assert [(e.offset, e.end) for e in writes] == [(0, 60), (60, 120), (120, 180)]
+    d.core.check_invariants()                        # the first write in flight starts at committed (0)
+    d.core.write_done(writes[0].start, writes[0].position, len(writes[0].data), d.now)
+    d.core.write_failed(writes[1].start, writes[1].position, len(writes[1].data), 0, d.now)
+    assert d.core.log.committed == 60 and [(w.offset, w.stale) for w in d.core.writes] == [(120, True)]
+    d.core.check_invariants()                        # a stale write above committed
+    d.core.write_failed(writes[2].start, writes[2].position, len(writes[2].data), 0, d.now)
+    d.core.check_invariants()
+
+
+def test_an_idle_commit_tick_is_no_round():
+    """CommitRealTimeService with nothing written to commit does not start its interval: a put
+    50 ms after an idle tick is committed at the next tick."""
+    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
+                            commit_commit_log_least_pages=0), replicas=())
+    d.now = 1_000
+    d.tick()
+    d.now = 1_050
+    d.put()
+    d.tick()
+    assert [(w.offset, w.end) for w in d.writes] == [(0, 60)]
+
+
+@pytest.mark.parametrize("pool", [True, False], ids=["commit", "flush"])
+def test_a_record_that_rolls_into_the_next_segment_is_committed_and_flushed_below_the_least_pages(pool):
+    """CommitRealTimeService and FlushRealTimeService do not wait for their least pages once a
+    segment is complete (MappedFile.isFull): 316 bytes, under 8 pages of 64, go at the next round."""
+    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=pool, wake_commit_when_put_message=False,
+                            commit_commit_log_least_pages=8, commit_commit_log_thorough_interval_ms=10_000,
+                            flush_commit_log_least_pages=8), replicas=())
+    d.now = 1_000
+    for _ in range(5):
+        d.put()                                      # the fifth rolls into segment 256
+    d.tick()
+    if pool:
+        assert d.writes and d.core.log.committed == 316
+    else:
+        assert [e.upto for e in d.fsyncs] == [256]
+
+
+def test_flush_real_time_service_flushes_at_exactly_its_least_pages_and_its_thorough_interval():
+    """flushCommitLogLeastPages is "at least": two 64-byte records with least 2 pages of 64 go.  And
+    the thorough flush is due at 10,000 ms exactly, not after."""
+    d = Driver(attrs.evolve(BASE, flush_commit_log_least_pages=2), replicas=())
+    d.put(size=44)
+    d.put(size=44)                                   # 128 bytes dirty: exactly 2 pages
+    d.tick(advance=500)
+    assert [e.upto for e in d.fsyncs] == [128]
+    d = Driver(BASE, replicas=())
+    d.put()
+    d.now = 10_000
+    d.tick()
+    assert [e.upto for e in d.fsyncs] == [60]
+
+
+def test_a_group_commit_round_forgets_every_request_its_fsync_released():
+    d = Driver(sync_flush())
+    d.put()
+    d.put()
+    d.tick()                                         # one round, one fsync for both
+    assert len(d.core.requests_read) == 2
+    d.complete_fsync()
+    assert not d.core.requests_read and not d.core.requests_write
+
+
+def test_housekeeping_drops_a_slave_at_the_interval_exactly():
+    d = Driver(sync_master(ha_housekeeping_interval_ms=1_000, slave_timeout_ms=50))
+    connect(d, "r1")
+    d.put()
+    d.tick()                                         # DATA in flight at 0
+    d.tick(advance=999)
+    assert "r1" in d.core.conns
+    d.tick(advance=1)
+    assert "r1" not in d.core.conns
