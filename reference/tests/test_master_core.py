@@ -909,13 +909,6 @@ def test_a_failed_segment_read_drops_the_accepted_slave_whose_stream_needs_it_an
         _perform_reads(d)
     hc = d.core.conns["r2"]
     assert (hc.ack_offset, hc.next_transfer) == (1_280, 1_536) and 0 not in d.core._old
-    connect(d, "r1")
-    assert d.held_reads == [0]
-    d.held_reads.clear()
-    d.core.segment_read_failed(0, "segment 0: EIO", d.now)
-    d.run()
-    assert [(c.conn, c.reason) for c in d.closed] == [(d.conn_of["r1"], "segment 0: EIO")]
-    assert set(d.core.conns) == {"r2", "r3"}
     # r2 holds through 1,536 and says it holds through 1,400 (a whole record, in a segment still
     # cached: the report is checked at once, nothing parks), so its stream goes on from 1,536
     for e in [e for e in d.sent if e.conn == d.conn_of["r2"]]:
@@ -925,7 +918,13 @@ def test_a_failed_segment_read_drops_the_accepted_slave_whose_stream_needs_it_an
     d.core.replica_ack(d.conn_of["r2"], 1_400, d.now, d.core._old[1_280][0].records_upto(1_400))
     d.run()
     assert d.held_reads == [1_536] and not d.core._parked
+    connect(d, "r1")
+    assert d.held_reads == [1_536, 0]
     d.held_reads.clear()
+    d.core.segment_read_failed(0, "segment 0: EIO", d.now)     # while r2's read is under way
+    d.run()
+    assert [(c.conn, c.reason) for c in d.closed] == [(d.conn_of["r1"], "segment 0: EIO")]
+    assert set(d.core.conns) == {"r2", "r3"} and d.core._reads == {1_536}
     d.core.segment_read_failed(1_536, "segment 1536: EIO", d.now)
     d.run()
     assert d.closed[-1].conn == d.conn_of["r2"] and set(d.core.conns) == {"r3"}
@@ -1252,3 +1251,25 @@ def test_housekeeping_drops_a_slave_at_the_interval_exactly():
     assert "r1" in d.core.conns
     d.tick(advance=1)
     assert "r1" not in d.core.conns
+
+
+def test_the_next_wakeup_is_never_in_the_past():
+    """A greeting overdue (the connection opened at 0, the interval 400 ms, the clock at 1,000):
+    the runtime is told to tick now, not at 400."""
+    d = Driver(sync_master(ha_housekeeping_interval_ms=400))
+    d.core.replica_connection_opened(9, 0)
+    assert d.core.next_wakeup_ms(1_000) == 1_000
+
+
+def test_a_pool_commit_that_fails_before_its_first_byte_is_no_commit_step():
+    """Nothing reached the page cache: committed stays, and the spec sees WriteFail alone (a Commit
+    step there would restart the thorough interval's clock, too)."""
+    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
+                            commit_commit_log_least_pages=0), replicas=())
+    for rid in (1, 2):
+        d.core.put(rid, rid, b"m" * 40, d.now)
+    d.run()
+    d.fail_writes = [("EIO", 0)]
+    d.tick(advance=200)
+    assert d.core.log.committed == 0 and not any(step[0] == "Commit" for step in d.core.spec_steps)
+    assert d.core.spec_steps[-1] == ("WriteFail", None, None)
