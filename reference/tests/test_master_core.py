@@ -1273,3 +1273,15 @@ def test_a_pool_commit_that_fails_before_its_first_byte_is_no_commit_step():
     d.tick(advance=200)
     assert d.core.log.committed == 0 and not any(step[0] == "Commit" for step in d.core.spec_steps)
     assert d.core.spec_steps[-1] == ("WriteFail", None, None)
+
+
+def test_commit_real_time_service_commits_at_exactly_its_least_pages():
+    """commitCommitLogLeastPages is "at least": two 64-byte records with least 2 pages of 64 go."""
+    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
+                            commit_commit_log_least_pages=2, commit_commit_log_thorough_interval_ms=10_000),
+               replicas=())
+    d.now = 1_000
+    d.put(size=44)
+    d.put(size=44)
+    d.tick()
+    assert [(w.offset, w.end) for w in d.writes] == [(0, 128)]
