@@ -1107,6 +1107,8 @@ def test_group_commit_rounds_are_counted_from_the_last_round_not_from_every_tick
     assert d.core.requests_read and not d.fsyncs and d.core.log.committed == 0
     d.tick(advance=5)
     assert d.core.next_wakeup_ms(d.now) == 1_010
+    d.tick(advance=10)                               # 1,015: past the interval, a round runs
+    assert d.core.next_wakeup_ms(d.now) == 1_025
 
 
 def test_a_segment_read_back_that_differs_from_the_log_closes_the_connection_that_waits_and_says_why():
