@@ -1287,3 +1287,28 @@ def test_commit_real_time_service_commits_at_exactly_its_least_pages():
     d.put(size=44)
     d.tick()
     assert [(w.offset, w.end) for w in d.writes] == [(0, 128)]
+
+
+@pytest.mark.parametrize("refusal", ["second handshake", "unknown slave", "already connected", "differs"])
+def test_a_refused_handshake_leaves_nothing_parked(refusal):
+    """Each refusal is decided at once: nothing waits for a segment read on that connection after it."""
+    d = Driver(sync_master(), replicas=("r1", "r2"))
+    r1 = connect(d, "r1")
+    conn = d.conn_of["r1"] if refusal == "second handshake" else 99
+    name = {"unknown slave": "stranger", "differs": "r2"}.get(refusal, "r1")
+    chain = b"\x01" * 16 if refusal == "differs" else r1.index.chain_at(0)
+    d.core.replica_handshake(conn, name, 0, chain, d.now, 0)
+    d.run()
+    assert d.closed and not d.core._parked and not d.core.connecting, (d.closed, d.core._parked)
+
+
+def test_a_service_interval_longer_than_the_cap_leaves_the_wakeup_at_the_cap():
+    """next_wakeup_ms answers at most a second ahead: a commit or flush interval of 5 s does not
+    push the wake-up past it."""
+    pool = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
+                               commit_interval_commit_log_ms=5_000, flush_interval_commit_log_ms=5_000), replicas=())
+    pool.put()
+    assert pool.core.log.issued < pool.core.log.wrote and pool.core.next_wakeup_ms(0) == 1_000
+    flush = Driver(attrs.evolve(BASE, flush_interval_commit_log_ms=5_000), replicas=())
+    flush.put()
+    assert flush.core.log.committed > flush.core.log.flushed and flush.core.next_wakeup_ms(0) == 1_000
