@@ -94,6 +94,11 @@ def sync_flush(**kw):
     return attrs.evolve(BASE, flush_disk_type="SYNC_FLUSH", **kw)
 
 
+def pooled(**kw):
+    """The transient store pool on, its commit woken only by its interval (not by each put)."""
+    return attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False, **kw)
+
+
 def test_one_fsync_releases_every_request_it_covers():
     d = Driver(sync_flush())
     ids = [d.put() for _ in range(3)]
@@ -721,8 +726,7 @@ def test_a_failed_segment_read_closes_only_the_connection_whose_stream_needs_it(
 def test_the_next_wakeup_is_the_earliest_service_or_deadline_due():
     """next_wakeup_ms is when the runtime must tick next: a later answer leaves a service or a
     deadline late by up to a second (the cap), which no answer checks but this test."""
-    pool = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
-                               flush_interval_commit_log_ms=5_000), replicas=())
+    pool = Driver(pooled(flush_interval_commit_log_ms=5_000), replicas=())
     pool.put()
     assert pool.core.log.issued < pool.core.log.wrote and pool.core.next_wakeup_ms(0) == 200   # the commit interval
     flush = Driver(attrs.evolve(BASE, flush_interval_commit_log_ms=300), replicas=())
@@ -802,8 +806,7 @@ def test_a_partly_failed_pool_commit_counts_its_whole_records_and_retries_from_t
     in those bytes are committed (a Commit step), and the retry writes from 120.  RocketMQ's
     MappedFile.commit0 leaves committedPosition where it was and writes all 180 bytes again: the
     same bytes, so both are safe; the spec's Commit steps describe this one."""
-    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
-                            commit_commit_log_least_pages=0), replicas=())
+    d = Driver(pooled(commit_commit_log_least_pages=0), replicas=())
     for rid in (1, 2, 3):
         d.core.put(rid, rid, b"m" * 40, d.now)
     d.run()
@@ -1006,8 +1009,7 @@ def test_the_cache_of_segments_read_back_holds_one_more_than_the_slaves_and_at_l
 def test_commit_real_time_service_rounds_are_counted_from_the_last_round_not_from_zero():
     """CommitRealTimeService (transient store pool): a round every commitIntervalCommitLog (200 ms)
     after the last one, whatever the clock reads."""
-    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
-                            commit_commit_log_least_pages=0), replicas=())
+    d = Driver(pooled(commit_commit_log_least_pages=0), replicas=())
     d.now = 1_000
     d.put()
     d.tick()                                         # a round at 1,000 commits the record
@@ -1023,9 +1025,7 @@ def test_commit_real_time_service_rounds_are_counted_from_the_last_round_not_fro
 def test_commit_real_time_service_waits_for_its_least_pages_until_the_thorough_interval_since_the_last_commit():
     """commitCommitLogLeastPages (4 pages of 64 bytes) unless commitCommitLogThoroughInterval has
     passed since the last commit: 60 bytes written after a commit at 1,000 wait for 2,000."""
-    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
-                            commit_commit_log_least_pages=4, commit_commit_log_thorough_interval_ms=1_000),
-               replicas=())
+    d = Driver(pooled(commit_commit_log_least_pages=4, commit_commit_log_thorough_interval_ms=1_000), replicas=())
     for _ in range(3):
         d.put()                                      # 180 bytes: under 4 pages
     d.tick(advance=200)
@@ -1192,8 +1192,7 @@ def test_check_invariants_holds_with_writes_in_flight_and_behind_a_failed_one():
 def test_an_idle_commit_tick_is_no_round():
     """CommitRealTimeService with nothing written to commit does not start its interval: a put
     50 ms after an idle tick is committed at the next tick."""
-    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
-                            commit_commit_log_least_pages=0), replicas=())
+    d = Driver(pooled(commit_commit_log_least_pages=0), replicas=())
     d.now = 1_000
     d.tick()
     d.now = 1_050
@@ -1266,8 +1265,7 @@ def test_the_next_wakeup_is_never_in_the_past():
 def test_a_pool_commit_that_fails_before_its_first_byte_is_no_commit_step():
     """Nothing reached the page cache: committed stays, and the spec sees WriteFail alone (a Commit
     step there would restart the thorough interval's clock, too)."""
-    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
-                            commit_commit_log_least_pages=0), replicas=())
+    d = Driver(pooled(commit_commit_log_least_pages=0), replicas=())
     for rid in (1, 2):
         d.core.put(rid, rid, b"m" * 40, d.now)
     d.run()
@@ -1279,9 +1277,7 @@ def test_a_pool_commit_that_fails_before_its_first_byte_is_no_commit_step():
 
 def test_commit_real_time_service_commits_at_exactly_its_least_pages():
     """commitCommitLogLeastPages is "at least": two 64-byte records with least 2 pages of 64 go."""
-    d = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
-                            commit_commit_log_least_pages=2, commit_commit_log_thorough_interval_ms=10_000),
-               replicas=())
+    d = Driver(pooled(commit_commit_log_least_pages=2, commit_commit_log_thorough_interval_ms=10_000), replicas=())
     d.now = 1_000
     d.put(size=44)
     d.put(size=44)
@@ -1305,8 +1301,7 @@ def test_a_refused_handshake_leaves_nothing_parked(refusal):
 def test_a_service_interval_longer_than_the_cap_leaves_the_wakeup_at_the_cap():
     """next_wakeup_ms answers at most a second ahead: a commit or flush interval of 5 s does not
     push the wake-up past it."""
-    pool = Driver(attrs.evolve(BASE, transient_store_pool_enable=True, wake_commit_when_put_message=False,
-                               commit_interval_commit_log_ms=5_000, flush_interval_commit_log_ms=5_000), replicas=())
+    pool = Driver(pooled(commit_interval_commit_log_ms=5_000, flush_interval_commit_log_ms=5_000), replicas=())
     pool.put()
     assert pool.core.log.issued < pool.core.log.wrote and pool.core.next_wakeup_ms(0) == 1_000
     flush = Driver(attrs.evolve(BASE, flush_interval_commit_log_ms=5_000), replicas=())
