@@ -293,6 +293,13 @@ class CommitLog:
         self.issued = end
         return WriteData(start, pos, bytes(self.segments[start][pos: end - start]))
 
+    def pool_buffers_in_use(self) -> int:
+        """TransientStorePool buffers held: the segment the next append writes into, and every
+        segment below it with bytes not yet in the page cache (MappedFile.commit returns a
+        segment's write buffer once the commits reach its end)."""
+        assert self.transient_pool
+        return (self.segment_start(self.wrote) - self.segment_start(self.committed)) // self.segment_size + 1
+
     def confirm(self, upto: int) -> None:
         """The runtime wrote every byte below ``upto`` into the page cache."""
         assert self.committed <= upto <= self.issued, (self.committed, upto, self.issued)

@@ -30,6 +30,15 @@ def _non_negative(instance, attribute, value):
         raise ConfigError(f"{attribute.name} = {value!r}: must be an integer >= 0")
 
 
+MAX_TRANSIENT_STORE_POOL_SIZE = 1024     # far below the writes a core keeps in flight (master.py)
+
+
+def _pool_size(instance, attribute, value):
+    if not isinstance(value, int) or isinstance(value, bool) or not 2 <= value <= MAX_TRANSIENT_STORE_POOL_SIZE:
+        raise ConfigError(f"{attribute.name} = {value!r}: must be an integer from 2 to {MAX_TRANSIENT_STORE_POOL_SIZE} "
+                          f"(the segment being appended to holds one buffer; with none left every put is refused)")
+
+
 def _bool(instance, attribute, value):
     if not isinstance(value, bool):
         raise ConfigError(f"{attribute.name} = {value!r}: must be true or false")
@@ -56,6 +65,11 @@ class StoreConfig:
     # a request that starts waiting for slaves commits the write buffer at once, since slaves
     # can only read committed data; without it such requests wait for the commit interval.
     commit_on_replica_wait: bool = attrs.field(default=False, validator=_bool)
+    # TransientStorePool's buffers (transientStorePoolSize): one per segment whose bytes are not
+    # all in the page cache yet, and one for the segment the next append writes into.  With none
+    # left the broker refuses puts (SendMessageProcessor.rejectRequest: isTransientStorePoolDeficient),
+    # so what the pool buffers, and what one commit hands the runtime, is bounded.
+    transient_store_pool_size: int = attrs.field(default=5, validator=_pool_size)
     # commit log layout
     mapped_file_size_commit_log: int = attrs.field(default=16 * MiB, validator=_positive)
     max_message_size: int = attrs.field(default=4 * MiB, validator=_positive)

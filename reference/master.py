@@ -182,7 +182,8 @@ class MasterCore:
         for e in effects:
             if isinstance(e, WriteData):
                 # An invariant, not a bound on input: every runtime answers a turn's writes within
-                # that turn, and a turn starts at most PUTS_PER_TURN puts (admission holds the rest).
+                # that turn, a turn starts at most PUTS_PER_TURN puts (admission holds the rest),
+                # and a commit writes one run per pool buffer (put refuses past the pool's size).
                 assert len(self.writes) < MAX_WRITES_IN_FLIGHT, "more writes in flight than a turn makes"
                 assert not self.writes or self.writes[-1].end == e.offset, "writes must be contiguous"
                 self.writes.append(WriteInFlight(e.offset, e.end))
@@ -207,6 +208,8 @@ class MasterCore:
         # What the HA port's peers feed stays within its bounds (the core closes, never grows past them).
         assert len(self.ungreeted) <= self.cfg.ha_max_ungreeted_connections, "ungreeted connections past the bound"
         assert self.epoch_queried <= self.ungreeted.keys(), "an epoch query outlived its connection's greeting"
+        assert not self._pool or log.pool_buffers_in_use() <= self.cfg.transient_store_pool_size, \
+            "pool buffers past transient_store_pool_size"
         assert all(len(p) <= self.cfg.ha_max_parked_events for p in self._parked.values()), "parked frames past the bound"
 
     def _answer(self, req: Request, status: PutStatus, step: str) -> None:
@@ -287,6 +290,9 @@ class MasterCore:
         cfg = self.cfg
         assert req_id not in self.requests, f"duplicate request id {req_id}"
         size = len(body)
+        if self._pool and self._pool_deficient():
+            self._emit(Respond(req_id, int(PutStatus.OS_PAGE_CACHE_BUSY), 0))
+            return
         if not size or size > cfg.max_message_size or not self.log.fits(size):
             self._emit(Respond(req_id, int(PutStatus.MESSAGE_ILLEGAL), 0))
             return
@@ -307,6 +313,11 @@ class MasterCore:
             self._appended(req, now_ms)        # the write buffer is memory: the append cannot fail
         else:
             self.unconfirmed.append(req)       # continues in write_done (or write_failed)
+
+    def _pool_deficient(self) -> bool:
+        """TransientStorePool has no buffer left (SendMessageProcessor.rejectRequest answers
+        SYSTEM_BUSY): the puts wait for the commits that return buffers, the memory stays bounded."""
+        return self.log.pool_buffers_in_use() >= self.cfg.transient_store_pool_size
 
     def _appended(self, req: Request, now_ms: int, step: tuple | None = None) -> None:
         """The record is in the log (page cache, or the pool's write buffer): the request waits for its legs."""

@@ -12,7 +12,7 @@ class PutStatus(enum.IntEnum):
     SLAVE_NOT_AVAILABLE = 3
     SERVICE_NOT_AVAILABLE = 4
     MESSAGE_ILLEGAL = 5
-    OS_PAGE_CACHE_BUSY = 6         # flow control: waited too long in the send queue
+    OS_PAGE_CACHE_BUSY = 6         # flow control (SYSTEM_BUSY): send queue full or waited too long; pool deficient
     IN_SYNC_REPLICAS_NOT_ENOUGH = 7
     UNKNOWN_ERROR = 8
 

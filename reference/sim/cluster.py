@@ -37,8 +37,8 @@ from reference.refinement import PropertyViolation, RefinementChecker, spec_conf
 from reference.replica import ReplicaCore
 from reference.sim.abstraction import Abstraction
 from reference.sim.trace import TraceWriter
-from spec.coverage import Coverage
 from reference.status import PutStatus
+from spec.coverage import Coverage
 
 UP, PROC_DOWN, MACHINE_DOWN = "UP", "PROC_DOWN", "MACHINE_DOWN"
 TO_MASTER, TO_REPLICA = "to_master", "to_replica"
@@ -132,7 +132,7 @@ class Cluster:
         self.epoch_answered: set[int] = set()          # connections an EPOCH_REPLY went to (at most one each)
         self.counters: Counter = Counter()             # spec fault kinds (aux_ctrs)
         self.faults: Counter = Counter()               # injected faults by kind (for reports)
-        self.guards: Counter = Counter()               # bounds on peers' input that closed a connection
+        self.guards: Counter = Counter()               # bounds that closed a connection or refused a put
         self.action_counts: Counter = Counter()
         self.steps = 0
         self._hash = hashlib.sha256()
@@ -379,6 +379,8 @@ class Cluster:
             else:
                 responses.append(e.status)
             self.responded.append(e.req_id)
+            if e.status == PutStatus.OS_PAGE_CACHE_BUSY:    # no admission here: only the pool refuses so
+                self.guards["transient_store_pool_size"] += 1
         elif kind is fx.SendData:
             self._send(e.conn, TO_REPLICA, Data(e.offset, e.data, e.epoch, e.epoch_start, e.confirm_offset))
         elif kind is fx.SendEpochs:
@@ -624,15 +626,27 @@ class Cluster:
         return conn is not None
 
     def impostor(self, name: str) -> None:
-        """A second connection claims to be slave ``name`` (UNKNOWN_SLAVE: a name no one has)
-        with that slave's offset and a damaged chain hash."""
+        """A second connection claims to be slave ``name`` (UNKNOWN_SLAVE: a name no one has) at
+        that slave's offset.  Its handshakes take turns (by count: no draw, so no seed's later
+        draws move): a damaged chain hash; the right chain with one record more, or one fewer,
+        than the slave holds there (HandshakeAccepts' record check, reached only while the slave
+        has no connection); an exact copy of a connected slave's own (the name check alone
+        refuses it)."""
         node = self.replicas.get(name)
         if self.mstate == UP:
-            self.faults["impostor" if node else "unknown_slave"] += 1
+            kind = "impostor" if node else "unknown_slave"
+            variant = self.faults[kind] % 4
+            self.faults[kind] += 1
             conn = self._open_conn(name, None)
             offset = node.core.parsed_end if node else 0
-            chain = bytes(b ^ 0xFF for b in (node.core.index.chain_at(offset) if node else bytes(16)))
+            chain = node.core.index.chain_at(offset) if node else bytes(16)
             records = node.core.index.count if node else 0
+            if variant == 1:
+                records += 1
+            elif variant == 2 and records > 0:
+                records -= 1
+            elif not (variant == 3 and node and node.conn is not None and self.accepted_conn(name) is not None):
+                chain = bytes(b ^ 0xFF for b in chain)
             self._send(conn, TO_MASTER, Handshake(offset, chain, name, records))
         self._finish(f"impostor connects as {name}")
 

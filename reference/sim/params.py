@@ -76,6 +76,7 @@ class SimParams:
             "segment_bytes": s.mapped_file_size_commit_log, "bugs": sorted(s.bugs),
             "flush_one_message_per_fsync": s.flush_one_message_per_fsync,
             "commit_on_replica_wait": s.commit_on_replica_wait,
+            "transient_store_pool_size": s.transient_store_pool_size,
             **{k: v for k, v in attrs.asdict(self.faults).items() if isinstance(v, float)},
         }
 
@@ -170,6 +171,8 @@ def draw(seed: int, overrides: dict[str, str] | None = None) -> SimParams:
     store["ha_max_ungreeted_connections"] = rng.choice((2, 4, 4096))
     store["ha_max_parked_events"] = rng.choice((1, 4, 4096))
     faults.update(flood_per_s=rate(0.5, 5.0), greetless_per_s=rate(0.5, 5.0))
+    # Few enough TransientStorePool buffers for a pooled run whose commits lag to be refused puts.
+    store["transient_store_pool_size"] = rng.choice((2, 3, 5))
     # Not drawn (0 unless --config sets it): a drawn rate would change the runs of half the seeds,
     # and every seed table measured on them; the write-path machine's epoch_queries rule reaches it.
     faults["epoch_query_per_s"] = 0.0

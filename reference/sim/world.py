@@ -45,7 +45,7 @@ class Outcome:
     faults: dict[str, int] = attrs.Factory(dict)   # injected faults by kind
     branches: dict[str, int] = attrs.Factory(dict)     # spec branches (tla/AckOrder.tla labels) taken
     antecedents: dict[str, int] = attrs.Factory(dict)  # property antecedents reached (spec/coverage.py)
-    guards: dict[str, int] = attrs.Factory(dict)       # bounds on peers' input that closed a connection
+    guards: dict[str, int] = attrs.Factory(dict)       # bounds that closed a connection or refused a put
 
     @property
     def ok(self) -> bool:

@@ -280,6 +280,29 @@ def test_puts_past_the_send_queue_are_answered_busy(tmp_path):
         proc.stop()
 
 
+def test_puts_past_the_transient_store_pools_buffers_are_answered_busy_until_a_commit(tmp_path):
+    """TransientStorePool (transientStorePoolSize): with the commits 300 ms apart, a burst fills both
+    pool buffers and the rest of it is answered OS_PAGE_CACHE_BUSY at once (rejectRequest:
+    isTransientStorePoolDeficient), never buffered without bound; once a commit returns a buffer
+    the master takes puts again."""
+    proc = start_master(tmp_path / "m", "--transient-store-pool-enable", "true", "--transient-store-pool-size", "2",
+                        "--wake-commit-when-put-message", "false", "--commit-interval-commit-log-ms", "300",
+                        "--commit-commit-log-thorough-interval-ms", "300", *SMALL)
+    try:
+        with socket.create_connection(("127.0.0.1", proc.port), timeout=10) as sock:
+            sock.sendall(b"".join(encode(Put(k, k, b"b" * 3000)) for k in range(1, 301)))
+            statuses = [PutStatus(a.status) for a in _answers(sock, 300)]
+        busy = statuses.count(PutStatus.OS_PAGE_CACHE_BUSY)
+        assert set(statuses) == {PutStatus.PUT_OK, PutStatus.OS_PAGE_CACHE_BUSY} and busy >= 100, (busy, len(statuses))
+        deadline = time.monotonic() + 10
+        while not put_ok(proc.port, 1_000):            # the next commit (within 300 ms) frees a buffer
+            assert time.monotonic() < deadline, "no buffer came back"
+            time.sleep(0.05)
+        assert proc.popen.poll() is None and "Traceback" not in proc.output()
+    finally:
+        proc.stop()
+
+
 def test_a_consumer_that_does_not_read_its_replies_is_closed(tmp_path):
     """The producer port's output buffer (16 MiB a connection): a client that asks for log bytes and
     never reads them is closed with one line; the others are served."""

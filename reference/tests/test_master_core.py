@@ -7,6 +7,7 @@ import pytest
 from reference import effects as fx
 from reference.commitlog import CommitLog
 from reference.config import StoreConfig
+from reference.decisions import INF
 from reference.master import MasterCore
 from reference.replica import ReplicaCore
 from reference.status import PutStatus as S
@@ -1307,3 +1308,179 @@ def test_a_service_interval_longer_than_the_cap_leaves_the_wakeup_at_the_cap():
     flush = Driver(attrs.evolve(BASE, flush_interval_commit_log_ms=5_000), replicas=())
     flush.put()
     assert flush.core.log.committed > flush.core.log.flushed and flush.core.next_wakeup_ms(0) == 1_000
+
+
+# --- the TransientStorePool's size: puts refused while no buffer is left ---------------------------
+
+def _held_commits(**kw):
+    return pooled(commit_interval_commit_log_ms=10**9, commit_commit_log_thorough_interval_ms=10**9,
+                  commit_commit_log_least_pages=10**6, **kw)
+
+
+def test_a_pooled_master_refuses_puts_while_no_pool_buffer_is_left_and_takes_them_after_a_commit():
+    """With the commits held off the write buffer fills a segment per pool buffer; with none left a
+    put is answered busy at once (rejectRequest: isTransientStorePoolDeficient), never buffered."""
+    d = Driver(_held_commits(transient_store_pool_size=3))
+    ids = [d.put(size=100) for _ in range(12)]
+    statuses = [d.status(i) for i in ids]
+    accepted = statuses.count(S.PUT_OK)
+    assert statuses == [S.PUT_OK] * accepted + [S.OS_PAGE_CACHE_BUSY] * (12 - accepted), statuses
+    assert accepted == 5 and d.core.log.pool_buffers_in_use() == 3 and not d.writes   # two 120-byte records a segment
+    assert d.core.log.wrote == 2 * 256 + 120 and d.core.log.committed == 0
+    d.core.check_invariants()
+    d.tick(10**9)                                 # the commit: one write per buffered segment
+    assert [(w.start, w.position) for w in d.writes] == [(0, 0), (256, 0), (512, 0)]
+    assert d.core.log.pool_buffers_in_use() == 1
+    assert d.status(d.put(size=100)) == S.PUT_OK
+
+
+def test_a_commit_of_a_full_pool_hands_the_runtime_one_write_per_buffer_not_one_per_put():
+    """The defect the mutation review found (issue 36): an unbounded write buffer made one commit
+    emit a write per buffered segment, and 65,537 of them stopped the master on an assertion.  At
+    the largest pool a commit writes at most its 1,024 buffers; the surplus puts are answered busy."""
+    from reference.config import MAX_TRANSIENT_STORE_POOL_SIZE
+    from reference.master import MAX_WRITES_IN_FLIGHT
+
+    d = Driver(_held_commits(mapped_file_size_commit_log=128, max_message_size=64,
+                             transient_store_pool_size=MAX_TRANSIENT_STORE_POOL_SIZE))
+    ids = [d.put(size=60) for _ in range(MAX_TRANSIENT_STORE_POOL_SIZE + 16)]
+    busy = sum(d.status(i) == S.OS_PAGE_CACHE_BUSY for i in ids)
+    assert busy == 16 and d.core.log.pool_buffers_in_use() == MAX_TRANSIENT_STORE_POOL_SIZE
+    d.core.check_invariants()
+    d.tick(10**9)
+    assert len(d.writes) == MAX_TRANSIENT_STORE_POOL_SIZE < MAX_WRITES_IN_FLIGHT
+    d.core.check_invariants()
+
+
+@pytest.mark.parametrize("size", [0, 1, 1025, True])
+def test_a_pool_size_that_leaves_no_buffer_or_passes_the_bound_is_refused_by_name(size):
+    from spec.config import ConfigError
+
+    with pytest.raises(ConfigError, match="transient_store_pool_size"):
+        pooled(transient_store_pool_size=size)
+
+
+# --- the last master.py survivors of the mutation campaign (issue 36), pinned -----------------------
+
+def test_under_the_double_response_switch_an_async_flush_put_ok_is_final():
+    """BugDoubleResponse answers twice only a request whose flush deadline is still queued; under
+    ASYNC_FLUSH no request has one, so its PUT_OK is final and the runtime may forget its route."""
+    d = Driver(attrs.evolve(BASE, bugs={"BugDoubleResponse"}))
+    rid = d.put()
+    assert d.answers[rid] == [S.PUT_OK] and d.finals[rid] == [True]
+
+
+@pytest.mark.parametrize("flush", ["SYNC_FLUSH", "ASYNC_FLUSH"])
+def test_a_pool_commit_wakes_the_flush_service_at_once(flush):
+    """CommitRealTimeService wakes the flush service after a commit: the fsync of the committed
+    bytes is due in the loop turn that learns of the commit, not a flush interval later."""
+    d = Driver(pooled(flush_disk_type=flush, flush_interval_commit_log_ms=500, flush_commit_log_least_pages=0,
+                      group_commit_interval_ms=10, commit_interval_commit_log_ms=50,
+                      commit_commit_log_thorough_interval_ms=50, sync_flush_timeout_ms=60_000), replicas=())
+    d.now = 1_000
+    d.put()
+    d.tick()                             # the flush round runs before the commit, which lands in this turn
+    assert d.core.log.committed > 0 and not d.fsyncs
+    assert d.core.next_wakeup_ms(d.now) == d.now
+    d.tick()
+    assert [f.upto for f in d.fsyncs] == [d.core.log.committed]
+
+
+def test_under_fsync_covers_failed_write_a_failed_commit_wakes_the_flush_at_once():
+    """BugFsyncCoversFailedWrite with the pool counts a failed commit's range as committed and
+    wakes the flush service, as a successful commit does: the follow-up fsync covers it at once."""
+    d = Driver(pooled(flush_disk_type="SYNC_FLUSH", commit_interval_commit_log_ms=50, group_commit_interval_ms=10,
+                      commit_commit_log_thorough_interval_ms=50, sync_flush_timeout_ms=60_000,
+                      bugs={"BugFsyncCoversFailedWrite"}), replicas=())
+    d.now = 1_000
+    d.fail_writes = [("EIO", 0)]
+    d.put()
+    d.tick()                             # the commit fails; the switch counts it as committed
+    assert not d.core.writable and d.core.log.committed > 0 and not d.fsyncs
+    assert d.core.next_wakeup_ms(d.now) == d.now
+    d.tick()
+    assert [f.upto for f in d.fsyncs] == [d.core.log.committed]
+
+
+def test_a_fixed_cursor_ships_its_label_unbounded_and_a_moving_one_stops_at_the_next_epoch():
+    """transfer_label: a connection whose cursor is fixed (BugTransferCursorNotReset) ships its
+    cursor's label with no end, as ReplicasManager.next_transfer does; otherwise a batch ends
+    where the next epoch starts."""
+    d = Driver(BASE, replicas=())
+    for _ in range(3):
+        d.put(size=100)
+    d.core.begin_epoch(((1, 0), (2, 240)), 0, bugs=frozenset({"BugTransferCursorNotReset"}))
+    assert d.core.transfer_label(0, 0) == (1, 0, 240)
+    assert d.core.transfer_label(0, 1) == (1, 0, INF)
+
+
+@pytest.mark.parametrize("claim", [+1, -1])
+def test_a_handshake_whose_record_count_differs_from_the_log_at_its_offset_is_refused(claim):
+    """HandshakeAccepts: a slave at a real offset with the right chain hash there, that claims one
+    record more or one fewer than the master's log holds up to that offset, is no slave of it."""
+    d = Driver(sync_master(), replicas=("r1",))
+    for _ in range(3):
+        d.put(size=100)
+    index = d.core.log.index
+    offset = index.end_after(2)
+    d.core.replica_handshake(1, "r1", offset, index.chain_at(offset), d.now, 2 + claim)
+    d.run()
+    assert [(c.conn, c.reason) for c in d.closed] == [
+        (1, f"slave r1: slave claims {2 + claim} records up to {offset}, the master's log has 2")]
+    assert "r1" not in d.core.conns
+
+
+def test_a_second_connection_with_an_accepted_slaves_exact_handshake_is_refused_as_already_connected():
+    """The name check comes first: a copy of a connected slave's own HANDSHAKE (right offset,
+    chain and records) on another connection is refused, and the slave keeps its connection."""
+    d = Driver(sync_master(), replicas=("r1",))
+    slave = connect(d, "r1")
+    d.put(size=100)
+    deliver(d, "r1", slave)
+    hc = d.core.conns["r1"]
+    offset = hc.ack_offset
+    d.core.replica_handshake(7, "r1", offset, d.core.log.index.chain_at(offset), d.now, hc.ack_records)
+    d.run()
+    assert [(c.conn, c.reason) for c in d.closed] == [(7, "slave r1 is already connected")]
+    assert d.core.conns["r1"].conn == d.conn_of["r1"]
+
+
+@pytest.mark.parametrize("order", ["greater", "less"])
+def test_a_segment_read_back_with_as_many_records_but_another_chain_is_refused(order):
+    """segment_read checks the re-indexed segment against the next checkpoint as a pair: a file
+    holding as many valid records, one of them another message (so another chain hash, greater
+    or less than the log's), is not the segment the log wrote."""
+    from reference.commitlog import LogIndex
+    from reference.record import encode
+
+    d, _ = _far_behind()
+    slave = connect(d, "r1")
+    _perform_reads(d)
+    deliver(d, "r1", slave)
+    r1 = d.conn_of["r1"]
+    assert d.held_reads == [256]
+    d.held_reads.clear()
+    log = d.core.log
+    cp, nxt = log.index.checkpoints[256], log.index.checkpoints[512]
+    for key in range(1, 1_000):
+        data = bytearray(d.files[256])
+        data[120:240] = encode(key, b"n" * 100)   # a valid record of the same size, another message
+        index = LogIndex.of_segment(log.segment_size, cp, bytes(data))
+        assert index.count == nxt.records
+        if (index.last_chain > nxt.chain) == (order == "greater") and index.last_chain != nxt.chain:
+            break
+    d.core.segment_read(256, bytes(data), d.now)
+    d.run()
+    assert [c.conn for c in d.closed] == [r1] and "does not hold the records" in d.closed[0].reason
+    assert "r1" not in d.core.conns
+
+
+def test_a_slave_that_acknowledges_nothing_is_sent_no_batch_once_its_window_is_full():
+    """ha_send_window_bytes: the transfer sends while less than a window is in flight; a batch may
+    overshoot it, and once it has, nothing more goes until the slave acknowledges."""
+    d = Driver(sync_master(ha_send_window_bytes=200, slave_timeout_ms=60_000, ha_housekeeping_interval_ms=600_000))
+    connect(d, "r1")
+    for _ in range(6):
+        d.put(size=100)                           # 120-byte records: in flight 120, then 240 (past 200)
+    sent = [(e.offset, e.offset + len(e.data)) for e in d.sent]
+    assert sent == [(0, 120), (120, 240)] and d.core.log.committed > 600, (sent, d.core.log.committed)

@@ -23,6 +23,17 @@ def run(seed: int, steps: int = 3000):
     return World(draw(seed, HOSTILE)).run(steps)
 
 
+def _assertion_failures(overrides: dict, steps: int = 3000) -> list[str]:
+    """What stops seeds 1 to 3 under ``overrides`` (a core without a guard breaks an invariant)."""
+    failures = []
+    for seed in range(1, 4):
+        try:
+            World(draw(seed, overrides)).run(steps)
+        except AssertionError as err:
+            failures.append(str(err))
+    return failures
+
+
 def test_the_simulator_reaches_both_bounds_and_still_refines_the_spec():
     reached: dict[str, int] = {}
     for seed in range(1, 4):
@@ -51,12 +62,7 @@ def _open_without_the_bound(self, conn, now_ms):
     ("replica_connection_opened", _open_without_the_bound, "ungreeted connections past the bound")])
 def test_a_core_without_the_guard_fails_the_same_runs(monkeypatch, method, unguarded, invariant):
     monkeypatch.setattr(MasterCore, method, unguarded)
-    failures = []
-    for seed in range(1, 4):
-        try:
-            run(seed)
-        except AssertionError as err:
-            failures.append(str(err))
+    failures = _assertion_failures(HOSTILE)
     assert failures and all(invariant in f for f in failures), (method, failures)
 
 
@@ -93,10 +99,47 @@ def _answer_every_query(self, conn, now_ms):
 
 def test_a_master_that_answers_every_epoch_query_fails_the_same_runs(monkeypatch):
     monkeypatch.setattr(MasterCore, "replica_epoch_query", _answer_every_query)
-    failures = []
-    for seed in range(1, 4):
-        try:
-            World(draw(seed, ASKING)).run(2000)
-        except AssertionError as err:
-            failures.append(str(err))
+    failures = _assertion_failures(ASKING, 2000)
     assert failures and all("a second EPOCH_REPLY" in f for f in failures), failures
+
+
+# --- the TransientStorePool's size: a put refused while no buffer is left --------------------------
+
+POOLED = {"transient_store_pool_enable": "true", "transient_store_pool_size": "2",
+          "commit_interval_commit_log_ms": "40", "commit_commit_log_thorough_interval_ms": "40",
+          "commit_commit_log_least_pages": "4"}
+
+
+def test_the_simulator_fills_the_pool_and_the_refused_puts_are_answered_busy():
+    refused = 0
+    for seed in range(1, 4):
+        outcome = World(draw(seed, POOLED)).run(3000)
+        assert outcome.ok, (seed, outcome.violation, outcome.message)
+        assert outcome.statuses.get("OS_PAGE_CACHE_BUSY", 0) == outcome.guards.get("transient_store_pool_size", 0)
+        refused += outcome.guards.get("transient_store_pool_size", 0)
+    assert refused > 0
+
+
+def test_a_core_without_the_pool_guard_fails_the_same_runs(monkeypatch):
+    monkeypatch.setattr(MasterCore, "_pool_deficient", lambda self: False)
+    failures = _assertion_failures(POOLED)
+    assert failures and all("pool buffers past transient_store_pool_size" in f for f in failures), failures
+
+
+# --- impostors: every check of a HANDSHAKE reached --------------------------------------------------
+
+IMPOSTORS = {"impostor_per_s": "40", "replica_disconnect_per_s": "8"}
+
+
+def test_impostor_handshakes_of_every_kind_are_refused_and_the_runs_still_refine_the_spec():
+    """The simulator's impostors take turns: a damaged chain hash, the right chain with one record
+    more or one fewer than the slave holds (reached while that slave has no connection), and an
+    exact copy of a connected slave's HANDSHAKE.  A master that accepted any of them would hold
+    two connections for one slave, or a slave whose count disagrees with its log: the refinement
+    check fails that run."""
+    impostors = 0
+    for seed in range(1, 7):
+        outcome = World(draw(seed, IMPOSTORS)).run(3000)
+        assert outcome.ok, (seed, outcome.violation, outcome.message)
+        impostors += outcome.faults.get("impostor", 0)
+    assert impostors >= 24, impostors

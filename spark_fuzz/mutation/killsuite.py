@@ -52,6 +52,8 @@ UNIT_TESTS = {
                             "reference/tests/test_follower.py", "reference/tests/test_broker_core.py",
                             "reference/tests/test_follower_machine.py::"
                             "test_a_re_elected_master_labels_a_connected_slaves_next_batches_with_its_new_epoch",
+                            # the bounds and impostor handshakes a simulated run must reach
+                            "reference/tests/test_sim_bounds.py",
                             *COUNTEREXAMPLES),
     "reference/replica.py": ("reference/tests/test_replica_core.py", "reference/tests/test_one_record_parser.py",
                              *COUNTEREXAMPLES),
@@ -59,6 +61,7 @@ UNIT_TESTS = {
                                "reference/tests/test_replica_core.py",
                                "reference/tests/test_resumed_recovery.py",
                                "reference/tests/test_broker_core.py",       # held_log: the hand-over of a role
+                               "reference/tests/test_sim_bounds.py",        # the pool's buffers, reached
                                *COUNTEREXAMPLES),
     "reference/record.py": ("reference/tests/test_record.py", "reference/tests/test_one_record_parser.py"),
     "reference/frames.py": ("reference/tests/test_frames.py",),

@@ -30,7 +30,9 @@ def run(monkeypatch, tmp_path):
     """A clean simulator run's trace, a checkpoint every EVERY steps, and a copy changed by ``edit``."""
     monkeypatch.setattr(sim_trace_module, "CHECKPOINT_EVERY_STEPS", EVERY)
     out = io.StringIO()
-    World(draw(3), trace=out).run(400)
+    # Pinned: the run must still commit after its second checkpoint (with 2 pool buffers it turns
+    # read-only before that).
+    World(draw(3, {"transient_store_pool_size": "5"}), trace=out).run(400)
     path = tmp_path / "sim.ndjson"
     path.write_text(out.getvalue())
 
@@ -95,7 +97,7 @@ def test_a_step_no_spec_step_explains_is_found_at_its_place_in_the_whole_trace(r
 
     def wrong_watermark(lines: list[str]) -> int:
         checkpoints = [i for i, line in enumerate(lines) if '"checkpoint"' in line]
-        n = next(i for i in range(checkpoints[1] + 1, len(lines)) if '"committed"' in lines[i])
+        n = next(i for i in range(checkpoints[1] + 1, len(lines)) if '"obs"' in lines[i] and '"committed"' in lines[i])
         obj = json.loads(lines[n])
         obj["obs"]["committed"] += 7
         lines[n] = json.dumps(obj)
