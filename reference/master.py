@@ -796,6 +796,8 @@ class MasterCore:
         for conn in list(self._parked):
             parked = self._parked.get(conn)
             while parked and self._run(conn, parked[0], now_ms):
+                if self._parked.get(conn) is not parked:
+                    break        # that event closed its connection: the frames behind it go with it
                 parked.popleft()
             if conn in self._parked and not self._parked[conn]:
                 del self._parked[conn]

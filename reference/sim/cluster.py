@@ -631,7 +631,9 @@ class Cluster:
         draws move): a damaged chain hash; the right chain with one record more, or one fewer,
         than the slave holds there (HandshakeAccepts' record check, reached only while the slave
         has no connection); an exact copy of a connected slave's own (the name check alone
-        refuses it)."""
+        refuses it: handed to the master at once, as a forged ACK is, since a copy that waited in
+        the link could arrive after the slave's own connection is gone, and be its rightful
+        successor)."""
         node = self.replicas.get(name)
         if self.mstate == UP:
             kind = "impostor" if node else "unknown_slave"
@@ -641,11 +643,15 @@ class Cluster:
             offset = node.core.parsed_end if node else 0
             chain = node.core.index.chain_at(offset) if node else bytes(16)
             records = node.core.index.count if node else 0
+            if variant == 3 and node and self.accepted_conn(name) is not None:
+                self.master.replica_handshake(conn, name, offset, chain, self.now, records)
+                self._finish(f"impostor connects as {name} with a copy of its HANDSHAKE")
+                return
             if variant == 1:
                 records += 1
             elif variant == 2 and records > 0:
                 records -= 1
-            elif not (variant == 3 and node and node.conn is not None and self.accepted_conn(name) is not None):
+            else:
                 chain = bytes(b ^ 0xFF for b in chain)
             self._send(conn, TO_MASTER, Handshake(offset, chain, name, records))
         self._finish(f"impostor connects as {name}")
@@ -655,11 +661,17 @@ class Cluster:
         talking: ``count`` ACK frames before any answer.  Under a configured name with no connection,
         once the log's first segment has left memory, its handshake waits for that segment to be
         read back and the ACKs wait behind it (ha_max_parked_events); otherwise the handshake is
-        refused and the ACKs meet a closed or refused connection."""
+        refused and the ACKs meet a closed or refused connection.  Every other flood puts a
+        well-formed HANDSHAKE of an empty slave first among the frames behind the damaged one: a
+        master that ran the frames parked behind a refused handshake would take it, on a
+        connection it has closed (by count, not by a draw: no seed's later draws move)."""
         if self.mstate == UP:
+            second = self.faults["flood"] % 2 == 1
             self.faults["flood"] += 1
             conn = self._open_conn(name, None)
             self._send(conn, TO_MASTER, Handshake(0, bytes(b ^ 0xFF for b in CHAIN_START), name, 0))
+            if second:
+                self._send(conn, TO_MASTER, Handshake(0, CHAIN_START, name, 0))
             for _ in range(count):
                 self._send(conn, TO_MASTER, Ack(0, 0))
         self._finish(f"{name} flooded with {count} ACKs")

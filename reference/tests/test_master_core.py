@@ -1484,3 +1484,21 @@ def test_a_slave_that_acknowledges_nothing_is_sent_no_batch_once_its_window_is_f
         d.put(size=100)                           # 120-byte records: in flight 120, then 240 (past 200)
     sent = [(e.offset, e.offset + len(e.data)) for e in d.sent]
     assert sent == [(0, 120), (120, 240)] and d.core.log.committed > 600, (sent, d.core.log.committed)
+
+
+def test_frames_parked_behind_a_handshake_refused_on_replay_die_with_its_connection():
+    """A HANDSHAKE that waits for a segment read and is refused when the read is in closes its
+    connection; the frames parked behind it are that connection's and must not run.  A second,
+    correct HANDSHAKE behind it used to be accepted on the closed connection: the slave counted
+    as connected on a dead socket, and the real one refused as "already connected"."""
+    d, _ = _far_behind()
+    offset = d.core.log.ghost.end_after(2)
+    d.core.replica_connection_opened(50, d.now)
+    d.core.replica_handshake(50, "r1", offset, bytes(16), d.now, 2)        # the wrong chain: refused
+    d.core.replica_handshake(50, "r1", offset, d.core.log.ghost.chain_at(offset), d.now, 2)
+    d.run()
+    assert d.held_reads == [0] and len(d.core._parked[50]) == 2
+    _perform_reads(d)
+    assert [c.conn for c in d.closed] == [50] and "differs from the master's" in d.closed[0].reason
+    assert "r1" not in d.core.conns and 50 not in d.core._parked and not d.core.connecting
+    d.core.check_invariants()

@@ -143,3 +143,35 @@ def test_impostor_handshakes_of_every_kind_are_refused_and_the_runs_still_refine
         assert outcome.ok, (seed, outcome.violation, outcome.message)
         impostors += outcome.faults.get("impostor", 0)
     assert impostors >= 24, impostors
+
+
+# --- frames parked behind a handshake that is refused when its segment read is in ---------------------
+
+ROOMY_FLOOD = {"flood_per_s": "30", "ha_max_parked_events": "64"}
+
+
+def test_floods_with_room_to_park_refine_the_spec_and_reach_a_handshake_behind_a_refused_one():
+    floods = 0
+    for seed in range(1, 7):
+        outcome = World(draw(seed, ROOMY_FLOOD)).run(3000)
+        assert outcome.ok, (seed, outcome.violation, outcome.message)
+        floods += outcome.faults.get("flood", 0)
+    assert floods >= 20, floods
+
+
+def _replay_past_a_close(self, now_ms):
+    """_replay_parked before the fix: it kept running a connection's parked frames after one of
+    them had closed that connection."""
+    for conn in list(self._parked):
+        parked = self._parked.get(conn)
+        while parked and self._run(conn, parked[0], now_ms):
+            parked.popleft()
+        if conn in self._parked and not self._parked[conn]:
+            del self._parked[conn]
+
+
+def test_a_master_that_runs_frames_behind_a_refused_handshake_fails_the_same_runs(monkeypatch):
+    monkeypatch.setattr(MasterCore, "_replay_parked", _replay_past_a_close)
+    outcomes = [World(draw(seed, ROOMY_FLOOD)).run(3000) for seed in range(1, 7)]
+    failed = [o.message for o in outcomes if not o.ok]
+    assert failed and all("ReplicaConnect" in m and "segment 0 read back" in m for m in failed), failed
