@@ -19,8 +19,14 @@ HOSTILE = {"flood_per_s": "30", "greetless_per_s": "30", "ha_max_parked_events":
            "ha_max_ungreeted_connections": "2"}
 
 
-def run(seed: int, steps: int = 3000):
-    return World(draw(seed, HOSTILE)).run(steps)
+def _clean_runs(overrides: dict, seeds: range = range(1, 4), steps: int = 3000) -> list:
+    """The outcomes of ``seeds`` under ``overrides``, each of which must refine the spec."""
+    outcomes = []
+    for seed in seeds:
+        outcome = World(draw(seed, overrides)).run(steps)
+        assert outcome.ok, (seed, outcome.violation, outcome.message)
+        outcomes.append(outcome)
+    return outcomes
 
 
 def _assertion_failures(overrides: dict, steps: int = 3000) -> list[str]:
@@ -36,9 +42,7 @@ def _assertion_failures(overrides: dict, steps: int = 3000) -> list[str]:
 
 def test_the_simulator_reaches_both_bounds_and_still_refines_the_spec():
     reached: dict[str, int] = {}
-    for seed in range(1, 4):
-        outcome = run(seed)
-        assert outcome.ok, (seed, outcome.violation, outcome.message)
+    for outcome in _clean_runs(HOSTILE):
         assert outcome.faults.get("flood") and outcome.faults.get("greetless"), outcome.faults
         for bound, n in outcome.guards.items():
             reached[bound] = reached.get(bound, 0) + n
@@ -84,11 +88,7 @@ ASKING = {"epoch_query_per_s": "40"}
 
 
 def test_the_simulator_asks_for_the_epochs_and_the_master_answers_each_connection_once():
-    asked = 0
-    for seed in range(1, 4):
-        outcome = World(draw(seed, ASKING)).run(2000)
-        assert outcome.ok, (seed, outcome.violation, outcome.message)
-        asked += outcome.faults.get("epoch_query", 0)
+    asked = sum(o.faults.get("epoch_query", 0) for o in _clean_runs(ASKING, steps=2000))
     assert asked > 10, asked
 
 
@@ -112,9 +112,7 @@ POOLED = {"transient_store_pool_enable": "true", "transient_store_pool_size": "2
 
 def test_the_simulator_fills_the_pool_and_the_refused_puts_are_answered_busy():
     refused = 0
-    for seed in range(1, 4):
-        outcome = World(draw(seed, POOLED)).run(3000)
-        assert outcome.ok, (seed, outcome.violation, outcome.message)
+    for outcome in _clean_runs(POOLED):
         assert outcome.statuses.get("OS_PAGE_CACHE_BUSY", 0) == outcome.guards.get("transient_store_pool_size", 0)
         refused += outcome.guards.get("transient_store_pool_size", 0)
     assert refused > 0
@@ -137,11 +135,7 @@ def test_impostor_handshakes_of_every_kind_are_refused_and_the_runs_still_refine
     exact copy of a connected slave's HANDSHAKE.  A master that accepted any of them would hold
     two connections for one slave, or a slave whose count disagrees with its log: the refinement
     check fails that run."""
-    impostors = 0
-    for seed in range(1, 7):
-        outcome = World(draw(seed, IMPOSTORS)).run(3000)
-        assert outcome.ok, (seed, outcome.violation, outcome.message)
-        impostors += outcome.faults.get("impostor", 0)
+    impostors = sum(o.faults.get("impostor", 0) for o in _clean_runs(IMPOSTORS, range(1, 7)))
     assert impostors >= 24, impostors
 
 
@@ -151,11 +145,7 @@ ROOMY_FLOOD = {"flood_per_s": "30", "ha_max_parked_events": "64"}
 
 
 def test_floods_with_room_to_park_refine_the_spec_and_reach_a_handshake_behind_a_refused_one():
-    floods = 0
-    for seed in range(1, 7):
-        outcome = World(draw(seed, ROOMY_FLOOD)).run(3000)
-        assert outcome.ok, (seed, outcome.violation, outcome.message)
-        floods += outcome.faults.get("flood", 0)
+    floods = sum(o.faults.get("flood", 0) for o in _clean_runs(ROOMY_FLOOD, range(1, 7)))
     assert floods >= 20, floods
 
 
