@@ -180,6 +180,9 @@ class MasterRuntime(ConnServer):
             self._perform(now)
         self._core_due_ms = self.core.next_wakeup_ms(now)
         self._clean_due_ms = self.admission.next_clean_ms(now)
+        # The invariants the simulator asserts after every step hold here too, between two
+        # wake-ups: what runs is what is checked (O(1), and the HA connections' bounds).
+        self.core.check_invariants()
         dirty, self._dirty = self._dirty, set()
         for conn in dirty:
             self._flush(conn)
