@@ -319,11 +319,13 @@ class MasterRuntime(ConnServer):
                     while (j < len(effects) and isinstance(effects[j], fx.WriteData)
                            and effects[j].start == e.start and effects[j].offset == effects[j - 1].end):
                         j += 1
-                    if last_write is not None and last_write.start != e.start and last_write.end == e.offset:
-                        # one append or commit that ends one segment (its blank) and goes on in the next
-                        self.stats["writes_across_segment_roll"] += 1
-                    last_write = effects[j - 1]
-                    self._write(effects[i:j], now)
+                    if self._write(effects[i:j], now):
+                        if last_write is not None and last_write.start != e.start and last_write.end == e.offset:
+                            # one append or commit that ends one segment (its blank) and goes on in the next
+                            self.stats["writes_across_segment_roll"] += 1
+                        last_write = effects[j - 1]
+                    else:
+                        last_write = None       # cancelled: no write crossed anything
                     i = j
                     continue
                 self._perform_one(e, now)
@@ -393,15 +395,16 @@ class MasterRuntime(ConnServer):
             else:
                 self._dirty.add(conn)
 
-    def _write(self, run: list[fx.WriteData], now: int) -> None:
-        """One pwritev for a run of contiguous WriteData; the core hears about each, in order."""
+    def _write(self, run: list[fx.WriteData], now: int) -> bool:
+        """One pwritev for a run of contiguous WriteData; the core hears about each, in order.
+        False: the run was cancelled (issued behind a write that failed), nothing was written."""
         first = run[0]
         if self.core.write_cancelled(first.start, first.position, len(first.data)):
             # issued before a write that failed: its bytes must not reach the page cache
             self.stats["writes_cancelled"] += len(run)
             for e in run:
                 self.core.write_failed(e.start, e.position, len(e.data), 0, now)
-            return
+            return False
         try:
             self.store.write(first.start, first.position, b"".join(e.data for e in run) if len(run) > 1
                              else first.data)
@@ -414,7 +417,7 @@ class MasterRuntime(ConnServer):
         self.stats["pwrites"] += 1
         if written is None:
             self.core.writes_done([(e.start, e.position, len(e.data)) for e in run], now)
-            return
+            return True
         for e in run:
             if written >= len(e.data):
                 self.core.write_done(e.start, e.position, len(e.data), now)
@@ -422,6 +425,7 @@ class MasterRuntime(ConnServer):
             else:
                 self.core.write_failed(e.start, e.position, len(e.data), written, now)
                 written = 0
+        return True
 
     def _respond(self, e: fx.Respond) -> None:
         self.statuses[e.status] += 1

@@ -45,6 +45,7 @@ def test_the_real_loop_cancels_the_run_behind_a_failed_one(tmp_path):
         rt._perform(0)
         assert [rt.statuses[int(s)] for s in (S.PUT_OK, S.UNKNOWN_ERROR, S.SERVICE_NOT_AVAILABLE)] == [1, 1, 2]
         assert rt.stats["writes_cancelled"] == 2 and rt.stats["pwrites"] == 1
+        assert rt.stats["writes_across_segment_roll"] == 0, "a cancelled run counted as a write across a roll"
         assert not (tmp_path / "commitlog" / f"{256:020d}").exists() or \
             rt.store.read(256, 0, 256) == bytes(256), "a cancelled write reached the page cache"
         assert not rt.core.writes and not rt.core.writable
