@@ -27,6 +27,7 @@ class Driver:
         self.fsyncs: list[fx.Fsync] = []
         self.answers: dict[int, list[S]] = {}
         self.finals: dict[int, list[bool]] = {}      # Respond.final: the runtime forgets the route after it
+        self.offsets: dict[int, list[int]] = {}      # Respond.next_offset (0 for a put never appended)
         self.sent: list[fx.SendData] = []
         self.closed: list[fx.CloseReplica] = []
         self.writes: list[fx.WriteData] = []
@@ -64,6 +65,7 @@ class Driver:
             elif isinstance(e, fx.Respond):
                 self.answers.setdefault(e.req_id, []).append(S(e.status))
                 self.finals.setdefault(e.req_id, []).append(e.final)
+                self.offsets.setdefault(e.req_id, []).append(e.next_offset)
             elif isinstance(e, fx.SendData):
                 self.sent.append(e)
             elif isinstance(e, fx.CloseReplica):
@@ -1326,6 +1328,7 @@ def test_a_pooled_master_refuses_puts_while_no_pool_buffer_is_left_and_takes_the
     accepted = statuses.count(S.PUT_OK)
     assert statuses == [S.PUT_OK] * accepted + [S.OS_PAGE_CACHE_BUSY] * (12 - accepted), statuses
     assert accepted == 5 and d.core.log.pool_buffers_in_use() == 3 and not d.writes   # two 120-byte records a segment
+    assert all(d.offsets[i] == [0] for i in ids[accepted:]), "a busy put was never appended: no offset"
     assert d.core.log.wrote == 2 * 256 + 120 and d.core.log.committed == 0
     d.core.check_invariants()
     d.tick(10**9)                                 # the commit: one write per buffered segment
