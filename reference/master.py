@@ -491,7 +491,8 @@ class MasterCore:
             if now_ms - opened_ms >= limit:
                 del self.ungreeted[conn]
                 self.epoch_queried.discard(conn)
-                self._emit(CloseReplica(conn, f"no HANDSHAKE in {now_ms - opened_ms} ms"))
+                self._emit(CloseReplica(conn, f"no HANDSHAKE in {now_ms - opened_ms} ms",
+                                        bound="ha_housekeeping_interval_ms"))
         for name, hc in list(self.conns.items()):
             if hc.next_transfer > hc.ack_offset and now_ms - hc.ack_owed_since_ms >= limit:
                 self._drop(name, f"slave {name} acknowledged nothing for {now_ms - hc.ack_owed_since_ms} ms "

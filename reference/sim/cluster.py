@@ -72,6 +72,7 @@ class Connection:
     name: str                     # the slave that opened it, or an impostor
     slave: str | None             # the node whose connection this is (None: an impostor's)
     decoders: dict = attrs.Factory(dict)   # direction -> FrameDecoder (wire_bytes only)
+    opened_ms: int = 0            # when the master heard of it (its housekeeping clock for a HANDSHAKE)
 
 
 @attrs.define
@@ -401,6 +402,10 @@ class Cluster:
         elif kind is fx.CloseReplica:
             if e.bound is not None:
                 self.guards[e.bound] += 1
+            if e.bound == "ha_housekeeping_interval_ms" and (c := self.connections.get(e.conn)) is not None:
+                # the environment's clock, not the core's: a connection may stay silent that long
+                assert self.now - c.opened_ms >= self.cfg.ha_housekeeping_interval_ms, \
+                    f"connection {e.conn} closed for no HANDSHAKE {self.now - c.opened_ms} ms after it opened"
             self._close_conn(e.conn, by_master=True)
         else:
             raise AssertionError(f"unknown master effect {e!r}")
@@ -445,7 +450,7 @@ class Cluster:
 
     def _open_conn(self, name: str, slave: str | None) -> int:
         self._conn_ids += 1
-        self.connections[self._conn_ids] = Connection(self._conn_ids, name, slave)
+        self.connections[self._conn_ids] = Connection(self._conn_ids, name, slave, opened_ms=self.now)
         if self.mstate == UP:
             self.master.replica_connection_opened(self._conn_ids, self.now)
         return self._conn_ids

@@ -165,3 +165,27 @@ def test_a_master_that_runs_frames_behind_a_refused_handshake_fails_the_same_run
     outcomes = [World(draw(seed, ROOMY_FLOOD)).run(3000) for seed in range(1, 7)]
     failed = [o.message for o in outcomes if not o.ok]
     assert failed and all("ReplicaConnect" in m and "segment 0 read back" in m for m in failed), failed
+
+
+# --- housekeeping: a connection without a HANDSHAKE is closed after the interval, not before ----------
+
+SILENT = {"greetless_per_s": "30", "ha_max_ungreeted_connections": "4096"}
+
+
+def test_connections_that_never_greet_are_closed_by_housekeeping_after_the_interval():
+    closed = sum(o.guards.get("ha_housekeeping_interval_ms", 0) for o in _clean_runs(SILENT))
+    assert closed > 10, closed
+
+
+def _close_the_silent_at_once(self, now_ms):
+    """Housekeeping without its clock: every connection still without a HANDSHAKE goes at once."""
+    for conn in list(self.ungreeted):
+        del self.ungreeted[conn]
+        self.epoch_queried.discard(conn)
+        self._emit(CloseReplica(conn, "no HANDSHAKE", bound="ha_housekeeping_interval_ms"))
+
+
+def test_a_master_that_closes_silent_connections_before_the_interval_fails_the_same_runs(monkeypatch):
+    monkeypatch.setattr(MasterCore, "_housekeeping", _close_the_silent_at_once)
+    failures = _assertion_failures(SILENT)
+    assert failures and all("closed for no HANDSHAKE" in f for f in failures), failures
