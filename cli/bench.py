@@ -77,9 +77,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="controller: 1 and 20 groups, 100 ms heartbeats, 500 ms timeout (under a minute); "
                         "sim: a 200-seed campaign, a smaller long/short comparison, 15 programs per machine, "
                         "and docs/benchmarks.md left alone")
-    p.add_argument("--store", choices=("file", "etcd", "both"), default="file",
-                   help="controller: the metadata store (etcd: a 3-member etcd on loopback per point; both: side by "
-                        "side); the default and `both` write their parts of docs/benchmarks.md")
+    p.add_argument("--store", choices=("file", "etcd", "both"), default=None,
+                   help="controller: the old designs' metadata store (etcd: a 3-member etcd on loopback per point; "
+                        "both: side by side; default both, --quick file); the cluster designs always use etcd")
     p.add_argument("--groups", default=None, metavar="N,N,...",
                    help="controller: broker group counts instead of the plan's (1,100,1000; --quick 1,20)")
     p.add_argument("--loris-attackers", type=positive_int, default=50,
@@ -162,7 +162,7 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
             from reference.bench.controller import FULL, QUICK, controller
 
             plan = QUICK if args.quick else FULL
-            stores = ("file", "etcd") if args.store == "both" else (args.store,)
+            stores = plan.stores if args.store is None else ("file", "etcd") if args.store == "both" else (args.store,)
             groups = tuple(_producers(args.groups, "--groups")) if args.groups else plan.groups
             from reference.real.etcd_cluster import EtcdClusterError
 
@@ -349,8 +349,8 @@ def main(args: argparse.Namespace) -> int:
                    + f" --campaign-seeds {args.campaign_seeds} --machine-examples {args.machine_examples}"
                    + f" --compare-bugs {args.compare_bugs}")
         console.print(f"wrote {replace_section(args.docs, SECTION, section(results['sim'], command))}")
-    if args.scenario == "controller" and not args.quick and (args.store == "both" or
-                                                            (args.store == "file" and not args.groups)):
+    # the docs: a whole run of the plan only (a run of some group counts or one store is a look, not the table)
+    if args.scenario == "controller" and not args.quick and args.store is None and not args.groups:
         from reference.bench.controller import update_docs
 
         console.print(f"wrote {update_docs(results['controller'], args.docs)}")

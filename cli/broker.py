@@ -89,7 +89,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     replica.set_defaults(func=_replica)
     node = roles.add_parser("node", help="a broker that follows the controller (registers, heartbeats, takes "
                                          "the role it is given, truncates as a slave)")
-    node.add_argument("--controller", required=True, metavar="HOST:PORT", help="the controller's address")
+    node.add_argument("--controller", required=True, metavar="HOST:PORT", help="the controller's address, or several controllers of one service (`controller --etcd`) "
+                           "comma-separated: a failed call moves to the next")
     node.add_argument("--id", type=int, required=True, help="this broker's id in its group (1, 2, ...)")
     node.add_argument("--dir", required=True, help="data directory (commitlog/ and epochfile inside)")
     node.add_argument("--host", type=host, default="127.0.0.1", help="listen address (default loopback only)")
@@ -196,7 +197,10 @@ def _node(args) -> int:
         from reference.real.node import NodeOptions, serve_node
         from reference.real.options import parse_address
 
-        opts = NodeOptions(directory=args.dir, controller=parse_address(args.controller, "--controller"),
+        controllers = [parse_address(a, "--controller") for a in args.controller.split(",")]
+        if len(controllers) > 16 or len(set(controllers)) != len(controllers):
+            raise ConfigError(f"--controller {args.controller!r}: 1-16 distinct HOST:PORT, comma-separated")
+        opts = NodeOptions(directory=args.dir, controller=controllers[0], other_controllers=tuple(controllers[1:]),
                            broker_id=args.id, config=store_config_from_args(args), group=args.group,
                            host=args.host, port=args.port, ha_port=args.ha_port,
                            heartbeat_interval_ms=args.heartbeat_interval_ms, shrink_after_ms=args.shrink_after_ms,

@@ -55,6 +55,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pause-member-ms", type=natural_int, default=None, metavar="N",
                    help="--failover: each round first stops a slave with SIGSTOP for N ms (a GC pause), long enough "
                         "for the master to drop it from the SyncStateSet, then resumes it and waits for it to rejoin")
+    p.add_argument("--controllers", type=positive_int, default=None, metavar="N",
+                   help="--failover: N > 1 controllers over a 3-member etcd (`controller --etcd`); each round also "
+                        "kills a controller, the etcd leader, a follower, or a controller and the leader, and the "
+                        "run checks etcd's history for two masters in one epoch (default 1: one controller)")
+    from reference.failover.shards import SHARD_BUG_NAMES
+    p.add_argument("--controller-bug", action="append", default=None, metavar="NAME", type=bug_name(SHARD_BUG_NAMES),
+                   help="--failover --controllers N: run the controllers with a seeded defect a run can catch "
+                        "(BugNoTakeoverGrace: a moved shard deposes a live master; BugActAfterLeaseExpired: a "
+                        "paused owner acts on after its lease); the run must then fail")
     p.add_argument("--peer-secret-file", type=Path, default=None, metavar="FILE",
                    help="--failover: the controller and the nodes authenticate every connection between them "
                         "with this secret (mode 600)")
@@ -98,7 +107,8 @@ MODE_FLAGS = {
     # records each run in a temporary directory; fsync_delay_ms: PowerLossOptions' default
     "--power-loss": {"kills": 10, "messages": 150, "bug": [], "fsync_delay_ms": None, "transient_store_pool": False},
     "--failover": {"failovers": 10, "failover_bug": [], "settle_timeout_s": 30.0, "slow_member_lag_ms": 0,
-                   "pause_member_ms": 0, "max_load_s": 1.0, "dir": None, "peer_secret_file": None, "failover_trace": None},
+                   "pause_member_ms": 0, "max_load_s": 1.0, "dir": None, "peer_secret_file": None, "failover_trace": None,
+                   "controllers": 1, "controller_bug": []},
 }
 
 
@@ -211,15 +221,19 @@ def _failover(args: argparse.Namespace) -> int:
                                 keep=args.dir is not None, failover_bugs=tuple(args.failover_bug),
                                 settle_timeout_s=args.settle_timeout_s, slow_member_lag_ms=args.slow_member_lag_ms,
                                 pause_member_ms=args.pause_member_ms, peer_secret_file=args.peer_secret_file,
-                                failover_trace=args.failover_trace,
+                                failover_trace=args.failover_trace, controllers=args.controllers,
+                                controller_bugs=tuple(args.controller_bug),
                                 **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}))
     console = make_console()
     report = _with_progress(console, "failover", opts.failovers, lambda progress: run_failover_chaos(opts, progress))
     out = report.to_json()
     return _summary(console, args, f"ackorder chaos --failover: {opts.failovers} master kills, 3 nodes, "
-                    "SYNC_MASTER ALL_IN_SYNC", out,
+                    "SYNC_MASTER ALL_IN_SYNC" + (f", {opts.controllers} controllers over a 3-member etcd"
+                                                 if opts.controllers > 1 else ""), out,
                     ("failovers", "acked", "lost", "corrupt", "diverged", "not_rejoined", "stuck", "failover_ms_p50",
                      "failover_ms_p99", "failover_ms_max", "truncations", "consumed", "consumed_lost",
                      "read_above_confirm", "consumer_bad_records", "resends", "seconds", "statuses",
-                     *(("trace_steps", "trace_rejected") if args.failover_trace else ())),
+                     *(("trace_steps", "trace_rejected") if args.failover_trace else ()),
+                     *(("control_kills", "two_masters", "epochs_back") if opts.controllers > 1 else ()),
+                     "live_masters_deposed"),
                     report.valid)

@@ -61,12 +61,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "next one")
     p.add_argument("--etcd-timeout-ms", type=int, default=ETCD_TIMEOUT_MS_DEFAULT,
                    help="how long a metadata write may retry across the endpoints before the controller gives "
-                        f"up and stops with exit 3 (default {ETCD_TIMEOUT_MS_DEFAULT})")
+                        f"up and stops with exit 3 (with --etcd: gives its shards up and keeps serving; default "
+                        f"{ETCD_TIMEOUT_MS_DEFAULT})")
+    from reference.failover.shards import LEASE_TTL_S_DEFAULT, MAX_SHARDS, SHARD_BUG_NAMES, SHARDS_DEFAULT
+    p.add_argument("--etcd", metavar="HOST:PORT,...",
+                   help="run as one of several controllers over this etcd (its own member first): the broker "
+                        "groups are sharded over the live controllers, any controller serves any broker "
+                        "(docs/controllers.md); needs --controller-id")
+    p.add_argument("--controller-id", help="with --etcd: this controller's name, unique among them (1-64 of "
+                                           "letters, digits, '-', '_', '.')")
+    p.add_argument("--advertise", metavar="HOST:PORT",
+                   help="with --etcd: where the other controllers reach this one (default --host and the bound port)")
+    p.add_argument("--shards", type=int, default=SHARDS_DEFAULT,
+                   help=f"with --etcd: shards the broker groups are hashed into, the same for every controller "
+                        f"(1..{MAX_SHARDS}; default {SHARDS_DEFAULT})")
+    p.add_argument("--lease-ttl-s", type=int, default=LEASE_TTL_S_DEFAULT,
+                   help="with --etcd: this controller's etcd lease; its shards go to the others this long after it "
+                        f"dies (1..60; default {LEASE_TTL_S_DEFAULT})")
     add_peer_flags(p)
     p.add_argument("--failover-trace", type=output_file, metavar="FILE",
                    help="append this controller's decisions to FILE as spec steps, for the failover trace of a "
                         "run (spec/failover/procmerge.py)")
-    bugs = CONTROLLER_BUG_NAMES + ETCD_BUG_NAMES
+    bugs = CONTROLLER_BUG_NAMES + ETCD_BUG_NAMES + SHARD_BUG_NAMES
     p.add_argument("--bug", action="append", default=[], type=bug_name(bugs), metavar="NAME",
                    help=f"switch a controller bug on (repeatable, either spelling): {', '.join(bugs)}")
     p.set_defaults(func=main)
@@ -82,6 +98,14 @@ def main(args: argparse.Namespace) -> int:
         raise errors.UsageError(f"--port {args.port}: a port is 0..65535 (0: any free port)")
     if args.dir.exists() and not args.dir.is_dir():
         raise errors.UsageError(f"--dir {args.dir}: exists and is not a directory")
+    if args.etcd is not None:
+        return _cluster(args)
+    for flag in ("controller_id", "advertise"):
+        if getattr(args, flag) is not None:
+            raise errors.UsageError(f"--{flag.replace('_', '-')}: only with --etcd")
+    from reference.failover.shards import SHARD_BUG_NAMES
+    if bad := sorted(set(args.bug) & set(SHARD_BUG_NAMES)):
+        raise errors.UsageError(f"--bug {', '.join(bad)}: a bug of several controllers, needs --etcd")
     endpoints = _etcd_endpoints(args)
     store_bugs = frozenset(b for b in args.bug if b in ETCD_BUG_NAMES)
     if store_bugs and args.store != "etcd":
@@ -121,3 +145,64 @@ def _etcd_endpoints(args: argparse.Namespace) -> list[tuple[str, int]]:
         return parse_endpoints(args.etcd_endpoints)
     except ValueError as err:
         raise errors.UsageError(str(err)) from None
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    """`--etcd`: one of several controllers over one etcd (reference/real/controller_cluster.py)."""
+    from reference.failover.controller import ControllerConfig
+    from reference.failover.shards import MAX_CONTROLLER_ID_BYTES, MAX_SHARDS, SHARD_BUG_NAMES, join_address
+    from reference.real.controller_cluster import ClusterOptions, serve_cluster_controller
+    from reference.real.metadata_store import parse_endpoints
+    from reference.real.options import parse_address
+    from reference.real.peerauth import load_secret
+
+    if args.store != "file" or args.etcd_endpoints is not None:
+        raise errors.UsageError("--etcd: several controllers keep their metadata in that etcd; "
+                                "--store and --etcd-endpoints are the single controller's")
+    if args.design != "pipelined" or args.failover_trace is not None:
+        raise errors.UsageError("--etcd: --design serial and --failover-trace are the single controller's")
+    if not args.controller_id or not re.fullmatch(r"[A-Za-z0-9_.-]{1,%d}" % MAX_CONTROLLER_ID_BYTES,
+                                                  args.controller_id):
+        raise errors.UsageError(f"--controller-id {args.controller_id!r}: needed with --etcd, 1-"
+                                f"{MAX_CONTROLLER_ID_BYTES} of letters, digits, '-', '_', '.'")
+    if not 0 <= args.port <= 65535:
+        raise errors.UsageError(f"--port {args.port}: a port is 0..65535 (0: any free port)")
+    if not 1 <= args.shards <= MAX_SHARDS:
+        raise errors.UsageError(f"--shards {args.shards}: 1..{MAX_SHARDS}")
+    if not 1 <= args.lease_ttl_s <= 60:
+        raise errors.UsageError(f"--lease-ttl-s {args.lease_ttl_s}: 1..60 seconds")
+    if args.etcd_timeout_ms <= 0:
+        raise errors.UsageError(f"--etcd-timeout-ms {args.etcd_timeout_ms}: must be a positive number of ms")
+    try:
+        endpoints = parse_endpoints(args.etcd)
+    except ValueError as err:
+        raise errors.UsageError(str(err).replace("--etcd-endpoints", "--etcd")) from None
+    try:
+        advertise = None
+        if args.advertise is not None:
+            host_, port_ = parse_address(args.advertise, "--advertise")
+            advertise = join_address(host_, port_)
+        elif args.host in ("0.0.0.0", "::", ""):
+            raise errors.UsageError(f"--host {args.host}: the other controllers cannot reach a wildcard address; "
+                                    "give --advertise HOST:PORT")
+        shard_bugs = frozenset(b for b in args.bug if b in SHARD_BUG_NAMES)
+        config = ControllerConfig(controller_broker_heartbeat_timeout_ms=args.controller_broker_heartbeat_timeout_ms,
+                                  max_groups=args.max_groups, max_pending=args.max_pending,
+                                  bugs=frozenset(args.bug) - shard_bugs)
+        opts = ClusterOptions(etcd_endpoints=tuple(endpoints), controller_id=args.controller_id, config=config,
+                              host=args.host, port=args.port, advertise=advertise, shards=args.shards,
+                              lease_ttl_s=args.lease_ttl_s, etcd_timeout_ms=args.etcd_timeout_ms, bugs=shard_bugs,
+                              max_connections=args.max_connections, idle_timeout_ms=args.idle_timeout_ms,
+                              frame_deadline_ms=args.frame_deadline_ms,
+                              partial_frame_budget_bytes=args.partial_frame_budget_bytes,
+                              peer_secret=load_secret(args.peer_secret_file) if args.peer_secret_file else None)
+    except ConfigError as err:
+        raise errors.UsageError(re.sub(r"\b(\w+) =", lambda m: "--" + m.group(1).replace("_", "-"), str(err))) from None
+    try:
+        return serve_cluster_controller(opts)
+    except ConfigError as err:          # a shard count or controller id the running ones refuse
+        raise errors.UsageError(str(err)) from None
+    except OSError as err:
+        place = f"{err.filename}: " if err.filename else ""
+        failure = errors.EnvironmentFailure if errors.os_error_exit(err) == errors.ENVIRONMENT else errors.UsageError
+        raise failure(f"{place}{err.strerror or err}") from None

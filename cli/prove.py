@@ -15,7 +15,7 @@ from cli.argtypes import output_file
 from cli import errors
 from cli.ui import console as make_console
 from spec.proofs import STOP, ProofReport, changed, prove_all
-from tla.manifest import FAILOVER_MODULE, SPEC_MODULE, spec_configs
+from tla.manifest import CONTROLLERS_MODULE, FAILOVER_MODULE, SPEC_MODULE, spec_configs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,20 +29,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def prove_manifest(on_done=lambda name: None) -> ProofReport:
     """The library call behind the command: every configuration of tla/manifest.json, the write
-    path's abstraction (spec/proofs.py) and the failover one (spec/failover/proofs.py, which pins
-    each failover bug's path from the twin's counterexample)."""
+    path's abstraction (spec/proofs.py), the failover one (spec/failover/proofs.py, which pins
+    each failover bug's path from the twin's counterexample) and the controllers one
+    (spec/controllers/proofs.py, likewise)."""
+    from spec.controllers import proofs as controllers
     from spec.failover import proofs as failover
 
     failover_bugs = spec_configs("bug", FAILOVER_MODULE)
+    controllers_bugs = spec_configs("bug", CONTROLLERS_MODULE)
     write_path = prove_all(spec_configs("green"), spec_configs("bug", SPEC_MODULE), on_done)
     fail_over = failover.prove_all(spec_configs("green", FAILOVER_MODULE), failover_bugs, on_done,
                                    failover_twin_paths([name for name, _, _ in failover_bugs]))
-    return ProofReport(write_path.green + fail_over.green, write_path.bugs + fail_over.bugs,
-                       round(write_path.seconds + fail_over.seconds, 2))
+    several = controllers.prove_all(spec_configs("green", CONTROLLERS_MODULE), controllers_bugs, on_done,
+                                    failover_twin_paths([name for name, _, _ in controllers_bugs]))
+    return ProofReport(write_path.green + fail_over.green + several.green,
+                       write_path.bugs + fail_over.bugs + several.bugs,
+                       round(write_path.seconds + fail_over.seconds + several.seconds, 2))
 
 
 def failover_twin_paths(names: list[str]) -> dict[str, tuple[str, ...]]:
-    """The twin's counterexample of each failover bug model, for z3 to pin (tla/twincheck.py)."""
+    """The twin's counterexample of each failover (or controllers) bug model, for z3 to pin
+    (tla/twincheck.py)."""
     from tla.manifest import load_manifest, resolve
     from tla.twincheck import twin_counterexample
 

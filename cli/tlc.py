@@ -136,10 +136,10 @@ def main(args: argparse.Namespace) -> int:
     if args.emit_test and not any(m.kind == "bug" for m in models):
         # Known before TLC runs: refuse now rather than after minutes of model checking.
         raise errors.UsageError("--emit-test: no bug model gave its counterexample (name bug models, e.g. BugAckOnWrote)")
-    if args.emit_test and all(m.is_failover for m in models if m.kind == "bug"):
+    if args.emit_test and all(not m.is_write_path for m in models if m.kind == "bug"):
         raise errors.UsageError("--emit-test: the reference cores model the write path, not failover: name a "
                                 "write-path bug model, e.g. BugAckOnWrote")
-    emitted = [m for m in models if m.kind == "bug" and not m.is_failover]
+    emitted = [m for m in models if m.kind == "bug" and m.is_write_path]
     if args.emit_test and args.emit_test.suffix == ".py" and len(emitted) > 1:
         raise errors.UsageError(f"--emit-test {args.emit_test}: a .py file holds one model's test; give a directory "
                                 f"for {len(emitted)}")
@@ -187,11 +187,11 @@ def emit_tests(console: Console, verdicts: list[Verdict], path: Path) -> bool:
     from reference.sim.drive import DriveError
 
     with_cex = [v for v in verdicts if v.run.trace and v.model.kind == "bug" and v.ok]
-    for v in [v for v in with_cex if v.model.is_failover]:
-        console.print(f"{v.model.model}: no test emitted: the reference cores have no controller or failover "
-                      f"to drive ({v.model.spec} is modelled in tla/ and spec/ only)")
-    failover = any(v.model.is_failover for v in with_cex)
-    with_cex = [v for v in with_cex if not v.model.is_failover]
+    for v in [v for v in with_cex if not v.model.is_write_path]:
+        console.print(f"{v.model.model}: no test emitted: counterexample tests drive the write path's cores "
+                      f"({v.model.spec} is checked by its own machines)")
+    failover = any(not v.model.is_write_path for v in with_cex)
+    with_cex = [v for v in with_cex if v.model.is_write_path]
     if not with_cex and failover:
         raise errors.UsageError("--emit-test: the reference cores model the write path, not failover: name a "
                                 "write-path bug model, e.g. BugAckOnWrote")

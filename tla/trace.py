@@ -87,6 +87,35 @@ def failover_state_from_tlc(cfg, assignments: dict[str, str]):
     )
 
 
+def controllers_state_from_tlc(cfg, assignments: dict[str, str]):
+    """A TLC trace state of MCAckOrderControllers as a spec.controllers.state.CState."""
+    from spec.controllers.state import CCounters, CState, Snap
+
+    v = {name: parse_value(text) for name, text in assignments.items()}
+
+    def over(name: str, domain: tuple[str, ...], convert=lambda x: x) -> tuple:
+        fn = v[name] if name in v else name
+        if not isinstance(fn, (FunctionValue, Record)):
+            raise TraceMismatch(f"expected a function for {name}, got {fn!r}")
+        by_name = {str(k): x for k, x in fn.items()}
+        return tuple(convert(by_name[d]) for d in domain)
+
+    def snap(r) -> Snap:
+        return Snap(str(r["master"]), r["epoch"], _names(r["sss"]), r["sssEpoch"], r["rev"])
+
+    def heard(fn) -> tuple:
+        by_name = {str(k): x for k, x in fn.items()}
+        return tuple(by_name[b] for b in cfg.brokers)
+
+    return CState(
+        masterId=str(v["masterId"]), masterEpoch=v["masterEpoch"], syncStateSet=_names(v["syncStateSet"]),
+        sssEpoch=v["sssEpoch"], rev=v["rev"], owner=str(v["owner"]), token=v["token"],
+        up=over("up", cfg.brokers), snap=over("snap", cfg.controllers, snap), held=over("held", cfg.controllers),
+        heard=over("heard", cfg.controllers, heard),
+        inv_elected=frozenset((e, str(m)) for e, m in v["inv_elected"]),
+        inv_silent=over("inv_silent", cfg.brokers), aux_ctrs=CCounters(**dict(v["aux_ctrs"])))
+
+
 @attrs.frozen
 class TwinStep:
     label: str          # the twin's action label, parameters included
@@ -96,12 +125,17 @@ class TwinStep:
 def replay_in_twin(cfg: Config, bounds: Bounds, trace: list[TraceState]) -> list[TwinStep]:
     """Match every TLC step with a twin step; raise TraceMismatch if one has none.
     ``cfg`` is the write path's Config or the failover module's FailoverConfig."""
+    from spec.controllers.config import ControllersConfig
     from spec.failover.config import FailoverConfig
 
     if isinstance(cfg, FailoverConfig):
         from spec.failover.actions import successors as next_states
 
         to_state = failover_state_from_tlc
+    elif isinstance(cfg, ControllersConfig):
+        from spec.controllers.actions import successors as next_states
+
+        to_state = controllers_state_from_tlc
     else:
         next_states, to_state = successors, state_from_tlc
     out: list[TwinStep] = []

@@ -90,6 +90,10 @@ def twin_search(model: Model) -> TwinSearch:
         from spec.failover.explore import explore_failover_cfg
 
         result = explore_failover_cfg(load_cfg(model.cfg_path))
+    elif model.is_controllers:
+        from spec.controllers.explore import explore_controllers_cfg
+
+        result = explore_controllers_cfg(load_cfg(model.cfg_path))
     else:
         result = explore_cfg(load_cfg(model.cfg_path))
     if result.violation is None:
@@ -114,13 +118,17 @@ def twin_check(model: Model, tlc: TlcCounts | None = None) -> TwinCheck:
 
 def twin_counterexample(model: Model) -> tuple[str, ...] | None:
     """The action labels of the twin's breadth-first counterexample on a bug model of the failover
-    module (as TLC's: shortest within the model's bounds), or None when the twin's search ends
-    otherwise than in a violation of the model's expected invariant (a liveness bug's lasso is no
-    path to a state).  spec/failover/proofs.py pins it in z3."""
+    or controllers module (as TLC's: shortest within the model's bounds), or None when the twin's
+    search ends otherwise than in a violation of the model's expected property (a liveness bug's
+    lasso is no path to a state).  spec/failover/proofs.py and spec/controllers/proofs.py pin it
+    in z3."""
+    from spec.controllers import properties as controllers
     from spec.failover.properties import INVARIANTS
 
-    assert model.is_failover and model.kind == "bug", model.model
-    if model.expected not in INVARIANTS:
+    assert (model.is_failover or model.is_controllers) and model.kind == "bug", model.model
+    # the controllers' z3 pins a path to an action property's violation too (its last step)
+    pinned = {**controllers.INVARIANTS, **controllers.ACTION_PROPERTIES} if model.is_controllers else INVARIANTS
+    if model.expected not in pinned:
         return None
     result = twin_search(model)
     return result.labels if result.outcome == model.expected else None

@@ -18,6 +18,17 @@ time runs from the master's last heartbeat to that moment; it contains the
 heartbeat timeout, so it is also given beyond the timeout (the controller's
 own share: scan, decision, fsync, the reply).
 
+``cluster1`` and ``cluster3`` (issue 37): 1 or 3 controllers over a
+fresh 3-member etcd (`controller --etcd`, reference/real/controller_cluster.py),
+the groups' connections spread over them; requests for another
+controller's shard are forwarded, GetReplicaInfo is read from etcd by the
+controller asked.  Each point also runs a read phase: every group's client
+asks GetReplicaInfo in a closed loop (reads/s).  With ``runs`` > 1 every
+point is measured that many times and each figure is the median.
+
+Each group's three brokers share one connection (10,000 groups are 10,000
+connections: this machine allows 20,000 descriptors per process).
+
 ``stores``: the metadata store of each point, the file (fdatasync) and/or
 etcd (a fresh 3-member cluster on loopback per point,
 reference/real/etcd_cluster.py): the same workload, side by side.
@@ -41,6 +52,9 @@ from reference.real.controller_client import ControllerClient
 
 BROKERS_PER_GROUP = 3
 CONNECT_AT_ONCE = 200
+MAX_VICTIMS = 100               # masters stopped in the failover phase: a tenth of the groups, at most this
+CLUSTER_DESIGNS = {"cluster1": 1, "cluster3": 3}    # controllers over one etcd
+CLUSTER_LEASE_TTL_S = 3
 
 
 @attrs.frozen
@@ -53,13 +67,16 @@ class Plan:
     alter_interval_ms: int           # the failover phase's alters: one per master per interval
     designs: tuple[str, ...] = ("serial", "pipelined")
     stores: tuple[str, ...] = ("file",)
+    reads_s: float = 3.0              # the closed-loop GetReplicaInfo phase
+    runs: int = 1                     # each point measured this often; the rows give medians
 
 
 # alter_interval_ms: BrokerConfig.checkSyncStateSetPeriod (5 s), how often a master may propose
-FULL = Plan(groups=(1, 100, 1000), steady_s=10.0, heartbeat_interval_ms=1000, timeout_ms=10_000, poll_ms=20,
-            alter_interval_ms=5000)
+FULL = Plan(groups=(1, 100, 1000, 10_000), steady_s=10.0, heartbeat_interval_ms=1000, timeout_ms=10_000, poll_ms=20,
+            alter_interval_ms=5000, designs=("serial", "cluster1", "cluster3"), stores=("file", "etcd"), reads_s=5.0,
+            runs=3)
 QUICK = Plan(groups=(1, 20), steady_s=1.5, heartbeat_interval_ms=100, timeout_ms=500, poll_ms=10,
-             alter_interval_ms=500)
+             alter_interval_ms=500, designs=("serial", "pipelined", "cluster3"), reads_s=1.0)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -82,32 +99,48 @@ class Group:
 class Run:
     """The simulated brokers of one measurement point."""
 
-    def __init__(self, port: int, groups: int, plan: Plan) -> None:
-        self.port, self.plan = port, plan
+    def __init__(self, ports: list[int], groups: int, plan: Plan) -> None:
+        self.ports, self.plan = ports, plan
         self.groups = [Group(f"broker-{i:04d}") for i in range(groups)]
         self.stop_all = False
         self.altering: set[str] = set()
         self.heartbeats: list[float] = []        # latencies (ms) of replies received
         self.alters: list[tuple[float, float]] = []  # (completion time s, latency ms) of accepted alters
         self.refused = 0
+        self.reads = 0
+        self.heartbeats_failed = 0
+        self.refusals: dict[str, int] = {}
 
     async def connect(self) -> None:
+        """One connection per group, its three brokers' requests multiplexed on it; group k's goes
+        to controller k mod n."""
         gate = asyncio.Semaphore(CONNECT_AT_ONCE)
 
-        async def one() -> ControllerClient:
+        async def one(k: int) -> ControllerClient:
             async with gate:
-                return await ControllerClient.connect("127.0.0.1", self.port)
-        clients = await asyncio.gather(*(one() for _ in range(len(self.groups) * BROKERS_PER_GROUP)))
+                return await ControllerClient.connect("127.0.0.1", self.ports[k % len(self.ports)])
+        clients = await asyncio.gather(*(one(k) for k in range(len(self.groups))))
         for k, g in enumerate(self.groups):
-            g.clients = list(clients[k * BROKERS_PER_GROUP:(k + 1) * BROKERS_PER_GROUP])
+            g.clients = [clients[k]] * BROKERS_PER_GROUP
 
     async def register(self) -> None:
+        gate = asyncio.Semaphore(CONNECT_AT_ONCE)
+
+        async def register(g: Group, b: int, **extra) -> dict:
+            for _ in range(50):      # a shard between owners answers CONTROLLER_NOT_LEADER: ask again, as a broker does
+                r = await g.clients[b - 1].register(g.name, b, **extra)
+                if r["code"] != "CONTROLLER_NOT_LEADER":
+                    return r
+                await asyncio.sleep(0.1)
+            return r
+
         async def group(g: Group) -> None:
-            first = await g.clients[0].register(g.name, 1, election_priority=0)
-            assert first["code"] == "SUCCESS" and first["info"]["master_id"] == 1, first
-            for b in range(2, BROKERS_PER_GROUP + 1):
-                r = await g.clients[b - 1].register(g.name, b)
-                assert r["code"] == "SUCCESS", r
+            async with gate:
+                first = await register(g, 1, election_priority=0)
+                assert first["code"] == "SUCCESS" and first["info"]["master_id"] == 1, first
+                for b in range(2, BROKERS_PER_GROUP + 1):
+                    r = await register(g, b)
+                    assert r["code"] == "SUCCESS", r
         await asyncio.gather(*(group(g) for g in self.groups))
 
     async def heartbeat_loop(self, g: Group, b: int) -> None:
@@ -117,8 +150,10 @@ class Run:
             t0 = time.perf_counter()
             g.last_heartbeat_s[b - 1] = t0
             r = await g.clients[b - 1].heartbeat(g.name, b, max_offset=1000 * b, epoch=g.master_epoch)
-            assert r["code"] == "SUCCESS", r
-            self.heartbeats.append((time.perf_counter() - t0) * 1000)
+            if r["code"] == "SUCCESS":
+                self.heartbeats.append((time.perf_counter() - t0) * 1000)
+            else:
+                self.heartbeats_failed += 1
             await asyncio.sleep(max(0.0, interval_s - (time.perf_counter() - t0)))
 
     async def alter_loop(self, g: Group, interval_s: float = 0.0) -> None:
@@ -142,8 +177,26 @@ class Run:
             self.alters.append((t1, (t1 - t0) * 1000))
         else:
             self.refused += 1
+            self.refusals[r["code"]] = self.refusals.get(r["code"], 0) + 1
         info = r["info"]
+        if info is None:        # not decided (CONTROLLER_BUSY, CONTROLLER_NOT_LEADER): the next try asks again
+            return
         g.sss, g.sss_epoch, g.master_epoch = frozenset(info["sync_state_set"]), info["sss_epoch"], info["master_epoch"]
+
+    async def read_phase(self) -> float:
+        """Every group's client asks GetReplicaInfo in a closed loop: reads answered per second."""
+        stop_at = time.perf_counter() + self.plan.reads_s
+        count = 0
+
+        async def reader(g: Group) -> None:
+            nonlocal count
+            while time.perf_counter() < stop_at:
+                r = await g.clients[1].get_replica_info(g.name)
+                assert r["code"] == "SUCCESS", r
+                count += 1
+        t0 = time.perf_counter()
+        await asyncio.gather(*(reader(g) for g in self.groups))
+        return round(count / (time.perf_counter() - t0), 1)
 
     async def wait_new_master(self, g: Group) -> tuple[float, float]:
         """Broker 2 polls until the group has a master other than broker 1: (ms since broker 1's
@@ -175,18 +228,22 @@ class Run:
         t1 = time.perf_counter()
         steady_alters = [lat for at, lat in self.alters if t0 <= at <= t1]
         heartbeats = list(self.heartbeats)
-        # failover: the closed loops stop; the other masters go on at checkSyncStateSetPeriod's pace;
-        # the chosen masters make broker 2 a member, then stop heartbeating
         self.altering.clear()
         await asyncio.gather(*loops.values())
-        victims = self.groups[:max(1, len(self.groups) // 10)]
+        reads_per_s = await self.read_phase()
+        # failover: the closed loops stop; the other masters go on at checkSyncStateSetPeriod's pace;
+        # the chosen masters make broker 2 a member, then stop heartbeating
+        victims = self.groups[:min(MAX_VICTIMS, max(1, len(self.groups) // 10))]
         self.altering = {g.name for g in self.groups[len(victims):]}
         loops = {g.name: asyncio.create_task(self.alter_loop(g, self.plan.alter_interval_ms / 1000))
                  for g in self.groups[len(victims):]}
         for g in victims:
-            if g.sss != frozenset({1, 2}):
+            for _ in range(100):       # refused while the controller is busy: asked again, as a master does
+                if g.sss == frozenset({1, 2}):
+                    break
                 await self.alter_once(g, g.clients[0], frozenset({1, 2}))
-            assert g.sss == frozenset({1, 2}), (g.name, g.sss)
+                await asyncio.sleep(0.05 if g.sss != frozenset({1, 2}) else 0)
+            assert g.sss == frozenset({1, 2}), (g.name, g.sss, self.refusals)
         for g in victims:
             g.heartbeating[0] = False
         seen = await asyncio.gather(*(self.wait_new_master(g) for g in victims))
@@ -197,16 +254,15 @@ class Run:
         self.altering.clear()
         await asyncio.gather(*loops.values(), *beats, return_exceptions=True)
         for g in self.groups:
-            for c in g.clients:
-                await c.close()
+            await g.clients[0].close()           # the group's one connection
         seconds = t1 - t0
         beyond = [e - self.plan.timeout_ms for e in election_ms]
         return {
             "groups": len(self.groups), "brokers": len(self.groups) * BROKERS_PER_GROUP,
             "heartbeats_per_s": round(len(heartbeats) / seconds), "heartbeat_p50_ms": _pct(heartbeats, 0.5),
-            "heartbeat_p99_ms": _pct(heartbeats, 0.99),
+            "heartbeat_p99_ms": _pct(heartbeats, 0.99), "heartbeats_failed": self.heartbeats_failed,
             "alters_per_s": round(len(steady_alters) / seconds, 1), "alter_p50_ms": _pct(steady_alters, 0.5),
-            "alter_p99_ms": _pct(steady_alters, 0.99), "alters_refused": self.refused,
+            "alter_p99_ms": _pct(steady_alters, 0.99), "alters_refused": self.refused, "refusals": self.refusals, "reads_per_s": reads_per_s,
             "elections": len(victims), "election_p50_ms": _pct(election_ms, 0.5),
             "election_p99_ms": _pct(election_ms, 0.99), "beyond_timeout_p50_ms": _pct(beyond, 0.5),
             "beyond_timeout_p99_ms": _pct(beyond, 0.99),
@@ -215,65 +271,148 @@ class Run:
         }
 
 
-def point(work: Path, design: str, groups: int, plan: Plan, store: str = "file") -> dict:
-    name = f"controller-{design}-{groups}" + ("" if store == "file" else f"-{store}")
+def point(work: Path, design: str, groups: int, plan: Plan, store: str = "file", run: int = 1) -> dict:
+    name = f"controller-{design}-{groups}" + ("" if store == "file" else f"-{store}") + f"-run{run}"
     directory = work / name
     directory.mkdir(parents=True)
     flags = []
     cluster = None
-    if store == "etcd":
+    if store == "etcd" or design in CLUSTER_DESIGNS:
         from reference.real.etcd_cluster import EtcdCluster
 
         cluster = EtcdCluster.start(directory, 3)
         flags = ["--store", "etcd", "--etcd-endpoints", cluster.endpoints]
     try:
-        return _measure(work, name, directory, design, groups, plan, store, flags)
+        if design in CLUSTER_DESIGNS:
+            return _measure_cluster(work, name, directory, design, groups, plan, cluster)
+        return _measure(work, name, directory, design, groups, plan, store, flags, cluster)
     finally:
         if cluster is not None:
             cluster.stop()
 
 
+def _etcd_cpu_s(cluster) -> list[float]:
+    if cluster is None:
+        return []
+    out = []
+    for m in cluster.members:
+        fields = Path(f"/proc/{m.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        out.append((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+    return out
+
+
+def _cpu_rows(row: dict, seconds: float, controllers_cpu: list[float], etcd_cpu: list[float]) -> None:
+    """CPU per controller and per etcd member, as the share of one core over the point's run."""
+    row["controller_cpu_s"] = round(sum(controllers_cpu), 2)
+    row["cpu_per_controller"] = round(max(controllers_cpu) / seconds, 2)
+    row["cpu_per_etcd_member"] = round(max(etcd_cpu) / seconds, 2) if etcd_cpu else 0.0
+
+
 def _measure(work: Path, name: str, directory: Path, design: str, groups: int, plan: Plan, store: str,
-             flags: list[str]) -> dict:
+             flags: list[str], cluster=None) -> dict:
     proc = Broker(["controller", "--dir", str(directory), "--port", "0", "--design", design,
                    "--controller-broker-heartbeat-timeout-ms", str(plan.timeout_ms), "--max-groups",
                    str(max(groups, 1)), *flags], work / f"{name}.log")
     try:
         m = proc.wait_for(r"listening host=\S+ port=(\d+)")
-        cpu0 = proc.cpu_seconds()
-        row = asyncio.run(Run(int(m.group(1)), groups, plan).measure())
-        row["controller_cpu_s"] = round(proc.cpu_seconds() - cpu0, 2)
+        cpu0, etcd0, t0 = proc.cpu_seconds(), _etcd_cpu_s(cluster), time.perf_counter()
+        row = asyncio.run(Run([int(m.group(1))], groups, plan).measure())
+        seconds = time.perf_counter() - t0
+        _cpu_rows(row, seconds, [proc.cpu_seconds() - cpu0], [b - a for a, b in zip(etcd0, _etcd_cpu_s(cluster))])
     finally:
         stats = proc.stop()
-    row = {"design": design, "store": store, **row, "records": stats.get("records", 0), "fsyncs": stats.get("fsyncs", 0)}
+    row = {"design": design, "store": store, "controllers": 1, **row, "records": stats.get("records", 0),
+           "fsyncs": stats.get("fsyncs", 0)}
     row["records_per_fsync"] = round(row["records"] / max(1, row["fsyncs"]), 2)
     # from handing the fdatasync to the worker until the loop hears it is done: what bounds the serial design
     row["fsync_mean_ms"] = round(stats.get("fsync_wait_ms", 0) / max(1, row["fsyncs"]), 2)
     return row
 
 
+def _measure_cluster(work: Path, name: str, directory: Path, design: str, groups: int, plan: Plan, cluster) -> dict:
+    """``n`` controllers over the point's etcd, each with its own member first; measured once every
+    shard has an owner."""
+    from reference.failover import shards as sh
+
+    n = CLUSTER_DESIGNS[design]
+    eps = cluster.endpoints.split(",")
+    procs = []
+    try:
+        for i in range(n):
+            mine = ",".join(eps[i % 3:] + eps[:i % 3])
+            procs.append(Broker(["controller", "--etcd", mine, "--controller-id", f"c{i}", "--port", "0",
+                                 "--lease-ttl-s", str(CLUSTER_LEASE_TTL_S),
+                                 "--controller-broker-heartbeat-timeout-ms", str(plan.timeout_ms),
+                                 "--max-groups", str(max(groups, 1))], work / f"{name}-c{i}.log"))
+        ports = [int(p.wait_for(r"listening host=\S+ port=(\d+)").group(1)) for p in procs]
+        deadline = time.monotonic() + 30
+        while len(cluster.read_prefix(sh.SHARDS)) < sh.SHARDS_DEFAULT or \
+                len({v for v in cluster.read_prefix(sh.SHARDS).values()}) < n:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name}: the shards did not spread over {n} controllers in 30 s")
+            time.sleep(0.2)
+        time.sleep(CLUSTER_LEASE_TTL_S / 3 + 0.5)       # one more survey: every controller knows every owner
+        cpu0, etcd0, t0 = [p.cpu_seconds() for p in procs], _etcd_cpu_s(cluster), time.perf_counter()
+        row = asyncio.run(Run(ports, groups, plan).measure())
+        seconds = time.perf_counter() - t0
+        _cpu_rows(row, seconds, [p.cpu_seconds() - c for p, c in zip(procs, cpu0)],
+                  [b - a for a, b in zip(etcd0, _etcd_cpu_s(cluster))])
+    finally:
+        stats = [p.stop() for p in procs]
+    total = {k: sum(st.get(k, 0) for st in stats) for k in ("records", "commits", "forwarded", "etcd_reads")}
+    row = {"design": design, "store": "etcd", "controllers": n, **row, "records": total["records"],
+           "fsyncs": total["commits"], "forwarded": total["forwarded"], "etcd_reads": total["etcd_reads"]}
+    row["records_per_fsync"] = round(row["records"] / max(1, row["fsyncs"]), 2)
+    row["fsync_mean_ms"] = 0.0          # commits are asynchronous, many in flight: no one wait to give
+    return row
+
+
+def _median_rows(runs: list[list[dict]]) -> list[dict]:
+    """Each number the median over the runs (same point order in each)."""
+    out = []
+    for same in zip(*runs):
+        row = dict(same[0])
+        for k, v in row.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("groups", "controllers"):
+                values = sorted(r[k] for r in same)
+                row[k] = values[len(values) // 2]
+        row["runs"] = len(same)
+        out.append(row)
+    return out
+
+
 def controller(work: Path, plan: Plan, progress: Callable[[str], None] = lambda s: None) -> dict:
     progress("controller: this disk's fdatasync rate")
     disk = raw_disk(work, seconds=1.0, write_mib=8)
     load_before = os.getloadavg()[0]
-    rows = []
-    for groups in plan.groups:
-        for design in plan.designs:
-            for store in plan.stores:
-                progress(f"controller: {design}, {groups} groups, {store} store")
-                rows.append(point(work, design, groups, plan, store))
+    runs = []
+    for run in range(1, plan.runs + 1):
+        rows = []
+        for groups in plan.groups:
+            for design in plan.designs:
+                for store in (("etcd",) if design in CLUSTER_DESIGNS else plan.stores):
+                    progress(f"controller: run {run}/{plan.runs}, {design}, {groups} groups, {store} store")
+                    rows.append(point(work, design, groups, plan, store, run))
+        runs.append(rows)
+    rows = _median_rows(runs)
     most, least = max(plan.groups), min(plan.groups)
     ratios = {}
     if set(plan.stores) == {"file", "etcd"}:
         at = {(r["design"], r["store"]): r["alters_per_s"] for r in rows if r["groups"] == most}
         ratios.update({f"{d} etcd/file alters_per_s at {most} groups":
-                       round(at[d, "etcd"] / max(0.1, at[d, "file"]), 2) for d in plan.designs})
-    by = {(r["design"], r["groups"]): r for r in rows if r["store"] == plan.stores[0]}
+                       round(at[d, "etcd"] / max(0.1, at[d, "file"]), 2) for d in plan.designs
+                       if d not in CLUSTER_DESIGNS})
+    by = {(r["design"], r["groups"]): r for r in rows if r["store"] == plan.stores[0] or r["design"] in CLUSTER_DESIGNS}
     if len(plan.designs) < 2 or len(plan.groups) < 2:
         return _result(plan, rows, ratios, disk, load_before)
+    mid = 1000 if 1000 in plan.groups else most
+    for new in [d for d in ("pipelined", "cluster3") if d in plan.designs]:
+        ratios[f"{new}/serial alters_per_s at {mid} groups"] = \
+            round(by[new, mid]["alters_per_s"] / max(0.1, by["serial", mid]["alters_per_s"]), 1)
+    if {"cluster1", "cluster3"} <= set(plan.designs):
+        ratios[f"cluster3/cluster1 reads_per_s at {mid} groups"] = \
+            round(by["cluster3", mid]["reads_per_s"] / max(0.1, by["cluster1", mid]["reads_per_s"]), 2)
     ratios |= {
-        f"pipelined/serial alters_per_s at {most} groups":
-            round(by["pipelined", most]["alters_per_s"] / max(0.1, by["serial", most]["alters_per_s"]), 1),
         **{f"{d} election p50 at {most}/{least} groups":
            round(by[d, most]["election_p50_ms"] / by[d, least]["election_p50_ms"], 2) for d in plan.designs},
         **{f"{d} beyond-timeout p50 at {most}/{least} groups":
@@ -289,12 +428,14 @@ def _result(plan: Plan, rows: list[dict], ratios: dict, disk: dict, load_before:
 
 
 COLUMNS = {"design": "design", "store": "store", "groups": "groups", "heartbeats_per_s": "heartbeats/s", "alters_per_s": "alters/s",
+           "reads_per_s": "reads/s",
            "alter_p50_ms": "alter p50 ms", "alter_p99_ms": "alter p99 ms", "records_per_fsync": "records/fsync",
            "fsync_mean_ms": "fsync wait ms",
            "elections": "elections", "election_p50_ms": "election p50 ms", "election_p99_ms": "election p99 ms",
            "beyond_timeout_p50_ms": "beyond timeout p50 ms", "beyond_timeout_p99_ms": "beyond timeout p99 ms",
            "elections_per_s": "elections/s", "heartbeat_p99_ms": "heartbeat p99 ms",
-           "controller_cpu_s": "controller CPU s"}
+           "controller_cpu_s": "controller CPU s", "cpu_per_controller": "cores per controller",
+           "cpu_per_etcd_member": "cores per etcd member"}
 COMMAND = "ackorder bench controller"
 SECTION = "## `controller`"
 
@@ -308,9 +449,8 @@ def markdown(result: dict) -> list[str]:
     plan, disk = result["plan"], result["disk"]
     lines = [SECTION, "",
              f"Written by `{COMMAND}` on {time.strftime('%Y-%m-%d')} ({result['cores']} cores shared with other "
-             f"jobs: load average {result['load_average'][0]} before, {result['load_average'][1]} after). One real "
-             "controller process per point, brokers simulated over real TCP by one asyncio process (one connection "
-             f"each, three per group), heartbeats every {plan['heartbeat_interval_ms']:,} ms (BrokerConfig."
+             f"jobs: load average {result['load_average'][0]} before, {result['load_average'][1]} after). Real "
+             "controller processes, brokers simulated over real TCP by one asyncio process, heartbeats every {plan['heartbeat_interval_ms']:,} ms (BrokerConfig."
              "brokerHeartbeatInterval), heartbeat timeout "
              f"{plan['timeout_ms']:,} ms (controllerHeartBeatTimeoutMills); {plan['steady_s']} s of closed-loop "
              "AlterSyncStateSet per group master (alters/s and their latency), then the masters of a tenth of the "
@@ -318,16 +458,27 @@ def markdown(result: dict) -> list[str]:
              f"{plan['alter_interval_ms']:,} ms (checkSyncStateSetPeriod; election times). "
              f"This disk, probed before the run: {disk['fdatasyncs_per_s']:,} fdatasyncs/s (4 KiB appends; it "
              "varies with the other jobs' I/O).", "",
-             "Goals: pipelined >= 10x serial alters/s at 1,000 groups; election time at 1,000 groups within 2x "
-             "of 1 group.", "",
-             "fsync wait: from handing the fdatasync to the worker thread until the event loop hears it is done "
-             "(mean; it includes the loop's own delay when it is busy). The serial design's alters/s is bounded by "
-             "1,000 / (fsync wait ms): one record per fdatasync, one request at a time. The pipelined design's records/fsync shows the disk is no longer its bound; the "
-             "CPU of the two Python processes (controller and simulated brokers, on cores other jobs share) is. "
-             "So the ratio between them moves with this disk's fdatasync latency at the time of the run.", "",
+             "Designs: `serial` is the old one (one controller, one request at a time, one store client, "
+             "synchronous, the only one answering reads: a leader-only design), `pipelined` the single "
+             "controller deciding as requests come, `cluster1` and `cluster3` the new one (1 or 3 controllers "
+             "over a fresh 3-member etcd, `controller --etcd`: shards, forwarded requests, fenced "
+             "transactions in flight for many shards at once, GetReplicaInfo of another controller's shard "
+             "read from etcd by the controller asked). Each group's three brokers share one connection, and "
+             "the groups' connections are spread over the controllers. "
+             + (f"Every figure is the median of {plan.get('runs', 1)} runs. " if plan.get("runs", 1) > 1 else ""),
+             "",
+             "Goals (issue 37): the new design >= 10x the old at 1,000 groups; reads >= 2.5x from 1 to 3 "
+             "controllers; election time beyond the timeout at the most groups within 2x of 1 group.", "",
+             "Where the bounds come from: the serial design's alters/s is 1,000 / (fsync wait ms), one record per "
+             "fdatasync or etcd transaction, one request at a time. The cluster designs commit many shards' "
+             "transactions at once (records/fsync is records per transaction) and are bounded by CPU: the "
+             "cores per controller and per etcd member columns are each process's CPU over the point (1.0 is "
+             "one core), and the simulated brokers are one more Python process on the same cores. On a machine "
+             "with fewer cores than processes, a third controller adds work (forwarding, etcd reads) but no "
+             "CPU, so cluster3 against cluster1 measures that overhead, not scaling.", "",
              "| " + " | ".join(COLUMNS.values()) + " |", "|" + "---|" * len(COLUMNS)]
     for r in result["rows"]:
-        lines.append("| " + " | ".join(cell(k, r[k]) for k in COLUMNS) + " |")
+        lines.append("| " + " | ".join(cell(k, r.get(k, "-")) for k in COLUMNS) + " |")
     lines += ["", "Ratios: `" + json.dumps(result["ratios"]) + "`", ""]
     return lines
 
@@ -349,7 +500,7 @@ def markdown_stores(result: dict) -> list[str]:
              f"the run: {disk['fdatasyncs_per_s']:,} fdatasyncs/s.", "",
              "| " + " | ".join(COLUMNS.values()) + " |", "|" + "---|" * len(COLUMNS)]
     for r in result["rows"]:
-        lines.append("| " + " | ".join(cell(k, r[k]) for k in COLUMNS) + " |")
+        lines.append("| " + " | ".join(cell(k, r.get(k, "-")) for k in COLUMNS) + " |")
     lines += ["", "Ratios: `" + json.dumps(result["ratios"]) + "`", ""]
     return lines
 
@@ -371,7 +522,8 @@ def update_docs(result: dict, docs: Path) -> Path:
     text = out.read_text() if out.exists() else "# Benchmarks\n"
     before, section, rest = _cut(text, SECTION, ("\n## ",))
     head, stores, tail = _cut(section, STORES_SECTION, ("\n## ", "\n### "))
-    if result["plan"].get("stores", ["file"]) != ["file"]:
+    clusters = set(result["plan"].get("designs", ())) & set(CLUSTER_DESIGNS)
+    if result["plan"].get("stores", ["file"]) != ["file"] and not clusters:
         new = [*((head + tail).rstrip("\n").split("\n") if section else []), "", *markdown_stores(result)]
     else:
         new = markdown(result) + (stores.rstrip("\n").split("\n") + [""] if stores else [])

@@ -39,7 +39,9 @@ OPS = {
     "info": {},
 }
 MAX_ADDRESS_BYTES = 128    # "address": where a broker serves (HOST:PORT:HA_PORT), BrokerLiveInfo.brokerAddr
-OPTIONAL = {"epoch": 0, "max_offset": 0, "confirm_offset": 0, "election_priority": ELECTION_PRIORITY_DEFAULT}
+# forwarded: 1 when a controller passes a request to the owner of the group's shard (it is not passed on again)
+OPTIONAL = {"epoch": 0, "max_offset": 0, "confirm_offset": 0, "election_priority": ELECTION_PRIORITY_DEFAULT,
+            "forwarded": 0}
 
 
 @attrs.frozen

@@ -129,3 +129,10 @@ def check_failover_reach(bugs: tuple[str, ...], slow_member_lag_ms: int, traced:
                               "every slave holds each write before the master's fsync ends"
                               + (", or with --failover-trace FILE (the run's history shows it)"
                                  if catch.history_test else ""))
+
+
+# `chaos --failover --controllers N --controller-bug NAME`: the controllers' seeded defects a run
+# catches: a takeover without grace (a moved shard deposes a live master) and an owner acting after
+# its lease (the paused owner of FAULTS_BEFORE).  The two fence bugs need a stale commit timed
+# between a takeover and the next write: reference/tests/test_controller_cluster.py times one.
+CHAOS_CONTROLLER_BUGS = ("BugNoTakeoverGrace", "BugActAfterLeaseExpired")

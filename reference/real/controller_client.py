@@ -123,7 +123,10 @@ class ControllerClient:
         rid = next(self._ids)
         fut = self.pending[rid] = self._loop.create_future()
         self.transport.write(wire.encode_request(rid, op, group, **fields))
-        return await fut
+        try:
+            return await fut
+        finally:
+            self.pending.pop(rid, None)       # a call cancelled (a timeout) leaves nothing behind
 
     def send_raw(self, data: bytes) -> None:
         """Bytes as they are (tests: a garbage frame)."""

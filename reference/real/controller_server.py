@@ -75,7 +75,84 @@ def open_store(opts: ControllerOptions) -> MetadataStore:
     return EtcdStore(list(opts.etcd_endpoints), opts.etcd_timeout_ms, opts.store_bugs)
 
 
-class ControllerRuntime(ConnServer):
+def dispatch(core: ControllerCore, rid: int, req: wire.Request, now: int) -> None:
+    """A request to the core's event of the same name (the single controller's, or a shard's)."""
+    f = req.fields
+    if req.op == "heartbeat":
+        core.broker_heartbeat(rid, req.group, f["broker_id"], now, f["epoch"], f["max_offset"],
+                              f["election_priority"])      # (its confirm_offset: no rule reads it)
+    elif req.op == "register":
+        core.register_broker(rid, req.group, f["broker_id"], now, f["election_priority"])
+    elif req.op == "alter":
+        core.alter_sync_state_set(rid, req.group, f["master_id"], f["master_epoch"], f["sss_epoch"],
+                                  f["sync_state_set"], now)
+    elif req.op == "elect":
+        core.elect_master(rid, req.group, now)
+    else:
+        core.get_replica_info(rid, req.group, now)
+
+
+class ControllerConns(ConnServer):
+    """The client side every controller server shares: accepting, reading frames (a malformed one
+    gets one ERROR frame and its connection closed), closing, idle housekeeping, flushing.  A
+    subclass sets ``loop``, ``sock``, ``conns``, ``_conn_ids``, ``_dirty``, ``guard``, ``log``,
+    ``stats`` and decides in ``_request``."""
+
+    def _on_event(self, key: selectors.SelectorKey, mask: int) -> None:
+        if key.data == CLIENT:
+            self._accept()
+            return
+        conn: Conn = key.data
+        if mask & selectors.EVENT_WRITE:
+            self._flush(conn)
+        if mask & selectors.EVENT_READ and not conn.closed:
+            now = now_ms()
+            frames, problem = self._receive(conn, now)
+            for frame in frames:
+                self._request(conn, frame, now)
+            if problem is not None:
+                if problem.startswith("malformed") or conn.auth_failed:
+                    conn.queue_bytes(wire.encode_error(problem))
+                    conn.flush()
+                    self.stats["bad_frames"] += 1
+                self._close(conn, problem)
+
+    def _accept(self) -> None:
+        for sock, addr in self._accepted(self.sock, CLIENT, ACCEPTS_PER_TURN):
+            conn = Conn(next(self._conn_ids), sock, CLIENT, wire.MAX_FRAME_BYTES, CLIENT_OUT_BYTES, now_ms(),
+                        decode=wire.decode, peer=addr, auth=self._server_auth("controller"), auth_port=True)
+            self.conns[conn.id] = conn
+            self.loop.selector.register(sock, selectors.EVENT_READ, conn)
+
+    def _close(self, conn: Conn, reason: str) -> None:
+        if not conn.detach(self.loop.selector, reason):
+            return
+        self._dirty.discard(conn)
+        self.guard.forget(conn.id)
+        self.conns.pop(conn.id, None)
+        if reason != "closed by peer":
+            self.log(f"connection {conn.id} from {conn.peer} closed: {reason}")
+
+    def _check_idle(self) -> None:
+        now = now_ms()
+        self._housekeep(now)
+        self.loop.call_at(now + min(HOUSEKEEPING_MS, self.idle_timeout_ms, self.guard.frame_deadline_ms),
+                          self._check_idle)
+
+    def _flush(self, conn: Conn) -> None:
+        if (problem := conn.drain(self.loop.selector)) is not None:
+            self._close(conn, problem)
+
+    def _flush_dirty(self) -> None:
+        dirty, self._dirty = self._dirty, set()
+        for conn in dirty:
+            self._flush(conn)
+
+    def _request(self, conn: Conn, req, now: int) -> None:
+        raise NotImplementedError
+
+
+class ControllerRuntime(ControllerConns):
     def __init__(self, opts: ControllerOptions, log: Callable[[str], None] = print) -> None:
         self.opts = opts
         self.log = log
@@ -147,51 +224,6 @@ class ControllerRuntime(ConnServer):
         for conn in dirty:
             self._flush(conn)
 
-    def _on_event(self, key: selectors.SelectorKey, mask: int) -> None:
-        if key.data == CLIENT:
-            self._accept()
-            return
-        conn: Conn = key.data
-        if mask & selectors.EVENT_WRITE:
-            self._flush(conn)
-        if mask & selectors.EVENT_READ and not conn.closed:
-            now = now_ms()
-            frames, problem = self._receive(conn, now)
-            for frame in frames:
-                self._request(conn, frame, now)
-            if problem is not None:
-                if problem.startswith("malformed") or conn.auth_failed:
-                    conn.queue_bytes(wire.encode_error(problem))
-                    conn.flush()
-                    self.stats["bad_frames"] += 1
-                self._close(conn, problem)
-
-    def _accept(self) -> None:
-        for sock, addr in self._accepted(self.sock, CLIENT, ACCEPTS_PER_TURN):
-            conn = Conn(next(self._conn_ids), sock, CLIENT, wire.MAX_FRAME_BYTES, CLIENT_OUT_BYTES, now_ms(),
-                        decode=wire.decode, peer=addr, auth=self._server_auth("controller"), auth_port=True)
-            self.conns[conn.id] = conn
-            self.loop.selector.register(sock, selectors.EVENT_READ, conn)
-
-    def _close(self, conn: Conn, reason: str) -> None:
-        if not conn.detach(self.loop.selector, reason):
-            return
-        self._dirty.discard(conn)
-        self.guard.forget(conn.id)
-        self.conns.pop(conn.id, None)
-        if reason != "closed by peer":
-            self.log(f"connection {conn.id} from {conn.peer} closed: {reason}")
-
-    def _check_idle(self) -> None:
-        now = now_ms()
-        self._housekeep(now)
-        self.loop.call_at(now + min(HOUSEKEEPING_MS, self.idle_timeout_ms, self.guard.frame_deadline_ms),
-                          self._check_idle)
-
-    def _flush(self, conn: Conn) -> None:
-        if (problem := conn.drain(self.loop.selector)) is not None:
-            self._close(conn, problem)
-
     # ------------------------------------------------------------------ requests
 
     def _request(self, conn: Conn, req, now: int) -> None:
@@ -202,21 +234,10 @@ class ControllerRuntime(ConnServer):
         rid = next(self._req_ids)
         self.routes[rid] = (conn, req.id)
         self.stats[req.op] += 1
-        f, core = req.fields, self.core
+        f = req.fields
         if f["address"] and req.op in ("register", "heartbeat"):
             self._remember_address(req.group, f["broker_id"], f["address"])
-        if req.op == "heartbeat":
-            core.broker_heartbeat(rid, req.group, f["broker_id"], now, f["epoch"], f["max_offset"],
-                                  f["election_priority"])      # (its confirm_offset: no rule reads it)
-        elif req.op == "register":
-            core.register_broker(rid, req.group, f["broker_id"], now, f["election_priority"])
-        elif req.op == "alter":
-            core.alter_sync_state_set(rid, req.group, f["master_id"], f["master_epoch"], f["sss_epoch"],
-                                      f["sync_state_set"], now)
-        elif req.op == "elect":
-            core.elect_master(rid, req.group, now)
-        else:
-            core.get_replica_info(rid, req.group, now)
+        dispatch(self.core, rid, req, now)
         self._perform()
 
     # ------------------------------------------------------------------ effects

@@ -81,21 +81,62 @@ def group_key(group: str) -> bytes:
     return (KEY_PREFIX + group).encode()
 
 
-class EtcdStore:
-    def __init__(self, endpoints: list[tuple[str, int]], timeout_ms: int = ETCD_TIMEOUT_MS_DEFAULT,
-                 bugs: frozenset[str] = frozenset()) -> None:
+class EtcdEndpoints:
+    """aetcd clients of the members, one in use at a time: a request that fails moves to the next
+    member and is retried until ``timeout_ms`` has passed (then StoreUnavailable).  Used on one
+    asyncio thread (EtcdStore's, reference/real/etcd_shards.py's)."""
+
+    def __init__(self, endpoints: list[tuple[str, int]], timeout_ms: int) -> None:
         assert endpoints and len(endpoints) <= MAX_ENDPOINTS, endpoints
         assert timeout_ms > 0, timeout_ms
-        assert set(bugs) <= set(ETCD_BUG_NAMES), bugs
         self.endpoints = list(endpoints)
         self.where = "etcd " + ",".join(f"{h}:{p}" for h, p in endpoints)
         self.timeout_ms = timeout_ms
+        self.current = 0                           # index of the endpoint in use
+        self.clients: dict[int, aetcd.Client] = {}
+        self.retries = 0
+
+    async def _client(self) -> aetcd.Client:
+        c = self.clients.get(self.current)
+        if c is None:
+            host, port = self.endpoints[self.current]
+            c = self.clients[self.current] = aetcd.Client(host, port, timeout=ATTEMPT_TIMEOUT_MS / 1000)
+        return c
+
+    async def _with_retry(self, what: str, op):
+        """``op(client)`` on the current endpoint; on an etcd or connection error, the next
+        endpoint, until timeout_ms has passed.  Concurrent requests that fail together move on
+        once, not once each."""
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        last = ""
+        for _ in range(1_000_000):
+            at = self.current
+            try:
+                return await op(await self._client())
+            except (TimeoutError, aetcd.exceptions.ClientError, OSError) as err:
+                if isinstance(err, (StoreConflict, StoreCorrupt)):
+                    raise
+                host, port = self.endpoints[at]
+                last = f"{host}:{port}: {type(err).__name__}: {str(err).strip() or 'no detail'}"
+            self.retries += 1
+            if self.current == at:
+                self.current = (at + 1) % len(self.endpoints)
+            if time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(RETRY_PAUSE_MS / 1000)
+        raise StoreUnavailable(f"{self.where}: could not {what} within {self.timeout_ms} ms "
+                               f"(no majority reachable?); last error {last}")
+
+
+class EtcdStore(EtcdEndpoints):
+    def __init__(self, endpoints: list[tuple[str, int]], timeout_ms: int = ETCD_TIMEOUT_MS_DEFAULT,
+                 bugs: frozenset[str] = frozenset()) -> None:
+        super().__init__(endpoints, timeout_ms)
+        assert set(bugs) <= set(ETCD_BUG_NAMES), bugs
         self.bugs = frozenset(bugs)
         self.revisions: dict[str, int] = {}        # group → mod_revision last read or written (worker thread)
         self.staged: list[MetadataRecord] = []     # loop thread
-        self.current = 0                           # index of the endpoint in use
-        self.clients: dict[int, aetcd.Client] = {}
-        self.txns = self.retries = self.reconciled = 0
+        self.txns = self.reconciled = 0
         self._aloop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._aloop.run_forever, name="etcd-client", daemon=True)
         self._thread.start()
@@ -146,34 +187,6 @@ class EtcdStore:
     def _wait(self, coro, timeout_s: float | None = None):
         limit = timeout_s if timeout_s is not None else self.timeout_ms / 1000 * 2 + 5
         return asyncio.run_coroutine_threadsafe(coro, self._aloop).result(limit)
-
-    async def _client(self) -> aetcd.Client:
-        c = self.clients.get(self.current)
-        if c is None:
-            host, port = self.endpoints[self.current]
-            c = self.clients[self.current] = aetcd.Client(host, port, timeout=ATTEMPT_TIMEOUT_MS / 1000)
-        return c
-
-    async def _with_retry(self, what: str, op):
-        """``op(client)`` on the current endpoint; on an etcd or connection error, the next
-        endpoint, until timeout_ms has passed."""
-        deadline = time.monotonic() + self.timeout_ms / 1000
-        last = ""
-        for _ in range(1_000_000):
-            try:
-                return await op(await self._client())
-            except (TimeoutError, aetcd.exceptions.ClientError, OSError) as err:
-                if isinstance(err, (StoreConflict, StoreCorrupt)):
-                    raise
-                host, port = self.endpoints[self.current]
-                last = f"{host}:{port}: {type(err).__name__}: {str(err).strip() or 'no detail'}"
-            self.retries += 1
-            self.current = (self.current + 1) % len(self.endpoints)
-            if time.monotonic() >= deadline:
-                break
-            await asyncio.sleep(RETRY_PAUSE_MS / 1000)
-        raise StoreUnavailable(f"{self.where}: could not {what} within {self.timeout_ms} ms "
-                               f"(no majority reachable?); last error {last}")
 
     async def _read_prefix(self, client: aetcd.Client) -> list:
         return list(await client.get_prefix(KEY_PREFIX.encode()))

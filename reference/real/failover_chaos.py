@@ -46,7 +46,7 @@ import reference
 from reference.bench.procs import Broker
 from reference.failover.bugs import check_bugs
 from reference.real.chaos import ChaosAborted, _free_ports, check_log
-from reference.real.chaos_reach import check_failover_reach
+from reference.real.chaos_reach import CHAOS_CONTROLLER_BUGS, check_failover_reach
 from reference.real.disk import SegmentStore
 from reference.real.load import body_for
 from reference.record import END_FILE_MIN_BLANK_LENGTH, encode, record_size, recover_log
@@ -65,6 +65,12 @@ SLOW_MEMBER_STAYS_LAGS = 30  # the slow member's haMaxTimeSlaveNotCatchup, in la
 DEFAULT_SHRINK_AFTER_MS = 1_000   # a killed member leaves the SyncStateSet after this
 PAUSE_MARGIN_MS = 1_000      # --pause-member-ms beyond haMaxTimeSlaveNotCatchup: a few SyncStateSet checks
 MAX_PAUSE_MS = 60_000
+MAX_CHAOS_CONTROLLERS = 5
+CONTROLLER_LEASE_TTL_S = 2   # the controllers' etcd lease in a chaos run: a dead one's shards move after 2 s
+# --controllers: each round one fault while the master lives (its group's shard may move: the takeover
+# grace; a paused owner: its lease), and one during the failover (the election runs through it)
+FAULTS_BEFORE = ("none", "controller", "etcd-leader", "etcd-follower", "pause-owner")
+FAULTS_DURING = ("controller", "etcd-leader", "controller+etcd-leader")
 TAIL_KEY_BASE = 10**15       # keys of the unreplicated tail: never sent by a producer, never acknowledged
 
 
@@ -88,6 +94,9 @@ class FailoverChaosOptions:
     peer_secret_file: Path | None = None   # the controller and the nodes authenticate each other with it
     failover_trace: Path | None = None     # --failover-trace: the run's history as one AckOrderFailover trace
     pause_member_ms: int = 0    # each round first stops a slave (SIGSTOP) this long: a GC pause, a stuck disk
+    controllers: int = 1        # > 1: that many controllers over a 3-member etcd (`controller --etcd`), and
+                                # each round kills a controller and/or an etcd member (the leader too)
+    controller_bugs: tuple[str, ...] = ()   # --controller-bug: the controllers' seeded defect (SHARD_BUG_NAMES)
 
     @property
     def node_shrink_after_ms(self) -> int:
@@ -126,6 +135,18 @@ class FailoverChaosOptions:
             # as a lagging slave that never holds every acknowledged message under load (the
             # expansion's guard), so it could not rejoin
             raise ConfigError(f"--slow-member-lag-ms with --failovers {self.failovers}: one failover only")
+        if not 1 <= self.controllers <= MAX_CHAOS_CONTROLLERS:
+            raise ConfigError(f"--controllers {self.controllers}: 1..{MAX_CHAOS_CONTROLLERS}")
+        if self.controllers > 1 and (self.slow_member_lag_ms or self.failover_trace is not None or self.failover_bugs):
+            # a follower read names nobody alive (the slow-member run waits on that), and the spec's
+            # trace of a run has one controller
+            raise ConfigError(f"--controllers {self.controllers}: not with --slow-member-lag-ms, --failover-trace "
+                              "or --failover-bug")
+        if self.controller_bugs and (self.controllers < 2 or not set(self.controller_bugs) <= set(CHAOS_CONTROLLER_BUGS)):
+            raise ConfigError(f"--controller-bug {', '.join(self.controller_bugs)}: needs --controllers 2 or more; "
+                              f"a chaos run can catch {', '.join(CHAOS_CONTROLLER_BUGS)} (the fence bugs "
+                              "of a commit without its compares need a stale write the real etcd test times: "
+                              "reference/tests/test_controller_cluster.py)")
         if self.pause_member_ms:
             if self.slow_member_lag_ms:
                 raise ConfigError("--pause-member-ms and --slow-member-lag-ms: one at a time")
@@ -152,6 +173,7 @@ class FailoverRound:
     also_killed: tuple[int, ...] = ()    # --slow-member-lag-ms: the slave killed with the master
     paused: int | None = None            # --pause-member-ms: the slave stopped before the kill
     pause_dropped: bool = False          # ... and whether the controller's SyncStateSet dropped it meanwhile
+    control_fault: str = ""              # --controllers: what was killed beside the master (FAULTS_BEFORE, _DURING)
 
 
 @attrs.define
@@ -174,12 +196,16 @@ class FailoverReport:
     seconds: float = 0.0
     trace_steps: int | None = None                 # --failover-trace: the merged trace's steps the spec explains
     trace_rejected: str | None = None              # ... and the first it does not (the twin's verdict)
+    two_masters: list[str] = attrs.Factory(list)   # --controllers: epochs etcd's history gives two masters
+    epochs_back: list[str] = attrs.Factory(list)   # --controllers: a stored masterEpoch that went back
+    control_kills: dict = attrs.Factory(dict)      # --controllers: kills by kind
+    live_masters_deposed: list[str] = attrs.Factory(list)   # a running master made slave or re-elected
 
     @property
     def valid(self) -> bool:
         return not (self.lost or self.corrupt or self.diverged or self.not_rejoined or self.stuck
                     or self.consumed_lost or self.read_above_confirm or self.consumer_bad_records
-                    or self.trace_rejected)
+                    or self.trace_rejected or self.two_masters or self.epochs_back or self.live_masters_deposed)
 
     def failover_ms(self, q: float) -> float:
         times = sorted(r.failover_ms for r in self.rounds)
@@ -195,7 +221,9 @@ class FailoverReport:
                 "consumed_lost": len(self.consumed_lost), "read_above_confirm": self.read_above_confirm,
                 "consumer_bad_records": self.consumer_bad_records, "resends": self.resends, "statuses": self.statuses,
                 "seconds": round(self.seconds, 1), "trace_steps": self.trace_steps,
-                "trace_rejected": self.trace_rejected, "lost_keys": self.lost[:50], "corrupt_keys": self.corrupt[:50],
+                "trace_rejected": self.trace_rejected, "two_masters": self.two_masters[:20],
+                "epochs_back": self.epochs_back[:20], "live_masters_deposed": self.live_masters_deposed[:20],
+                "control_kills": self.control_kills, "lost_keys": self.lost[:50], "corrupt_keys": self.corrupt[:50],
                 "diverged_keys": self.diverged[:50], "options": self.options,
                 "rounds": [attrs.asdict(r) for r in self.rounds]}
 
@@ -208,12 +236,17 @@ async def _info(port: int, secret: bytes | None) -> dict | None:
         await client.close()
 
 
-def replica_info(port: int, secret: bytes | None = None) -> dict | None:
-    """The controller's GetReplicaInfo for the group (None: not answered)."""
-    try:
-        return asyncio.run(_info(port, secret))
-    except (OSError, ControllerClientError, asyncio.TimeoutError):
-        return None
+def replica_info(port, secret: bytes | None = None) -> dict | None:
+    """The controller's GetReplicaInfo for the group (None: not answered); with several
+    controllers' ports, the first that answers."""
+    for p in (port,) if isinstance(port, int) else port:
+        try:
+            info = asyncio.run(_info(p, secret))
+        except (OSError, ControllerClientError, asyncio.TimeoutError):
+            continue
+        if info is not None:
+            return info
+    return None
 
 
 class Cluster:
@@ -222,20 +255,110 @@ class Cluster:
     def __init__(self, work: Path, opts: FailoverChaosOptions) -> None:
         self.work, self.opts = work, opts
         (work / "logs").mkdir(parents=True, exist_ok=True)
-        ports = _free_ports(1 + 2 * NODES)
+        ports = _free_ports(opts.controllers + 2 * NODES)
+        self.controller_ports = [ports[0], *ports[2 * NODES + 1:]]       # the nodes' ports are 1..2 * NODES
         self.controller_port = ports[0]
         self.node_ports = {i: (ports[2 * i - 1], ports[2 * i]) for i in range(1, NODES + 1)}
         self.incarnations = {i: 0 for i in range(1, NODES + 1)}
         self.chaos_trace = None
-        self.controller = self._spawn("controller", ["controller", "--port", str(self.controller_port), "--dir",
-                                                     str(work / "controller"),
-                                                     "--controller-broker-heartbeat-timeout-ms",
-                                                     str(opts.controller_heartbeat_timeout_ms), *self._secret_flag(),
-                                                     *self._trace_flag("controller")],
-                                      r"listening host=\S+ port=\d+")
+        self.etcd = None
+        self.controllers: dict[int, Broker] = {}
+        self.controller_incarnations = [0] * opts.controllers
+        if opts.controllers > 1:
+            from reference.real.etcd_cluster import EtcdCluster, EtcdClusterError
+            try:
+                (work / "etcd").mkdir()
+                self.etcd = EtcdCluster.start(work / "etcd", 3)
+            except EtcdClusterError as err:
+                raise ChaosAborted(str(err)) from None
+            for c in range(opts.controllers):
+                self.start_controller(c)
+        else:
+            self.controllers[0] = self._spawn("controller", ["controller", "--port", str(self.controller_port),
+                                                             "--dir", str(work / "controller"),
+                                                             "--controller-broker-heartbeat-timeout-ms",
+                                                             str(opts.controller_heartbeat_timeout_ms),
+                                                             *self._secret_flag(), *self._trace_flag("controller")],
+                                              r"listening host=\S+ port=\d+")
         self.nodes: dict[int, Broker] = {}
         for i in range(1, NODES + 1):
             self.start_node(i)
+
+    @property
+    def controller(self) -> Broker:
+        return self.controllers[0]
+
+    def start_controller(self, c: int) -> None:
+        """Controller ``c`` over the etcd, its own member first (c mod 3)."""
+        eps = self.etcd.endpoints.split(",")
+        mine = ",".join(eps[c % len(eps):] + eps[:c % len(eps)])
+        self.controller_incarnations[c] += 1
+        self.controllers[c] = self._spawn(
+            f"controller{c}-{self.controller_incarnations[c]:03d}",
+            ["controller", "--etcd", mine, "--controller-id", f"c{c}", "--port", str(self.controller_ports[c]),
+             "--lease-ttl-s", str(CONTROLLER_LEASE_TTL_S), "--controller-broker-heartbeat-timeout-ms",
+             str(self.opts.controller_heartbeat_timeout_ms), *self._secret_flag(),
+             *(f for b in self.opts.controller_bugs for f in ("--bug", b))], r"listening host=\S+ port=\d+")
+
+    def kill_controller(self, c: int) -> None:
+        self.controllers[c].popen.kill()
+        self.controllers[c].popen.wait(timeout=10)
+
+    @property
+    def controller_addresses(self) -> list[tuple[str, int]]:
+        return [("127.0.0.1", p) for p in self.controller_ports]
+
+    def shard_owner(self) -> int | None:
+        """The controller that owns the group's shard now (etcd's shard key), if any."""
+        from reference.failover import shards as sh
+
+        key = sh.shard_key(sh.shard_of(GROUP, sh.SHARDS_DEFAULT))
+        try:
+            value = self.etcd.read_prefix(key.decode()).get(key)
+        except Exception:       # noqa: BLE001 — no majority right now: no owner known
+            return None
+        parsed = sh.parse_owner(value) if value is not None else None
+        return int(parsed[0][1:]) if parsed is not None else None
+
+    def live_masters_deposed(self) -> list[str]:
+        """Broker processes that were master and then, still running, were made slave or elected
+        again: an election of a master that never stopped heartbeating.  Every master of a run is
+        killed as master; the paused slave of --pause-member-ms is never master."""
+        out = []
+        for log in sorted((self.work / "logs").glob("b*.log")):
+            master_at = None
+            for line in log.read_text(errors="replace").splitlines():
+                if line.startswith("role MASTER") and "(re-elected)" not in line:
+                    master_at = line
+                elif master_at and (line.startswith("role SLAVE") or "(re-elected)" in line):
+                    out.append(f"{log.stem}: {master_at.split(' from ')[0]}, then {line.split(' from ')[0]}")
+                    master_at = None
+        return out
+
+    def master_epochs(self) -> tuple[list[str], list[str]]:
+        """From etcd's history of the group's key: (epochs held by two masters, epochs that went back)."""
+        from reference.failover import shards as sh
+        from reference.failover.metadata import scan
+
+        history = self.etcd.history(sh.GROUPS)
+        two, back = [], []
+        for key, values in history.items():
+            if not key.endswith(b"/m"):
+                continue
+            masters: dict[int, set[int]] = {}
+            last = 0
+            for v in values:
+                got = scan(v).records
+                if not got:
+                    continue
+                r = got[0]
+                if r.master_id:
+                    masters.setdefault(r.master_epoch, set()).add(r.master_id)
+                if r.master_epoch < last:
+                    back.append(f"{r.group}: masterEpoch {last} then {r.master_epoch}")
+                last = max(last, r.master_epoch)
+            two += [f"{key.decode()}: epoch {e} masters {sorted(m)}" for e, m in masters.items() if len(m) > 1]
+        return two, back
 
     @property
     def traces(self) -> Path:
@@ -263,7 +386,8 @@ class Cluster:
         return ["--peer-secret-file", str(file)] if file is not None else []
 
     def info(self) -> dict | None:
-        return replica_info(self.controller_port, self.opts.peer_secret)
+        return replica_info(self.controller_ports if self.etcd is not None else self.controller_port,
+                            self.opts.peer_secret)
 
     def _spawn(self, label: str, argv: list[str], ready: str) -> Broker:
         proc = Broker(argv, self.work / "logs" / f"{label}.log", tree=TREE)
@@ -282,7 +406,8 @@ class Cluster:
         opts = self.opts
         port, ha_port = self.node_ports[i]
         self.incarnations[i] += 1
-        argv = ["broker", "node", "--controller", f"127.0.0.1:{self.controller_port}", "--id", str(i),
+        rotated = self.controller_ports[i % len(self.controller_ports):] + self.controller_ports[:i % len(self.controller_ports)]
+        argv = ["broker", "node", "--controller", ",".join(f"127.0.0.1:{p}" for p in rotated), "--id", str(i),
                 "--dir", str(self.node_dir(i)), "--port", str(port), "--ha-port", str(ha_port),
                 "--heartbeat-interval-ms", str(opts.node_heartbeat_interval_ms),
                 "--shrink-after-ms", str(opts.node_shrink_after_ms),
@@ -329,8 +454,10 @@ class Cluster:
         return sum(p.read_text().count("truncated the log at") for p in (self.work / "logs").glob("b*.log"))
 
     def stop(self) -> None:
-        for proc in [*self.nodes.values(), self.controller]:
+        for proc in [*self.nodes.values(), *self.controllers.values()]:
             proc.stop()
+        if self.etcd is not None:
+            self.etcd.stop()
         if self.chaos_trace is not None:
             self.chaos_trace.close()
 
@@ -363,11 +490,10 @@ def run_failover_chaos(opts: FailoverChaosOptions,
         if cluster.settled() is None:
             raise ChaosAborted("the three nodes did not form a SyncStateSet within "
                                f"{opts.settle_timeout_s:.0f} s (see {work / 'logs'})")
-        load = FailoverLoad(("127.0.0.1", cluster.controller_port), GROUP, opts.producers, opts.size,
-                            secret=opts.peer_secret)
+        where = cluster.controller_addresses if cluster.etcd is not None else ("127.0.0.1", cluster.controller_port)
+        load = FailoverLoad(where, GROUP, opts.producers, opts.size, secret=opts.peer_secret)
         load.start()
-        consumer = FailoverConsumer(("127.0.0.1", cluster.controller_port), GROUP, opts.size, opts.segment_bytes,
-                                    secret=opts.peer_secret)
+        consumer = FailoverConsumer(where, GROUP, opts.size, opts.segment_bytes, secret=opts.peer_secret)
         consumer.start()
         for n in range(1, opts.failovers + 1):
             info = cluster.settled()
@@ -391,6 +517,15 @@ def run_failover_chaos(opts: FailoverChaosOptions,
                     report.stuck = (f"round {n}: b{paused} did not rejoin the SyncStateSet within "
                                     f"{opts.settle_timeout_s:.0f} s of the end of its pause")
                     break
+            undo: list[Callable[[], None]] = []
+            fault = ""
+            if cluster.etcd is not None:
+                # under load, with the master alive: its group's shard may move to another controller,
+                # which must not depose a master it simply has not heard from yet (the takeover grace)
+                fault = _control_fault(cluster, rng, rng.choice(FAULTS_BEFORE), undo, report, "before")
+                if fault:
+                    progress(n - 1, f"{fault}; the shards move")
+                    time.sleep(CONTROLLER_LEASE_TTL_S + opts.controller_heartbeat_timeout_ms / 1000 + 0.5)
             load_s = rng.uniform(opts.min_load_s, opts.max_load_s)
             progress(n - 1, f"load {load_s:.2f} s, then kill -9 b{info['master_id']}")
             time.sleep(load_s)
@@ -410,7 +545,12 @@ def run_failover_chaos(opts: FailoverChaosOptions,
             before = len(load.acked)
             cluster.kill(victim)
             killed_at = time.monotonic()
+            if cluster.etcd is not None:          # and the election runs through another fault
+                during = _control_fault(cluster, rng, rng.choice(FAULTS_DURING), undo, report, "during")
+                fault = f"{fault}; {during}" if fault else during
             first = _first_ack_from_other(load, before, (victim, *also), killed_at)
+            for fn in undo:
+                fn()
             if first is None:
                 report.stuck = f"round {n}: no PUT_OK from a new master within {FAILOVER_TIMEOUT_S:.0f} s of the kill"
                 break
@@ -437,7 +577,7 @@ def run_failover_chaos(opts: FailoverChaosOptions,
             report.rounds.append(FailoverRound(n, victim, first.broker_id, round(load_s, 3),
                                                round((first.at_s - killed_at) * 1000, 1), len(load.acked),
                                                len(check.lost), len(check.corrupt), False, 0, tuple(also),
-                                               paused, bool(dropped)))
+                                               paused, bool(dropped), fault))
             progress(n, f"failover {n}: {report.rounds[-1].failover_ms:.0f} ms")
         if report.rounds and report.stuck is None and not report.not_rejoined:
             if cluster.settled() is None:
@@ -456,6 +596,12 @@ def run_failover_chaos(opts: FailoverChaosOptions,
             report.statuses = dict(sorted(load.statuses.items()))
             report.resends = load.resends
         if cluster is not None:
+            report.live_masters_deposed = cluster.live_masters_deposed()
+            if cluster.etcd is not None:
+                try:
+                    report.two_masters, report.epochs_back = cluster.master_epochs()
+                except Exception as err:       # noqa: BLE001 — an unreadable history is a failed check, not a pass
+                    report.two_masters = [f"etcd's history not read: {type(err).__name__}: {err}"]
             cluster.stop()
             report.truncations = cluster.truncations()
             if opts.failover_trace is not None and report.rounds:
@@ -489,6 +635,42 @@ def unreplicated_tail(directory: Path, segment_size: int, size: int, first_key: 
         return len(data)
     finally:
         store.close()
+
+
+def _control_fault(cluster: Cluster, rng: random.Random, kind: str, undo: list[Callable[[], None]],
+                   report: FailoverReport, when: str) -> str:
+    """One fault of the controllers' side (FAULTS_BEFORE, FAULTS_DURING), never below a live
+    controller and an etcd majority; what brings it back is appended to ``undo`` (run after the
+    round's failover).  Returns what was done ("" for none), counted in ``report.control_kills``."""
+    done = []
+    live = [c for c, p in cluster.controllers.items() if p.popen.poll() is None]
+    # drawn whether used or not: a seed's later draws do not move with what is alive
+    owner, coin, other = cluster.shard_owner(), rng.random(), rng.choice(sorted(cluster.controllers))
+    target = owner if owner is not None and coin < 0.5 else other
+    if kind == "pause-owner" and owner is not None and owner in live:
+        # SIGSTOP the owner of the group's shard past its lease, as a long GC pause: etcd hands the
+        # shard to another; resumed, the old owner must not act on what it believed before
+        pause_s = CONTROLLER_LEASE_TTL_S + 1.5
+        cluster.controllers[owner].popen.send_signal(signal.SIGSTOP)
+        time.sleep(pause_s)
+        cluster.controllers[owner].popen.send_signal(signal.SIGCONT)
+        done.append((f"paused controller c{owner} {pause_s:.1f} s", "paused owner"))
+    if "controller" in kind and target in live and len(live) > 1:
+        cluster.kill_controller(target)
+        undo.append(lambda c=target: cluster.start_controller(c))
+        done.append((f"controller c{target}", "controller"))
+    if "etcd" in kind and len(cluster.etcd.alive()) == len(cluster.etcd.members):
+        leader = cluster.etcd.leader()
+        followers = [m for m in cluster.etcd.alive() if m is not leader]
+        member = leader if "leader" in kind else followers[int(coin * len(followers)) % len(followers)]
+        cluster.etcd.kill(member)
+        undo.append(lambda m=member: (cluster.etcd.start_member(m), cluster.etcd.wait_ready()))
+        role = "leader" if member is leader else "follower"
+        done.append((f"etcd {role} {member.name}", f"etcd {role}"))
+    for _, kind_done in done:
+        key = f"{when}: {kind_done}"
+        report.control_kills[key] = report.control_kills.get(key, 0) + 1
+    return f"{when} the master's kill: " + " + ".join(d for d, _ in done) if done else ""
 
 
 def _acked_by_key(acked: list[AckedAt]) -> dict:

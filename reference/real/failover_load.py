@@ -40,13 +40,27 @@ class AckedAt:
     broker_id: int             # who answered it
 
 
-async def _master_of(controller: tuple[str, int], group: str,
-                     secret: bytes | None = None) -> tuple[int, tuple[str, int]] | None:
-    client = await ControllerClient.connect(*controller, secret=secret)
-    try:
-        reply = await asyncio.wait_for(client.get_replica_info(group), 5.0)
-    finally:
-        await client.close()
+def controller_list(controller) -> tuple[tuple[str, int], ...]:
+    """One (host, port), or several controllers of one service."""
+    return (controller,) if isinstance(controller[0], str) else tuple(controller)
+
+
+async def _master_of(controller, group: str, secret: bytes | None = None) -> tuple[int, tuple[str, int]] | None:
+    """GetReplicaInfo from the first controller that answers it (several: any serves it)."""
+    reply: dict = {}
+    for i, at in enumerate(controller_list(controller)):
+        try:
+            client = await ControllerClient.connect(*at, secret=secret)
+            try:
+                reply = await asyncio.wait_for(client.get_replica_info(group), 5.0)
+            finally:
+                await client.close()
+        except (OSError, ControllerClientError, asyncio.TimeoutError):
+            if i == len(controller_list(controller)) - 1:
+                raise
+            continue
+        if reply.get("info"):
+            break
     info = reply.get("info")
     if not info or info["master_id"] == NO_MASTER:
         return None

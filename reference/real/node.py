@@ -45,7 +45,7 @@ from reference.config import StoreConfig
 from reference.failover import broker_effects as bfx
 from reference.failover.broker import BrokerCore
 from reference.failover.bugs import check_bugs
-from reference.failover.effects import NO_MASTER, SUCCESS
+from reference.failover.effects import CONTROLLER_NOT_LEADER, NO_MASTER, SUCCESS
 from reference.failover.epochfile import EpochFileCache, epoch_file_checks_order
 from reference.failover.proctrace import BrokerTracer, ProcessTrace
 from reference.failover.roles import MASTER, MAX_SLAVES, SLAVE
@@ -97,6 +97,8 @@ class NodeOptions:
     port: int = 10911
     ha_port: int = 10912
     heartbeat_interval_ms: int = attrs.field(default=BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT, validator=_positive)
+    # more controllers of one service (`controller --etcd`): a failed call moves to the next one
+    other_controllers: tuple[tuple[str, int], ...] = ()
     shrink_after_ms: int = attrs.field(default=HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT, validator=_positive)
     failover_bugs: frozenset[str] = attrs.field(default=frozenset(), converter=check_bugs)
     ha_lag_ms: int = 0                 # --inject-ha-lag-ms: while master, DATA to broker ha_lag_to leaves late
@@ -457,11 +459,17 @@ class Node:
                 # read on the loop thread, where the cores change: one consistent report
                 report = await asyncio.wait_for(asyncio.wrap_future(self.proc.submit(self.broker.heartbeat_report)),
                                                 CONTROLLER_CALL_TIMEOUT_S)
-                await asyncio.wait_for(client.heartbeat(opts.group, opts.broker_id, epoch=report.epoch,
-                                                        max_offset=report.max_offset,
-                                                        confirm_offset=report.confirm_offset,
-                                                        address=opts.address), CONTROLLER_CALL_TIMEOUT_S)
+                reply = await asyncio.wait_for(client.heartbeat(opts.group, opts.broker_id, epoch=report.epoch,
+                                                                max_offset=report.max_offset,
+                                                                confirm_offset=report.confirm_offset,
+                                                                address=opts.address), CONTROLLER_CALL_TIMEOUT_S)
             except (ControllerClientError, asyncio.TimeoutError):
+                return
+            if reply["code"] == CONTROLLER_NOT_LEADER:
+                # several controllers: this one cannot reach the group's owner (or lost its lease);
+                # drop it, and the node's loop moves to the next
+                self.log(f"heartbeat answered {reply['code']}: {reply.get('reason')}; moving to another controller")
+                await client.close()
                 return
             await asyncio.sleep(opts.heartbeat_interval_ms / 1000)
 
@@ -470,6 +478,8 @@ class Node:
         if self.runtime_failure is not None:
             raise SlaveStopped(self.runtime_failure)
         reply = await asyncio.wait_for(client.get_replica_info(opts.group), CONTROLLER_CALL_TIMEOUT_S)
+        if reply["code"] == CONTROLLER_NOT_LEADER:
+            raise ControllerClientError(f"{reply['code']}: {reply.get('reason')}")
         info = reply["info"]
         if info is None:
             return
@@ -500,26 +510,34 @@ class Node:
 
     async def run(self) -> None:
         opts = self.opts
+        controllers = (opts.controller, *opts.other_controllers)
+        at = 0
         deadline = time.monotonic() + CONTROLLER_CONNECT_TIMEOUT_S
         client = heartbeats = None
         self._start_loop()
         try:
             while not self.stopping:
+                host, port = controllers[at % len(controllers)]
                 if client is None or client.error is not None:
                     try:
-                        client = await ControllerClient.connect(*opts.controller, secret=opts.peer_secret)
-                        await asyncio.wait_for(client.register(opts.group, opts.broker_id, address=opts.address),
-                                               CONTROLLER_CALL_TIMEOUT_S)
-                        self.log(f"registered with the controller {opts.controller[0]}:{opts.controller[1]}")
+                        client = await ControllerClient.connect(host, port, secret=opts.peer_secret)
+                        reply = await asyncio.wait_for(client.register(opts.group, opts.broker_id,
+                                                                       address=opts.address), CONTROLLER_CALL_TIMEOUT_S)
+                        if reply["code"] != SUCCESS:     # not registered: another controller, or later
+                            raise ControllerClientError(f"register answered {reply['code']}: {reply['reason']}")
+                        self.log(f"registered with the controller {host}:{port}")
                         heartbeats = asyncio.create_task(self._heartbeats(client))
                     except PeerAuthError as err:        # retrying cannot help: the secret is the input's
-                        raise ConfigError(f"--peer-secret-file: the controller {opts.controller[0]}:"
-                                          f"{opts.controller[1]} refused this node: {err}") from None
+                        raise ConfigError(f"--peer-secret-file: the controller {host}:{port} refused this node: "
+                                          f"{err}") from None
                     except (OSError, ControllerClientError, asyncio.TimeoutError) as err:
+                        if client is not None:
+                            await client.close()
                         client = None
+                        at += 1
                         if time.monotonic() > deadline and self.runtime is None:
-                            raise OSError(f"controller {opts.controller[0]}:{opts.controller[1]}: {err}") from None
-                        await asyncio.sleep(opts.heartbeat_interval_ms / 1000)
+                            raise OSError(f"controller {host}:{port}: {err}") from None
+                        await asyncio.sleep(opts.heartbeat_interval_ms / 1000 / len(controllers))
                         continue
                 try:
                     await self._tick(client)
@@ -527,6 +545,7 @@ class Node:
                     self.log(f"controller call failed: {err}; reconnecting")
                     await client.close()
                     client = None
+                    at += 1
                 await asyncio.sleep(opts.heartbeat_interval_ms / 1000)
         finally:
             if heartbeats is not None:

@@ -31,7 +31,7 @@ SYMMETRIES = ("FollowerSymmetry",)
 
 def is_failover_cfg(cfg: CfgFile) -> bool:
     """A cfg of MCAckOrderFailover (it names Brokers, not Replicas)."""
-    return "Brokers" in cfg.constants
+    return "Brokers" in cfg.constants and "Controllers" not in cfg.constants
 
 
 def failover_model_from_cfg(cfg: CfgFile) -> tuple[FailoverConfig, FailoverBounds]:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spec.cfgfile import CfgError, CfgFile, load_cfg, parse_cfg, twin_model_from_cfg
+from spec.controllers.config import CONTROLLERS_BUG_NAMES, ControllersConfig
 from spec.config import BUG_NAMES, Bounds, Config
 from spec.failover.config import FAILOVER_BUG_NAMES, FailoverBounds, FailoverConfig
 from tla.manifest import TLA_DIR
@@ -62,6 +63,15 @@ def failover_config_ok(config: FailoverConfig, bounds: FailoverBounds) -> None:
         assert type(value) is int and value >= 0
 
 
+def controllers_config_ok(config: ControllersConfig, bounds) -> None:
+    """tla/AckOrderControllers.tla's ConfigOK and tla/MCAckOrderControllers.tla's ASSUMEs."""
+    assert config.brokers and config.controllers and config.initial_master in config.brokers
+    assert config.no_broker not in config.brokers and config.no_controller not in config.controllers
+    assert len(config.bugs) <= 1 and config.bugs <= set(CONTROLLERS_BUG_NAMES)
+    for value in attrs.asdict(bounds).values():
+        assert type(value) is int and value >= 0
+
+
 def refusal(err: CfgError) -> None:
     text = str(err)
     assert "\n" not in text and text.startswith(PATH + ":"), text
@@ -83,6 +93,8 @@ def check_cfg_text(text: str) -> None:
         return
     if isinstance(config, Config):
         config_ok(config, bounds)
+    elif isinstance(config, ControllersConfig):
+        controllers_config_ok(config, bounds)
     else:
         failover_config_ok(config, bounds)
 

@@ -34,6 +34,8 @@ def test_every_project_cfg_loads():
         cfg, bounds = twin_model_from_cfg(load_cfg(model.cfg_path))
         if model.is_failover:
             assert cfg.brokers and cfg.initial_master in cfg.brokers and bounds.max_puts >= 1
+        elif model.is_controllers:
+            assert cfg.controllers and cfg.initial_master in cfg.brokers and bounds.max_takes >= 1
         else:
             assert cfg.replicas and bounds.max_puts >= 1
 

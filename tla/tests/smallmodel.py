@@ -9,6 +9,7 @@ import re
 
 from spec import properties as write_path
 from spec.cfgfile import load_cfg, twin_model_from_cfg
+from spec.controllers import properties as controllers
 from spec.failover import properties as failover
 from tla.manifest import Model
 from tla.tlc import TlcRun
@@ -28,7 +29,7 @@ def check_small_model_run(model: Model, run: TlcRun) -> None:
     cfg, bounds = twin_model_from_cfg(load_cfg(model.cfg_path))
     steps = replay_in_twin(cfg, bounds, list(run.trace))   # raises if TLC took a step the twin cannot
     states = [s.state for s in steps if s.state is not None]
-    props = failover if model.is_failover else write_path
+    props = failover if model.is_failover else controllers if model.is_controllers else write_path
     INVARIANTS, ACTION_PROPERTIES = props.INVARIANTS, props.ACTION_PROPERTIES
     if run.outcome in INVARIANTS:
         assert not INVARIANTS[run.outcome](cfg, states[-1])

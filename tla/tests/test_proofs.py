@@ -12,7 +12,7 @@ from spec.config import Bounds
 from spec.functions import is_prefix
 from spec.properties import INVARIANTS
 from spec.proofs import SAFETY_HALF, Abstract, cti_path, properties, prove, vacuous_actions
-from tla.manifest import FAILOVER_MODULE, SPEC_MODULE, spec_configs as manifest_configs
+from tla.manifest import CONTROLLERS_MODULE, FAILOVER_MODULE, SPEC_MODULE, spec_configs as manifest_configs
 from spec.state import WAITING
 
 BOUNDS = Bounds(max_puts=4, max_master_process_crashes=2, max_master_machine_crashes=2, max_replica_crashes=2,
@@ -132,7 +132,8 @@ def test_prove_proves_green_and_finds_a_reachable_cti_for_every_bug(tmp_path):
     assert all(not g["vacuous"] for g in out["green"])
 
     bugs = {b["config"]: b for b in out["bugs"]}
-    every = {name for name, _, _ in [*manifest_configs("bug"), *manifest_configs("bug", FAILOVER_MODULE)]}
+    every = {name for name, _, _ in [*manifest_configs("bug"), *manifest_configs("bug", FAILOVER_MODULE),
+                                     *manifest_configs("bug", CONTROLLERS_MODULE)]}
     assert set(bugs) == every
     for b in bugs.values():
         assert b["result"] == "CTI" and b["cti"]["reachable_in"] is not None, b

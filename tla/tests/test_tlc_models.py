@@ -18,7 +18,7 @@ from tla.tlc import C1_BELOW_STATES, TlcOptions, run_model
 pytestmark = pytest.mark.tlc
 SMALL = [m for m in load_manifest() if m.size == "small"]
 # Run (once) by test_up_to_date.py, which checks their counterexample tests on the same run.
-WITH_COUNTEREXAMPLE_TEST = {m.model for m in SMALL if m.kind == "bug" and not m.is_failover}
+WITH_COUNTEREXAMPLE_TEST = {m.model for m in SMALL if m.kind == "bug" and m.is_write_path}
 
 
 # A liveness model that passes makes TLC search the whole behaviour graph for a fair lasso: the

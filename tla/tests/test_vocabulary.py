@@ -10,7 +10,7 @@ from spec.properties import ACTION_PROPERTIES, INVARIANTS, LIVENESS_PROPERTIES, 
 from tla.manifest import TLA_DIR, load_manifest
 
 ALL_MODELS = load_manifest()
-MODELS = [m for m in ALL_MODELS if not m.is_failover]          # the write path (MCAckOrder)
+MODELS = [m for m in ALL_MODELS if m.is_write_path]          # the write path (MCAckOrder)
 FAILOVER_MODELS = [m for m in ALL_MODELS if m.is_failover]     # controller-driven failover (MCAckOrderFailover)
 
 
@@ -164,3 +164,63 @@ def test_failover_green_and_bug_models_check_every_safety_property():
             assert cfg.symmetry == "FollowerSymmetry", m.model
         if cfg.specification is not None:
             assert cfg.symmetry is None, m.model   # symmetry is unsound for liveness
+
+
+# --- the controllers module (tla/AckOrderControllers.tla, spec/controllers/, reference/failover/shards.py) ---
+
+CONTROLLERS_MODELS = [m for m in ALL_MODELS if m.is_controllers]
+
+
+def test_every_controllers_action_has_a_twin_function_and_a_header():
+    from spec.controllers import actions as c_actions
+
+    text = (TLA_DIR / "AckOrderControllers.tla").read_text()
+    headers = re.findall(r"\(\* ACTION: ([\w() /,]+?)\s+\*\)", text)
+    names = {n for h in headers for n in re.findall(r"(\w+)(?:\([\w, ]*\))?", h)}
+    assert names >= {"TakeShard", "LeaseExpires", "Heartbeat", "Expire", "BrokerCrash", "BrokerRestart", "Read",
+                     "ElectMaster", "AlterSyncStateSet"}
+    assert not [n for n in names if not callable(getattr(c_actions, snake(n), None))]
+    for name in names:
+        assert re.search(rf"^{name}(\([\w, ]+\))? ==", text, re.M), name
+    for header in re.findall(r"\(\* ACTION: .*?\*{20,}\)", text, re.S):
+        assert "(* WHO:" in header and "(* CODE:" in header, header[:60]
+
+
+def test_every_controllers_twin_property_is_defined_in_tla():
+    from spec.controllers.properties import ACTION_PROPERTIES as C_ACTION, INVARIANTS as C_INV
+
+    text = (TLA_DIR / "AckOrderControllers.tla").read_text()
+    mc = (TLA_DIR / "MCAckOrderControllers.tla").read_text()
+    for name in [*C_INV, *C_ACTION]:
+        assert re.search(rf"^{name} ==", text, re.M), name
+        assert re.search(rf"^{name}\s+== CS!", mc, re.M), name
+
+
+def test_controllers_bug_switches_are_the_same_in_tla_python_and_the_runtime():
+    from reference.failover.shards import SHARD_BUG_NAMES
+    from spec.controllers.config import CONTROLLERS_BUG_NAMES
+
+    text = (TLA_DIR / "AckOrderControllers.tla").read_text()
+    mc = (TLA_DIR / "MCAckOrderControllers.tla").read_text()
+    declared = re.findall(r"^\s+(Bug\w+),?\s", text[text.index("CONSTANTS\n    BugCommitWithoutCompare"):], re.M)
+    assert tuple(declared) == CONTROLLERS_BUG_NAMES == SHARD_BUG_NAMES
+    for bug in CONTROLLERS_BUG_NAMES:
+        assert re.search(rf'{bug}\s+<- ActiveBug = "{bug}"', mc), bug
+
+
+def test_each_controllers_bug_has_one_model_every_property_bites_and_docs_name_them():
+    from spec.controllers.config import CONTROLLERS_BUG_NAMES
+    from spec.controllers.properties import ACTION_PROPERTIES as C_ACTION, SAFETY as C_SAFETY
+
+    active = {}
+    for m in CONTROLLERS_MODELS:
+        bug = load_cfg(m.cfg_path).constants["ActiveBug"][0]
+        if bug != "none":
+            assert m.kind == "bug" and m.model == bug, m.model
+            active.setdefault(bug, []).append(m)
+    assert sorted(active) == sorted(CONTROLLERS_BUG_NAMES)
+    assert all(len(ms) == 1 and ms[0].expected != "pass" for ms in active.values())
+    bitten = {m.expected for m in CONTROLLERS_MODELS if m.kind == "bug"}
+    assert (set(C_SAFETY) - {"TypeOK"}) | set(C_ACTION) <= bitten
+    doc = (TLA_DIR.parent / "docs" / "model.md").read_text()
+    assert [m.model for m in CONTROLLERS_MODELS if m.kind == "bug" and m.model not in doc] == []

@@ -1,0 +1,1 @@
+"""The Python twin of tla/AckOrderControllers.tla: several controllers over one store."""
