@@ -128,7 +128,7 @@ class ClusterController(ControllerConns):
         self.etcd = EtcdShards(list(opts.etcd_endpoints), opts.controller_id, self.address, opts.lease_ttl_s,
                                opts.etcd_timeout_ms, opts.peer_secret, opts.shards)
         try:
-            self.etcd.wait(self.etcd.join())
+            self.etcd.wait(self.etcd.join(), lease=True)
         except ClusterMismatch as err:
             self.etcd.close()
             self.sock.close()
@@ -182,7 +182,7 @@ class ClusterController(ControllerConns):
         for conn in dirty:
             self._flush(conn)
 
-    def _io(self, coro, done: Callable, failed: Callable) -> None:
+    def _io(self, coro, done: Callable, failed: Callable, lease: bool = False) -> None:
         self.in_flight_io += 1
 
         def finish(fn):
@@ -190,7 +190,7 @@ class ClusterController(ControllerConns):
                 self.in_flight_io -= 1
                 fn(arg)
             return run
-        self.etcd.submit(coro, finish(done), finish(failed), self.loop.call_soon)
+        self.etcd.submit(coro, finish(done), finish(failed), self.loop.call_soon, lease)
 
     # ------------------------------------------------------------------ shards
 
@@ -220,7 +220,7 @@ class ClusterController(ControllerConns):
                 await self.etcd.join()
                 return None
             return await self.etcd.survey()
-        self._io(keep_and_survey(), self._surveyed, self._survey_failed)
+        self._io(keep_and_survey(), self._surveyed, self._survey_failed, lease=True)
 
     def _survey_failed(self, err: OSError) -> None:
         self.surveying = False

@@ -4,10 +4,14 @@ giving back a shard, reading a shard's groups, a group read for
 GetReplicaInfo, the fenced commits (reference/failover/shards.py decides
 what they compare), and requests forwarded to another controller.
 
-Everything runs on one asyncio thread; the runtime's loop thread calls
-``submit(coro, done, failed)`` and hears back through ``loop.call_soon``.
-Many requests are in flight at once (one gRPC channel multiplexes them):
-commits of different shards, reads and forwards do not wait for each other.
+Two asyncio threads, each with its own etcd clients: the lease thread (the
+lease, keep-alives, surveys), so a flood of forwards and commits never
+queues a keep-alive behind it and costs the controller its shards; and the
+I/O thread (takes, commits, reads, forwards).  The runtime's loop thread
+calls ``submit(coro, done, failed, call_soon[, lease=True])`` and hears back
+through ``call_soon``.  Many requests are in flight at once (one gRPC channel
+multiplexes them): commits of different shards, reads and forwards do not
+wait for each other.
 
 Reads are linearizable (etcd's default: ReadIndex, so the member the
 controller talks to serves them, leader or follower).  The first endpoint
@@ -48,14 +52,18 @@ class EtcdShards(EtcdEndpoints):
         self.lease_id: int | None = None
         self.lease_ok_s = 0.0              # monotonic time the last keep-alive etcd answered was sent
         self.txns = self.forwards = 0
+        self.lease_endpoints = EtcdEndpoints(endpoints, timeout_ms)    # the lease thread's own clients
         self._aloop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._aloop.run_forever, name="etcd-shards", daemon=True)
         self._thread.start()
+        self._lease_aloop = asyncio.new_event_loop()
+        self._lease_thread = threading.Thread(target=self._lease_aloop.run_forever, name="etcd-lease", daemon=True)
+        self._lease_thread.start()
 
     # ------------------------------------------------------------------ from the loop thread
 
-    def submit(self, coro, done: Callable, failed: Callable, call_soon: Callable) -> None:
-        fut = asyncio.run_coroutine_threadsafe(coro, self._aloop)
+    def submit(self, coro, done: Callable, failed: Callable, call_soon: Callable, lease: bool = False) -> None:
+        fut = asyncio.run_coroutine_threadsafe(coro, self._lease_aloop if lease else self._aloop)
 
         def finished(f) -> None:
             err = f.exception()
@@ -65,36 +73,37 @@ class EtcdShards(EtcdEndpoints):
                 call_soon(failed, err if isinstance(err, OSError) else OSError(f"{type(err).__name__}: {err}"))
         fut.add_done_callback(finished)
 
-    def wait(self, coro, timeout_s: float | None = None):
+    def wait(self, coro, timeout_s: float | None = None, lease: bool = False):
         limit = timeout_s if timeout_s is not None else self.timeout_ms / 1000 * 2 + 5
-        return asyncio.run_coroutine_threadsafe(coro, self._aloop).result(limit)
+        return asyncio.run_coroutine_threadsafe(coro, self._lease_aloop if lease else self._aloop).result(limit)
 
     def close(self) -> None:
-        async def close_all():
+        async def close_lease():
             if self.lease_id is not None:       # our shards go free at once, not after the TTL
                 try:
-                    await asyncio.wait_for((await self._client()).revoke_lease(self.lease_id), 2)
+                    await asyncio.wait_for((await self.lease_endpoints._client()).revoke_lease(self.lease_id), 2)
                 except Exception:      # noqa: BLE001 — etcd gone: the lease expires by itself
                     pass
-            for c in [*self.clients.values()]:
-                try:
-                    await asyncio.wait_for(c.close(), 1)
-                except Exception:      # noqa: BLE001
-                    pass
+            await _close_clients(self.lease_endpoints)
+
+        async def close_io():
+            await _close_clients(self)
             for p in self.peers.values():
                 await p.close()
-        try:
-            self.wait(close_all(), timeout_s=5)
-        except Exception:              # noqa: BLE001 — closing must not raise
-            pass
-        finally:
-            self._aloop.call_soon_threadsafe(self._aloop.stop)
-            self._thread.join(timeout=3)
+        for coro, lease in ((close_lease(), True), (close_io(), False)):
+            try:
+                self.wait(coro, timeout_s=5, lease=lease)
+            except Exception:              # noqa: BLE001 — closing must not raise
+                pass
+        for loop, thread in ((self._aloop, self._thread), (self._lease_aloop, self._lease_thread)):
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=3)
 
     def stats(self) -> str:
-        return f"etcd_txns={self.txns} etcd_retries={self.retries} forwards={self.forwards}"
+        return (f"etcd_txns={self.txns} etcd_retries={self.retries + self.lease_endpoints.retries} "
+                f"forwards={self.forwards}")
 
-    # ------------------------------------------------------------------ on the etcd thread
+    # ------------------------------------------------------------------ on the lease thread
 
     async def join(self) -> None:
         """The shard count etcd records (the first controller's), a lease, and our member key on it,
@@ -106,7 +115,8 @@ class EtcdShards(EtcdEndpoints):
             ok, got = await c.transaction(compare=[t.create(key) == 0], success=[t.put(key, config)],
                                           failure=[t.get(key)])
             return config if ok else got[0][0][0]
-        held = await self._with_retry("read the controllers' shard count", agree)
+        pool = self.lease_endpoints
+        held = await pool._with_retry("read the controllers' shard count", agree)
         if held != config:
             raise ClusterMismatch(f"--shards {self.shards}: the controllers of {self.where} use "
                                   f"{held.decode(errors='replace')!r}; every controller must use the same")
@@ -124,7 +134,7 @@ class EtcdShards(EtcdEndpoints):
             self.lease_id, self.lease_ok_s = lease.id, started
             return True
         deadline = time.monotonic() + self.lease_ttl_s + self.timeout_ms / 1000
-        while not await self._with_retry("grant this controller's lease", grant):
+        while not await pool._with_retry("grant this controller's lease", grant):
             if time.monotonic() > deadline:
                 raise ClusterMismatch(f"--controller-id {self.me}: a live controller of {self.where} has this id")
             await asyncio.sleep(0.2)
@@ -138,7 +148,7 @@ class EtcdShards(EtcdEndpoints):
                 self.lease_ok_s = max(self.lease_ok_s, sent)
                 return True
             return False
-        return await self._with_retry("keep the lease alive", refresh)
+        return await self.lease_endpoints._with_retry("keep the lease alive", refresh)
 
     async def survey(self) -> sh.Survey:
         async def read(c: aetcd.Client) -> sh.Survey:
@@ -154,7 +164,9 @@ class EtcdShards(EtcdEndpoints):
                 if parsed is not None and tail.isdigit() and len(tail) <= 4:
                     owners[int(tail)] = (parsed[0], kv.create_revision)
             return sh.Survey(members, owners)
-        return await self._with_retry("read the members and shards", read)
+        return await self.lease_endpoints._with_retry("read the members and shards", read)
+
+    # ------------------------------------------------------------------ on the I/O thread
 
     async def take(self, shard: int) -> tuple[int, list[tuple[bytes, bytes, int]]] | None:
         """Put our shard key if absent, then read the shard's keys: (create_revision, [(key, value,
@@ -248,3 +260,11 @@ class EtcdShards(EtcdEndpoints):
             return await asyncio.wait_for(peer.call(op, group, forwarded=1, **fields), FORWARD_TIMEOUT_S)
         except ControllerClientError as err:
             raise OSError(f"forward to {address}: {err}") from None
+
+
+async def _close_clients(pool: EtcdEndpoints) -> None:
+    for c in [*pool.clients.values()]:
+        try:
+            await asyncio.wait_for(c.close(), 1)
+        except Exception:      # noqa: BLE001 — a dead member's channel may fail to close
+            pass

@@ -193,7 +193,7 @@ def _stale_owner_writes(tmp_path, bugs: frozenset) -> tuple[str, MetadataRecord]
         table_a, table_b = sh.ShardTable("a", 1, cfg, bugs), sh.ShardTable("b", 1, cfg)
         group = "broker-a"
         first = MetadataRecord(group, (1, 2), 1, 1, (1, 2), 2)
-        a.wait(a.join())
+        a.wait(a.join(), lease=True)
         token, _ = a.wait(a.take(0))
         o = table_a.adopt(0, token, [], 0)
         table_a.stage(0, 1, first)
@@ -203,8 +203,8 @@ def _stale_owner_writes(tmp_path, bugs: frozenset) -> tuple[str, MetadataRecord]
         # A decides an election from what it believes, but its lease is gone before the commit lands
         table_a.stage(0, 2, MetadataRecord(group, (1, 2), 2, 2, (2,), 3))
         stale = table_a.next_commit(0, {}, encode, lambda _: b"{}")
-        a.wait(a._with_retry("revoke", lambda c: c.revoke_lease(a.lease_id)))
-        b.wait(b.join())
+        a.wait(a.lease_endpoints._with_retry("revoke", lambda c: c.revoke_lease(a.lease_id)), lease=True)
+        b.wait(b.join(), lease=True)
         taken = b.wait(b.take(0))
         assert taken is not None
         b_token, kvs = taken
