@@ -41,9 +41,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config-matrix", type=Path, metavar="FILE",
                    help="JSON list of objects pinning `ackorder sim --config` knobs; row i uses entry i mod n")
     p.add_argument("--bug", metavar="NAME", help="switch on a seeded defect (either spelling)")
-    p.add_argument("--model", choices=("write-path", "failover"), default="write-path",
-                   help="what each seed simulates: the write path (default) or a broker group under "
-                        "controller-driven failover (reference/failover, checked against spec/failover)")
+    p.add_argument("--model", choices=("write-path", "failover", "controllers"), default="write-path",
+                   help="what each seed simulates: the write path (default), a broker group under "
+                        "controller-driven failover (reference/failover, checked against spec/failover), or two "
+                        "controllers' shard tables over an in-memory etcd (reference/failover/controllers_sim.py, "
+                        "checked against tla/AckOrderControllers.tla's properties)")
     p.add_argument("--long", action="store_true",
                    help="long-run mode: few seeds of very long runs (default 1,000,000 steps each), one Spark "
                         "task per seed, each stopping at its first violation")
@@ -200,6 +202,16 @@ def main(args: argparse.Namespace) -> int:
         if args.long:
             raise errors.UsageError("--long: a failover seed's schedule is bounded by its fault budget (a few hundred "
                                     "actions), so it has no long runs; --long is for the write path")
+    elif args.model == "controllers":
+        from spec.controllers.config import CONTROLLERS_BUG_NAMES
+
+        bug = resolve_bug(args.bug, CONTROLLERS_BUG_NAMES) if args.bug else None
+        if bug == "BugOwnerSkipsMetadataCompare":
+            raise errors.UsageError("--bug BugOwnerSkipsMetadataCompare: the runtime never decides twice from one "
+                                    "read, so no seed can show it (the spec does: `ackorder tlc "
+                                    "BugOwnerSkipsMetadataCompare`; docs/model.md)")
+        if args.config_matrix is not None or args.long:
+            raise errors.UsageError("--config-matrix and --long are the write path's; a controllers seed has neither")
     else:
         bug = resolve_bug(args.bug) if args.bug else None
     conf = parse_conf(args.conf)

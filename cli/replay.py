@@ -27,6 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="exit 1 unless the run reproduces this trace hash")
     p.add_argument("--failover", action="store_true",
                    help="the seed is a failover campaign's (reference/failover/drive.py), not the write path's")
+    p.add_argument("--controllers", action="store_true",
+                   help="the seed is a controllers campaign's (reference/failover/controllers_sim.py)")
     p.add_argument("--emit-test", type=output_file, metavar="FILE",
                    help="write the failure's spec behaviour as a pytest file driving the reference cores")
     p.set_defaults(func=main, steps=None)      # None: not given (a program has no steps to count)
@@ -66,13 +68,18 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace, trace: Path | None) -> int:
     if args.program is not None:
         given = [f"--{flag.replace('_', '-')}" for flag in SEED_ONLY if getattr(args, flag) not in (None, [])]
-        if given or args.failover:
-            raise errors.UsageError(f"{', '.join(given or ['--failover'])}: a seed's, not a program's (a program "
+        if given or args.failover or args.controllers:
+            model = ["--failover"] if args.failover else ["--controllers"]
+            raise errors.UsageError(f"{', '.join(given or model)}: a seed's, not a program's (a program "
                                     "pins its machine, configuration and steps itself)")
     elif args.steps is None:
         args.steps = SEED_STEPS
+    if args.failover and args.controllers:
+        raise errors.UsageError("--failover and --controllers: one model at a time")
     if args.failover:
         return replay_failover(args)
+    if args.controllers:
+        return replay_controllers(args)
     if args.seed is not None:
         run = run_sim(args.seed, args.steps, parse_overrides(args.config), args.bug, trace=trace)
         code = report(run, args.json, args.expect_hash)
@@ -100,6 +107,32 @@ def _main(args: argparse.Namespace, trace: Path | None) -> int:
     elif args.emit_test:
         raise errors.UsageError("--emit-test: the run did not fail, there is no counterexample to write")
     return code
+
+
+def replay_controllers(args: argparse.Namespace) -> int:
+    """One controllers seed again: its outcome, the last actions, the trace hash."""
+    from reference.failover.controllers_sim import simulate
+    from spec.config import resolve_bug
+    from spec.controllers.config import CONTROLLERS_BUG_NAMES
+
+    if args.seed is None:
+        raise errors.UsageError("--controllers replays a seed: give --seed")
+    if args.config or args.trace is not None or args.emit_test is not None:
+        raise errors.UsageError("--controllers takes --seed, --steps, --bug and --expect-hash only")
+    bug = resolve_bug(args.bug, CONTROLLERS_BUG_NAMES) if args.bug else None
+    run = simulate(args.seed, args.steps, (bug,) if bug else ())
+    console = make_console()
+    for label in run.labels[-12:]:
+        console.print(f"  {label}")
+    console.print(f"seed {run.seed}: {run.steps} steps, trace hash {run.trace_hash}, counts {run.counts}")
+    if args.expect_hash and args.expect_hash != run.trace_hash:
+        console.print(f"[bold red]trace hash {run.trace_hash}, expected {args.expect_hash}[/]")
+        return errors.VIOLATION
+    if run.violation:
+        console.print(f"[bold red]reproduced: {run.violation}[/]\n{run.detail}")
+        return errors.VIOLATION
+    console.print("[green]no violation[/]")
+    return errors.OK
 
 
 def replay_failover(args: argparse.Namespace) -> int:

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING
 import attrs
 
 from spark_fuzz import ledger
-from spark_fuzz.seeds import FAILOVER, Job, Reproducer, load_matrix, run_partition, shrink, shrink_failover
+from spark_fuzz.seeds import (CONTROLLERS, FAILOVER, Job, Reproducer, load_matrix, run_partition, shrink,
+                              shrink_controllers, shrink_failover)
 from spec.config import ascii_digits
 
 if TYPE_CHECKING:
@@ -366,13 +367,16 @@ def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: flo
         entry = {"signature": sig, "outcome": first["outcome"], "count": len(group), "index": first["index"],
                  "seed": first["seed"], "message": first["message"][:MESSAGE_KEPT]}
         if first["outcome"] == "internal_error":   # a crash of the simulator: the seed itself reproduces it
-            pins = FAILOVER if spec.model == "failover" else tuple(sorted(overrides.items()))
+            pins = FAILOVER if spec.model == "failover" else CONTROLLERS if spec.model == "controllers" else \
+                tuple(sorted(overrides.items()))
             rep = Reproducer(first["seed"], spec.steps, pins, spec.bug or None, "internal_error", "")
             entry.update(reproducer=rep.command(), reproduces=None)
         else:
             runs = LONG_SHRINK_RUNS if spec.mode == "long" else 16    # a long seed's re-run costs its run
             rep = (shrink_failover(first["seed"], spec.steps, spec.bug or None, first["outcome"])
                    if spec.model == "failover" else
+                   shrink_controllers(first["seed"], spec.steps, spec.bug or None, first["outcome"])
+                   if spec.model == "controllers" else
                    shrink(first["seed"], spec.steps, overrides, spec.bug or None, first["outcome"], runs))
             trace = spec.out / "traces" / f"{n:02d}-{re.sub(r'[^A-Za-z0-9]+', '-', sig).strip('-')}.ndjson"
             rep.write_trace(trace)
@@ -391,7 +395,7 @@ def _summarise(spec: CampaignSpec, campaign: str, rows: list[dict], seconds: flo
     by_config: dict[str, Counter] = defaultdict(Counter)
     for r in rows:
         c = json.loads(r["config"]) if r["config"] else {}
-        key = "failover" if c.get("model") == "failover" else \
+        key = c["model"] if c.get("model") in ("failover", "controllers") else \
             "/".join(str(c.get(k, "?")) for k in ("flush_disk_type", "broker_role", "ack_policy"))
         by_config[key][r["outcome"]] += 1
     return {

@@ -220,7 +220,7 @@ def markdown(summary: dict, rows: list[dict], plots: dict[str, Path], out: Path)
             lines += ["", f"Every reproducer, one per line: [reproducers.txt]({Path(summary['reproducers_file']).name})."]
     else:
         lines.append("None.")
-    if summary.get("model") == "failover":
+    if summary.get("model") in ("failover", "controllers"):
         lines += failover_actions_markdown(rows)
         lines += ["", "## Plots", ""] + [f"![{name}]({p.name})" for name, p in plots.items()]
         return "\n".join(lines) + "\n"

@@ -45,7 +45,7 @@ class Job:
     overrides: tuple[tuple[str, str], ...]     # one entry of the configuration matrix
     bug: str | None
     steps: int
-    model: str = "write-path"       # or "failover": reference/failover/drive.py
+    model: str = "write-path"       # or "failover": reference/failover/drive.py; "controllers": controllers_sim.py
 
     def override_dict(self) -> dict[str, str]:
         out = dict(self.overrides)
@@ -69,7 +69,7 @@ def signature(prop: str, tail: Iterable[str]) -> str:
     return f"{prop} at {tail[-1]}" + (f" after {faults[-1]}" if faults else "")
 
 
-MODELS = ("write-path", "failover")
+MODELS = ("write-path", "failover", "controllers")
 
 
 def _run_failover(job: Job, seed: int, row: dict) -> None:
@@ -87,6 +87,21 @@ def _run_failover(job: Job, seed: int, row: dict) -> None:
         row.update(violation_step=run.steps, outcome=run.violation, signature=f"{run.violation} at {last}", message=run.detail[:MESSAGE_CHARS])
 
 
+def _run_controllers(job: Job, seed: int, row: dict) -> None:
+    """One seed of several controllers over an in-memory etcd (reference/failover/controllers_sim.py)."""
+    from reference.failover.controllers_sim import simulate
+
+    run = simulate(seed, job.steps, (job.bug,) if job.bug else ())
+    actions = Counter(label.split("(")[0] for label in run.labels)
+    row.update(steps=run.steps, spec_steps=run.steps, trace_hash=run.trace_hash,
+               actions=json.dumps(dict(sorted(actions.items()))), config=json.dumps({"model": "controllers"}),
+               faults=json.dumps({k: v for k, v in sorted(run.counts.items()) if k in ("expire", "crash")}))
+    if run.violation:
+        last = run.labels[-1].split("(")[0] if run.labels else "Init"
+        row.update(violation_step=run.steps, outcome=run.violation, signature=f"{run.violation} at {last}",
+                   message=run.detail[:MESSAGE_CHARS])
+
+
 def run_job(job: Job) -> dict:
     """Run one seed; a violation or a crash of the simulator is a row, never an exception."""
     seed = derive_seed(job.campaign, job.index)
@@ -99,6 +114,9 @@ def run_job(job: Job) -> dict:
     try:
         if job.model == "failover":
             _run_failover(job, seed, row)
+            return _timed(row, start, cpu_start)
+        if job.model == "controllers":
+            _run_controllers(job, seed, row)
             return _timed(row, start, cpu_start)
         params = draw(seed, job.override_dict())
         row["config"] = json.dumps({k: v for k, v in params.describe().items() if k != "seed"}, sort_keys=True)
@@ -193,6 +211,9 @@ class Reproducer:
     trace_hash: str
 
     def command(self) -> str:
+        if self.overrides == CONTROLLERS:
+            bug = f" --bug {self.bug}" if self.bug else ""
+            return f"ackorder replay --controllers --seed {self.seed} --steps {self.steps}{bug}"
         if self.overrides == FAILOVER:
             bug = f" --bug {self.bug}" if self.bug else ""
             return f"ackorder replay --failover --seed {self.seed} --steps {self.steps}{bug}"
@@ -204,6 +225,13 @@ class Reproducer:
     def write_trace(self, path: Path) -> None:
         """The spec-level trace of this run (NDJSON, the violating step last)."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        if self.overrides == CONTROLLERS:
+            from reference.failover.controllers_sim import simulate
+
+            run = simulate(self.seed, self.steps, (self.bug,) if self.bug else ())
+            path.write_text("".join(json.dumps({"step": k + 1, "action": label}) + "\n"
+                                    for k, label in enumerate(run.labels)))
+            return
         if self.overrides == FAILOVER:
             from reference.failover.drive import simulate
 
@@ -226,6 +254,15 @@ def _rerun(seed: int, steps: int, overrides: dict[str, str], bug: str | None):
 
 
 FAILOVER = (("model", "failover"),)      # a Reproducer's overrides for a failover seed
+CONTROLLERS = (("model", "controllers"),)  # ... and for a seed of several controllers
+
+
+def shrink_controllers(seed: int, steps: int, bug: str | None, outcome: str) -> Reproducer:
+    """A failing controllers seed, cut at the step that failed (deterministic: the seed is it)."""
+    from reference.failover.controllers_sim import simulate
+
+    first = simulate(seed, steps, (bug,) if bug else ())
+    return Reproducer(seed, first.steps, CONTROLLERS, bug, first.violation or "ok", first.trace_hash)
 
 
 def shrink_failover(seed: int, steps: int, bug: str | None, outcome: str) -> Reproducer:
