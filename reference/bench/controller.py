@@ -55,6 +55,9 @@ CONNECT_AT_ONCE = 200
 MAX_VICTIMS = 100               # masters stopped in the failover phase: a tenth of the groups, at most this
 CLUSTER_DESIGNS = {"cluster1": 1, "cluster3": 3}    # controllers over one etcd
 CLUSTER_LEASE_TTL_S = 3
+# every group's connection is opened first and registers when its turn comes: at 10,000 groups on the
+# serial design the last ones wait minutes, which the default idle timeout (120 s) would close
+IDLE_TIMEOUT_MS = 3_600_000
 AGAIN = ("CONTROLLER_NOT_LEADER", "CONTROLLER_METADATA_NOT_DURABLE", "CONTROLLER_BUSY")   # a broker asks again
 
 
@@ -330,7 +333,7 @@ def _measure(work: Path, name: str, directory: Path, design: str, groups: int, p
              flags: list[str], cluster=None) -> dict:
     proc = Broker(["controller", "--dir", str(directory), "--port", "0", "--design", design,
                    "--controller-broker-heartbeat-timeout-ms", str(plan.timeout_ms), "--max-groups",
-                   str(max(groups, 1)), *flags], work / f"{name}.log")
+                   str(max(groups, 1)), "--idle-timeout-ms", str(IDLE_TIMEOUT_MS), *flags], work / f"{name}.log")
     try:
         m = proc.wait_for(r"listening host=\S+ port=(\d+)")
         cpu0, etcd0, t0 = proc.cpu_seconds(), _etcd_cpu_s(cluster), time.perf_counter()
@@ -359,7 +362,7 @@ def _measure_cluster(work: Path, name: str, directory: Path, design: str, groups
         for i in range(n):
             mine = ",".join(eps[i % 3:] + eps[:i % 3])
             procs.append(Broker(["controller", "--etcd", mine, "--controller-id", f"c{i}", "--port", "0",
-                                 "--lease-ttl-s", str(CLUSTER_LEASE_TTL_S),
+                                 "--lease-ttl-s", str(CLUSTER_LEASE_TTL_S), "--idle-timeout-ms", str(IDLE_TIMEOUT_MS),
                                  "--controller-broker-heartbeat-timeout-ms", str(plan.timeout_ms),
                                  "--max-groups", str(max(groups, 1))], work / f"{name}-c{i}.log"))
         ports = [int(p.wait_for(r"listening host=\S+ port=(\d+)").group(1)) for p in procs]
