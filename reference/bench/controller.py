@@ -395,9 +395,11 @@ def _median_rows(runs: list[list[dict]]) -> list[dict]:
         key = (first["design"], first["store"], first["groups"])
         same = [r for rows in runs for r in rows if (r["design"], r["store"], r["groups"]) == key]
         row = dict(first)
+        same = [r for r in same if "error" not in r] or same      # the runs that measured it
+        row = dict(same[0])
         for k, v in row.items():
             if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("groups", "controllers"):
-                values = sorted(r[k] for r in same)
+                values = sorted(r[k] for r in same if k in r)
                 row[k] = values[len(values) // 2]
         row["runs"] = len(same)
         out.append(row)
@@ -415,7 +417,11 @@ def controller(work: Path, plan: Plan, progress: Callable[[str], None] = lambda 
             for design in plan.designs:
                 for store in (("etcd",) if design in CLUSTER_DESIGNS else plan.stores):
                     progress(f"controller: run {run}/{plan.runs}, {design}, {groups} groups, {store} store")
-                    rows.append(point(work, design, groups, plan, store, run))
+                    try:
+                        rows.append(point(work, design, groups, plan, store, run))
+                    except Exception as err:       # noqa: BLE001 — a point that breaks is a row saying so
+                        rows.append({"design": design, "store": store if design not in CLUSTER_DESIGNS else "etcd",
+                                     "groups": groups, "error": f"{type(err).__name__}: {str(err)[:300]}"})
         runs.append(rows)
     rows = _median_rows(runs)
     most, least = max(plan.groups), min(plan.groups)
@@ -426,12 +432,25 @@ def controller(work: Path, plan: Plan, progress: Callable[[str], None] = lambda 
                        round(at[d, "etcd"] / max(0.1, at[d, "file"]), 2) for d in plan.designs
                        if d not in CLUSTER_DESIGNS})
     by = {(r["design"], r["groups"]): r for r in rows if r["store"] == plan.stores[0] or r["design"] in CLUSTER_DESIGNS}
+    by |= {(r["design"], r["store"], r["groups"]): r for r in rows}
     if len(plan.designs) < 2 or len(plan.groups) < 2:
         return _result(plan, rows, ratios, disk, load_before)
+    try:
+        ratios |= _ratios(plan, by, most, least)
+    except (KeyError, ZeroDivisionError, TypeError) as err:   # a point that broke has no figures to divide
+        ratios["not computed"] = f"{type(err).__name__}: {err}"
+    return _result(plan, rows, ratios, disk, load_before)
+
+
+def _ratios(plan: Plan, by: dict, most: int, least: int) -> dict:
+    ratios: dict = {}
     mid = 1000 if 1000 in plan.groups else most
     for new in [d for d in ("pipelined", "cluster3") if d in plan.designs]:
         ratios[f"{new}/serial alters_per_s at {mid} groups"] = \
             round(by[new, mid]["alters_per_s"] / max(0.1, by["serial", mid]["alters_per_s"]), 1)
+        if ("serial", "etcd", mid) in by:       # the old design on the same store as the new one
+            ratios[f"{new}/serial on etcd alters_per_s at {mid} groups"] = \
+                round(by[new, mid]["alters_per_s"] / max(0.1, by["serial", "etcd", mid]["alters_per_s"]), 1)
     if {"cluster1", "cluster3"} <= set(plan.designs):
         ratios[f"cluster3/cluster1 reads_per_s at {mid} groups"] = \
             round(by["cluster3", mid]["reads_per_s"] / max(0.1, by["cluster1", mid]["reads_per_s"]), 2)
@@ -442,7 +461,7 @@ def controller(work: Path, plan: Plan, progress: Callable[[str], None] = lambda 
            round(by[d, most]["beyond_timeout_p50_ms"] / max(1.0, by[d, least]["beyond_timeout_p50_ms"]), 2)
            for d in plan.designs},
     }
-    return _result(plan, rows, ratios, disk, load_before)
+    return ratios
 
 
 def _result(plan: Plan, rows: list[dict], ratios: dict, disk: dict, load_before: float) -> dict:
