@@ -117,7 +117,7 @@ def replay_controllers(args: argparse.Namespace) -> int:
 
     if args.seed is None:
         raise errors.UsageError("--controllers replays a seed: give --seed")
-    if args.config or args.trace is not None or args.emit_test is not None:
+    if args.config or args.trace is not None or args.emit_test is not None or args.json is not None:
         raise errors.UsageError("--controllers takes --seed, --steps, --bug and --expect-hash only")
     bug = resolve_bug(args.bug, CONTROLLERS_BUG_NAMES) if args.bug else None
     run = simulate(args.seed, args.steps, (bug,) if bug else ())

@@ -170,6 +170,32 @@ def failover_actions_markdown(rows: list[dict]) -> list[str]:
     return lines
 
 
+def controllers_actions_markdown(rows: list[dict], summary: dict) -> list[str]:
+    """A controllers campaign's reach: each step of reference/failover/controllers_sim.py, and what
+    the runtime's code did with the commits (settled by ShardTable.settle)."""
+    from reference.failover.controllers_sim import KINDS
+
+    every = {"Survey", "LeaseExpires", "KeepAliveStalls", "KeepAliveResumes", "Rejoin", "Heartbeat", "BrokerCrash",
+             "BrokerRestart", "Tick", "AlterSyncStateSet", "Commit", "CommitAnswerLost", "CommitRetried"}
+    assert len(every) >= len(KINDS)
+    seeds: dict[str, int] = dict.fromkeys(sorted(every), 0)
+    times: dict[str, int] = dict.fromkeys(sorted(every), 0)
+    for r in rows:
+        for action, n in json.loads(r.get("actions") or "{}").items():
+            action = action.split("[")[0]
+            seeds[action] = seeds.get(action, 0) + 1
+            times[action] = times.get(action, 0) + n
+    lines = ["", "## Controllers steps taken", "",
+             "Every step of reference/failover/controllers_sim.py (the actions of tla/AckOrderControllers.tla, "
+             "and commits reaching etcd), with the seeds that took it and how often.", "",
+             "| step | seeds | times |", "|---|---:|---:|"]
+    lines += [f"| {a} | {seeds[a]:,} | {times[a]:,} |" + ("" if times[a] else " **never taken**") for a in seeds]
+    done = summary.get("faults", {})
+    lines += ["", "What the world counted (decisions, commits written or refused, how the runtime settled "
+              "them): " + ", ".join(f"{k} {v:,}" for k, v in sorted(done.items())) + "."]
+    return lines
+
+
 def per_cpu_hour_markdown(summary: dict, out: Path) -> list[str]:
     """This campaign's bugs found per CPU-hour, and every campaign run into the same directory
     (short and long mode side by side, when both were run there)."""
@@ -221,7 +247,8 @@ def markdown(summary: dict, rows: list[dict], plots: dict[str, Path], out: Path)
     else:
         lines.append("None.")
     if summary.get("model") in ("failover", "controllers"):
-        lines += failover_actions_markdown(rows)
+        lines += failover_actions_markdown(rows) if summary["model"] == "failover" else \
+            controllers_actions_markdown(rows, summary)
         lines += ["", "## Plots", ""] + [f"![{name}]({p.name})" for name, p in plots.items()]
         return "\n".join(lines) + "\n"
     branch_rows, antecedent_rows = spec_coverage(rows, summary.get("bug"))

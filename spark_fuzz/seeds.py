@@ -95,7 +95,7 @@ def _run_controllers(job: Job, seed: int, row: dict) -> None:
     actions = Counter(label.split("(")[0] for label in run.labels)
     row.update(steps=run.steps, spec_steps=run.steps, trace_hash=run.trace_hash,
                actions=json.dumps(dict(sorted(actions.items()))), config=json.dumps({"model": "controllers"}),
-               faults=json.dumps({k: v for k, v in sorted(run.counts.items()) if k in ("expire", "crash")}))
+               faults=json.dumps(dict(sorted(run.counts.items()))))
     if run.violation:
         last = run.labels[-1].split("(")[0] if run.labels else "Init"
         row.update(violation_step=run.steps, outcome=run.violation, signature=f"{run.violation} at {last}",

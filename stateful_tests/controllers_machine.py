@@ -24,8 +24,16 @@ class ControllersMachine(RuleBasedStateMachine):
         self.world = ControllersWorld(self.bugs)
 
     @rule(c=controllers)
-    def take_shard(self, c: str) -> None:
-        self.world.take_shard(c)
+    def survey(self, c: str) -> None:
+        self.world.survey(c)
+
+    @rule(c=controllers)
+    def keepalive_stalls(self, c: str) -> None:
+        self.world.keepalive_stalls(c)
+
+    @rule(c=controllers)
+    def keepalive_resumes(self, c: str) -> None:
+        self.world.keepalive_resumes(c)
 
     @rule(c=controllers)
     def lease_expires(self, c: str) -> None:
@@ -56,9 +64,9 @@ class ControllersMachine(RuleBasedStateMachine):
         self.world.alter_sync_state_set(c, member)
 
     @precondition(lambda self: self.world.pending)
-    @rule(data=st.data())
-    def commit_reaches_etcd(self, data) -> None:
-        self.world.commit_reaches_etcd(data.draw(st.integers(0, len(self.world.pending) - 1)))
+    @rule(data=st.data(), answer=st.sampled_from(("heard", "lost", "retried")))
+    def commit_reaches_etcd(self, data, answer: str) -> None:
+        self.world.commit_reaches_etcd(data.draw(st.integers(0, len(self.world.pending) - 1)), answer)
 
     @invariant()
     def one_master_per_epoch(self) -> None:

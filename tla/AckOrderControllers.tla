@@ -18,6 +18,10 @@
 (* change of the register is one of its ElectMaster or AlterSyncStateSet  *)
 (* steps (StoreRefinesFailover).  The brokers' side (logs, acks, roles)   *)
 (* is that module's; here a broker only runs or not, and heartbeats.      *)
+(* Here a commit carries one decision; the runtime's may carry several    *)
+(* (group commit), each decided on the record the one before left: a      *)
+(* sequence of these steps, which the controllers machine checks decision *)
+(* by decision (reference/failover/controllers_sim.py).                   *)
 (* The Python twin is spec/controllers/actions.py (one function per       *)
 (* action, same name); the runtime is reference/failover/shards.py with   *)
 (* reference/real/controller_cluster.py.  No bounds here:                 *)
@@ -256,7 +260,9 @@ OneMasterPerEpoch == \A x, y \in inv_elected : x[1] = y[1] => x[2] = y[2]
 \* Every change of the register is a step of AckOrderFailover's controller: an election
 \* (masterEpoch + 1; a new master from the SSS with SSS := {it}, or the master cleared), or
 \* an accepted AlterSyncStateSet (same master and epoch, sssEpoch + 1, the master kept).
-\* So AckOrderFailover's properties of the register (SSSContainsMaster, E2-E4) hold here too.
+\* So AckOrderFailover's properties of the register alone (SSSContainsMaster, E2) hold here too; that
+\* an election or a SyncStateSet names only live brokers (E3, E4) is ControllerCore's rule, checked per
+\* decision by the controllers machine and against the failover spec by test_controller_core.py.
 ElectStep ==
     /\ masterEpoch' = masterEpoch + 1
     /\ \/ masterId' = NoBroker /\ syncStateSet' = syncStateSet /\ sssEpoch' = sssEpoch

@@ -82,6 +82,10 @@ class MemoryEtcd:
         for k in doomed:
             del self.kv[k]
 
+    def delete(self, key: bytes) -> None:
+        if self.kv.pop(key, None) is not None:
+            self.revision += 1
+
     def commit(self, c: sh.Commit) -> bool:
         """EtcdShards.commit's transaction: the shard token, each expected mod_revision; then every put."""
         skey = sh.shard_key(c.shard)
@@ -106,18 +110,22 @@ class ControllersWorld:
         self.tables = {c: sh.ShardTable(c, 1, cfg, self.bugs) for c in CONTROLLERS}
         self.now_ms = 0
         self.lease_ok_ms = dict.fromkeys(CONTROLLERS, 0)     # when each one's last keep-alive was answered
-        self.lease_alive = dict.fromkeys(CONTROLLERS, True)
+        self.lease_alive = dict.fromkeys(CONTROLLERS, True)  # etcd still holds its lease
+        self.stalled = dict.fromkeys(CONTROLLERS, False)     # its keep-alives go unanswered (lease alive)
         self.up = dict.fromkeys(BROKERS, True)
         self.silent = dict.fromkeys(BROKERS, False)           # inv_silent: down, and not heard since
         self.elected = {1: 1}                                  # inv_elected: epoch -> master
-        self.pending: list[tuple] = []        # (controller, its Owned, the commit) on their way to etcd
-        # per shard core (its Owned): its last decided record, and (core token, why) of each election it
-        # decided while the master it replaced was still heard
+        self.pending: list[tuple] = []        # (controller, its Owned, the commit, its first token) to etcd
+        # per shard core (its Owned, by id; kept alive in cores_seen): the record each of its
+        # decisions started from (token -> record), its last decided record, the last token sent
+        self.before: dict[int, dict[int, object]] = {}
         self.last_decided: dict[int, object] = {}
+        self.sent_up_to: dict[int, int] = {}
         self.cores_seen: list = []
-        self.deposed_live: dict[int, list[tuple[int, str]]] = {}
+        self.deposed_live: dict[int, list[tuple[int, str]]] = {}   # core -> (token, why) of such elections
+        self.counts: Counter = Counter()
         self.rid = 0
-        # the group's first registrations, decided by whichever controller takes the shard first
+        # the group's first registrations, decided by the first controller to take the shard
         self._take("c0")
         core = self.tables["c0"].owned[0].core
         for b in BROKERS:
@@ -134,6 +142,7 @@ class ControllersWorld:
         return scan(kv.value).records[0] if kv else None
 
     def _take(self, c: str) -> None:
+        """EtcdShards.take and ClusterController._taken: put the shard key if absent, read the shard."""
         token = self.etcd.put_if_absent(sh.shard_key(0), sh.owner_value(c, "127.0.0.1:1"), c)
         if token is None:
             return
@@ -142,11 +151,58 @@ class ControllersWorld:
         for b in BROKERS:                 # TakeShard: inv_silent := ~up
             self.silent[b] = not self.up[b]
         o = self.tables[c].adopt(0, token, records, self.now_ms)
-        self.cores_seen.append(o)            # kept alive: ids key the ghosts below
+        self.cores_seen.append(o)
+        self.before[id(o)], self.sent_up_to[id(o)] = {}, 0
         self.last_decided[id(o)] = records[0][0] if records else None
+        self.counts["take"] += 1
         # the runtime's next loop turn ticks the new core at once (ControllerCore starts its scan due)
         o.core.tick(self.now_ms)
         self._stage(c)
+
+    def _lose(self, c: str, give_back: bool = False) -> None:
+        """ClusterController._lose: the shard dropped, its held replies failed; on a conflict its key
+        given back (EtcdShards.give_back: delete it if it is still the one we created)."""
+        t = self.tables[c]
+        o = t.drop(0)
+        if o is None:
+            return
+        o.core.metadata_failed(o.core.issued_token, "shard lost", self.now_ms)
+        o.core.take_effects()
+        kv = self.etcd.kv.get(sh.shard_key(0))
+        if give_back and kv is not None and kv.create_revision == o.token:
+            self.etcd.delete(sh.shard_key(0))
+
+    def _decided(self, c: str, o, token: int, r) -> None:
+        """One decision of a shard core, checked as the spec's step when it is decided: from the
+        record it decided on, an ElectMaster (a new master the core counts alive, E4; replacing
+        only a silent master) or an AlterSyncStateSet (every member counted alive, E3), or a
+        registration (outside the register the spec models)."""
+        prev = self.last_decided[id(o)]
+        self.before[id(o)][token] = prev
+        self.last_decided[id(o)] = r
+        if prev is None:
+            return                                  # the group's first registration: the spec's Init
+        g = o.core.groups[GROUP]
+        alive = lambda b: o.core.alive(g, b, self.now_ms)      # noqa: E731
+        same = (prev.master_id, prev.master_epoch, prev.sync_state_set, prev.sss_epoch) == \
+            (r.master_id, r.master_epoch, r.sync_state_set, r.sss_epoch)
+        elect = r.master_epoch == prev.master_epoch + 1 and (
+            (r.master_id == NO_MASTER and r.sync_state_set == prev.sync_state_set and r.sss_epoch == prev.sss_epoch)
+            or (r.master_id in prev.sync_state_set and r.sync_state_set == (r.master_id,)
+                and r.sss_epoch == prev.sss_epoch + 1 and alive(r.master_id)))
+        alter = (r.master_id == prev.master_id != NO_MASTER and r.master_epoch == prev.master_epoch
+                 and r.sss_epoch == prev.sss_epoch + 1 and prev.master_id in r.sync_state_set
+                 and all(alive(b) for b in r.sync_state_set))
+        if not (same or elect or alter):
+            raise ControllersViolation("StoreRefinesFailover", f"{c} decided {prev} -> {r}: no ElectMaster or "
+                                                               "AlterSyncStateSet step")
+        if elect:
+            self.counts["election"] += 1
+            if prev.master_id != NO_MASTER and not self.silent[prev.master_id]:
+                self.deposed_live.setdefault(id(o), []).append(
+                    (token, f"epoch {r.master_epoch} replaced master {prev.master_id}, which kept heartbeating"))
+        elif alter:
+            self.counts["alter"] += 1
 
     def _stage(self, c: str) -> None:
         """ClusterController._perform and _sync: the core's records staged, the next commit sent
@@ -157,82 +213,112 @@ class ControllersWorld:
             return
         for e in o.core.take_effects():
             if isinstance(e, PersistMetadata):
-                before = self.last_decided.get(id(o))
-                r = e.record
-                if before is not None and r.master_epoch > before.master_epoch and before.master_id != NO_MASTER and \
-                        not self.silent[before.master_id]:
-                    self.deposed_live.setdefault(id(o), []).append(
-                        (e.token, f"epoch {r.master_epoch} replaced master {before.master_id}, which kept heartbeating"))
-                self.last_decided[id(o)] = r
+                self._decided(c, o, e.token, e.record)
                 t.stage(0, e.token, e.record)
+        first = self.sent_up_to[id(o)] + 1
         commit = t.next_commit(0, {}, encode, lambda known: b"{}")
         if commit is not None:
             assert len(self.pending) < MAX_PENDING_COMMITS, "one commit in flight per controller"
-            self.pending.append((c, o, commit))
+            self.sent_up_to[id(o)] = commit.up_to
+            self.pending.append((c, o, commit, first))
 
-    def _deliver(self, i: int) -> None:
-        """etcd applies the commit (or refuses it); its controller hears back as ClusterController._committed."""
-        c, o, commit = self.pending.pop(i)
-        before = self._record()
+    def _deliver(self, i: int, answer: str = "heard") -> None:
+        """etcd applies the commit (or refuses it) and its controller hears the answer ("heard"), or
+        the answer is lost (a member died mid-request) and EtcdShards either gives up ("lost": no
+        answer) or sends the same transaction again ("retried": its compares now judge it); then the
+        controller acts as ClusterController._committed does."""
+        assert answer in ("heard", "lost", "retried"), answer
+        c, o, commit, first = self.pending.pop(i)
+        stored = self._record()
         ok = self.etcd.commit(commit)
         if ok:
-            self._check(before, self._record())
-            if why := next((w for tok, w in self.deposed_live.get(id(o), []) if tok <= commit.up_to), None):
-                raise ControllersViolation("ElectOnlyASilentMaster", why)
-        t = self.tables[c]
-        if t.owned.get(0) is not o or o.in_flight is not commit:
-            return                          # lost meanwhile: its replies failed already
-        if ok:
-            up_to = t.committed(commit, self.etcd.revision)
+            self._check_write(o, commit, first, stored)
+            self.counts["written"] += 1
+        else:
+            self.counts["refused"] += 1
+        if answer == "retried":
+            stored = self._record()
+            ok = self.etcd.commit(commit)
+            if ok:                              # applied again (no compare stopped it): the same values
+                self._check_write(o, commit, first, stored)
+        if answer == "lost":
+            answer = ("error", "no answer")
+        elif ok:
+            answer = ("ok", self.etcd.revision)
         else:
             kv = self.etcd.kv.get(sh.shard_key(0))
             parsed = sh.parse_owner(kv.value) if kv else None
-            held = {p.key: (self.etcd.kv[p.key].value, self.etcd.kv[p.key].mod_revision)
-                    for p in commit.puts if p.key in self.etcd.kv}
-            if t.judge(commit, (parsed[0], kv.create_revision) if parsed else None, held) != "ours":
-                t.drop(0)                   # lost, or a conflict: taken afresh later
-                return
-            up_to = commit.up_to
+            answer = ("failed", (parsed[0], kv.create_revision) if parsed else None,
+                      {p.key: (self.etcd.kv[p.key].value, self.etcd.kv[p.key].mod_revision)
+                       for p in commit.puts if p.key in self.etcd.kv})
+        action, up_to = self.tables[c].settle(commit, answer)
+        self.counts[action if not (action == sh.DURABLE and answer[0] == "failed") else "ours after a retry"] += 1
+        if action == sh.STALE:
+            return
+        if action in (sh.LOSE, sh.GIVE_BACK):
+            self._lose(c, action == sh.GIVE_BACK)
+            return
         if up_to > o.core.durable_token:
             o.core.metadata_durable(up_to, self.now_ms)
+        o.core.take_effects()
         self._stage(c)
 
-    def _check(self, s, t) -> None:
-        if s is None or t is None:
-            return
-        if t.master_epoch > s.master_epoch and t.master_id != NO_MASTER:
-            if self.elected.setdefault(t.master_epoch, t.master_id) != t.master_id:
-                raise ControllersViolation("OneMasterPerEpoch", f"epoch {t.master_epoch}: masters "
-                                                                f"{self.elected[t.master_epoch]} and {t.master_id}")
-        # One write carries a shard's last record of each group (group commit): several decisions, so
-        # the register moves along a path of the failover controller's steps, not one step.
-        same = (s.master_id, s.master_epoch, s.sync_state_set, s.sss_epoch) == \
-            (t.master_id, t.master_epoch, t.sync_state_set, t.sss_epoch)
-        alters = (t.master_epoch == s.master_epoch and t.master_id == s.master_id != NO_MASTER
-                  and t.sss_epoch > s.sss_epoch and s.master_id in t.sync_state_set)
-        elections = (t.master_epoch > s.master_epoch and t.sss_epoch >= s.sss_epoch
-                     and (t.master_id == NO_MASTER or t.master_id in t.sync_state_set))
-        if not (same or alters or elections):
-            raise ControllersViolation("StoreRefinesFailover", f"{s} -> {t} is no path of ElectMaster and "
-                                                               f"AlterSyncStateSet steps")
+    def _check_write(self, o, commit, first: int, stored) -> None:
+        """A write etcd applied continues the chain of decisions it carries from the record etcd
+        held (the refinement: those decisions were taken on it), and names one master per epoch."""
+        if stored is None or self._record() == stored:
+            return                  # the group's first record, or the same values again (a retried write)
+        if self.before[id(o)].get(first, stored) != stored:
+            raise ControllersViolation("StoreRefinesFailover", f"a write decided on {self.before[id(o)][first]} "
+                                                               f"replaced {stored}")
+        if why := next((w for tok, w in self.deposed_live.get(id(o), []) if first <= tok <= commit.up_to), None):
+            raise ControllersViolation("ElectOnlyASilentMaster", why)
+        r = self._record()
+        if r.master_epoch > stored.master_epoch and r.master_id != NO_MASTER:
+            if self.elected.setdefault(r.master_epoch, r.master_id) != r.master_id:
+                raise ControllersViolation("OneMasterPerEpoch", f"epoch {r.master_epoch}: masters "
+                                                                f"{self.elected[r.master_epoch]} and {r.master_id}")
 
     # ------------------------------------------------------------------ the spec's actions
 
-    def take_shard(self, c: str) -> None:
-        if 0 not in self.tables[c].owned and self.lease_alive[c]:
+    def survey(self, c: str) -> None:
+        """ClusterController._surveyed: the members and the shard key read, ShardTable.plan, and
+        what it says done: TakeShard, a key given back, a shard lost."""
+        if not self.lease_alive[c]:
+            return
+        members = {m: "127.0.0.1:1" for m in CONTROLLERS if self.lease_alive[m]}
+        kv = self.etcd.kv.get(sh.shard_key(0))
+        owners = {0: (sh.parse_owner(kv.value)[0], kv.create_revision)} if kv else {}
+        take, give, lost = self.tables[c].plan(sh.Survey(members, owners))
+        for _ in lost:
+            self._lose(c)
+        for _ in give:
+            self._lose(c)
+            if kv is not None and kv.create_revision == owners[0][1]:
+                self.etcd.delete(sh.shard_key(0))
+                self.counts["given back"] += 1
+        for _ in take:
             self._take(c)
 
     def lease_expires(self, c: str) -> None:
         """The owner's keep-alives stop reaching etcd (a pause, a partition); it is not told."""
         self.etcd.revoke(c)
         self.lease_alive[c] = False
+        self.counts["expire"] += 1
+
+    def keepalive_stalls(self, c: str) -> None:
+        """Its keep-alives go unanswered for a while, though etcd keeps the lease (a slow member)."""
+        self.stalled[c] = True
+
+    def keepalive_resumes(self, c: str) -> None:
+        self.stalled[c] = False
 
     def rejoin(self, c: str) -> None:
         """A controller that noticed its lease gone (lease_fresh) drops its shards and gets a new one."""
         if not self.lease_alive[c] and not self.tables[c].lease_fresh((self.now_ms - self.lease_ok_ms[c]) / 1000,
                                                                       LEASE_TTL_S):
-            self.tables[c].drop(0)
-            self.lease_alive[c] = True
+            self._lose(c)
+            self.lease_alive[c], self.stalled[c] = True, False
             self.lease_ok_ms[c] = self.now_ms
 
     def heartbeat(self, b: int) -> None:
@@ -248,13 +334,14 @@ class ControllersWorld:
             return
         self.rid += 1
         o.core.broker_heartbeat(self.rid, GROUP, b, self.now_ms, max_offset=100)
-        o.core.take_effects()
+        self._stage(owner)
         self.silent[b] = False
 
     def broker_crash(self, b: int) -> None:
         if self.up[b]:
             self.up[b] = False
             self.silent[b] = True
+            self.counts["crash"] += 1
 
     def broker_restart(self, b: int) -> None:
         self.up[b] = True
@@ -267,10 +354,10 @@ class ControllersWorld:
         for b in BROKERS:
             self.heartbeat(b)
         for c, t in self.tables.items():
-            if self.lease_alive[c]:
+            if self.lease_alive[c] and not self.stalled[c]:
                 self.lease_ok_ms[c] = self.now_ms
             elif 0 in t.owned and not t.lease_fresh((self.now_ms - self.lease_ok_ms[c]) / 1000, LEASE_TTL_S):
-                t.drop(0)                  # ClusterController._lease_fresh: stop acting
+                self._lose(c)              # ClusterController._lease_fresh: stop acting
             o = t.owned.get(0)
             if o is not None:
                 o.core.tick(self.now_ms)
@@ -287,9 +374,8 @@ class ControllersWorld:
         o.core.alter_sync_state_set(self.rid, GROUP, g.master_id, g.master_epoch, g.sss_epoch, new, self.now_ms)
         self._stage(c)
 
-    def commit_reaches_etcd(self, i: int) -> None:
-        self._deliver(i)
-
+    def commit_reaches_etcd(self, i: int, answer: str = "heard") -> None:
+        self._deliver(i, answer)
 
     def one_master_per_epoch(self) -> None:
         r = self._record()
@@ -317,39 +403,46 @@ def simulate(seed: int, steps: int = 400, bugs: tuple[str, ...] = ()) -> Control
     rng = random.Random(seed)
     w = ControllersWorld(frozenset(bugs))
     labels: list[str] = []
-    counts: Counter = Counter()
     for drawn in range(1, steps + 1):
-        kind = rng.choices(("take", "expire", "rejoin", "heartbeat", "crash", "restart", "time", "alter", "deliver"),
-                           weights=(2, 1, 2, 3, 1, 2, 6, 3, 5))[0]
+        kind = rng.choices(KINDS, weights=WEIGHTS)[0]
         c, b = rng.choice(CONTROLLERS), rng.choice(BROKERS)
-        label = {"take": f"TakeShard({c})", "expire": f"LeaseExpires({c})", "rejoin": f"Rejoin({c})",
-                 "heartbeat": f"Heartbeat({b})", "crash": f"BrokerCrash({b})", "restart": f"BrokerRestart({b})",
-                 "time": "Tick", "alter": f"AlterSyncStateSet({c},{b})", "deliver": "Commit"}[kind]
+        answer = rng.choices(("heard", "lost", "retried"), weights=(8, 1, 1))[0]
+        before = dict(w.counts)
         try:
-            if kind == "take":
-                w.take_shard(c)
-            elif kind == "expire":
-                w.lease_expires(c)
-            elif kind == "rejoin":
-                w.rejoin(c)
-            elif kind == "heartbeat":
-                w.heartbeat(b)
-            elif kind == "crash":
-                w.broker_crash(b)
-            elif kind == "restart":
-                w.broker_restart(b)
+            if kind == "deliver":
+                if not w.pending:
+                    continue
+                w.commit_reaches_etcd(rng.randrange(len(w.pending)), answer)
             elif kind == "time":
                 w.time_passes(rng.choice(STEP_MS))
-            elif kind == "alter":
+            elif kind in ("heartbeat", "broker_crash", "broker_restart"):
+                getattr(w, kind)(b)
+            elif kind == "alter_sync_state_set":
                 w.alter_sync_state_set(c, b)
-            elif w.pending:
-                w.commit_reaches_etcd(rng.randrange(len(w.pending)))
             else:
-                continue
+                getattr(w, kind)(c)
             w.one_master_per_epoch()
         except ControllersViolation as v:
-            labels.append(label)
-            return ControllersRun(seed, drawn, tuple(labels), v.prop, str(v), dict(counts))
-        labels.append(label)
-        counts[kind] += 1
-    return ControllersRun(seed, steps, tuple(labels), None, "", dict(counts))
+            labels.append(_label(kind, c, b, answer, before, w.counts))
+            return ControllersRun(seed, drawn, tuple(labels), v.prop, str(v), dict(w.counts))
+        labels.append(_label(kind, c, b, answer, before, w.counts))
+    return ControllersRun(seed, steps, tuple(labels), None, "", dict(w.counts))
+
+
+KINDS = ("survey", "lease_expires", "keepalive_stalls", "keepalive_resumes", "rejoin", "heartbeat", "broker_crash",
+         "broker_restart", "time", "alter_sync_state_set", "deliver")
+WEIGHTS = (3, 1, 1, 1, 2, 3, 1, 2, 6, 3, 5)
+
+
+def _label(kind: str, c: str, b: int, answer: str, before: dict, after: Counter) -> str:
+    """The step as the spec names it; a tick or a commit says what it decided or wrote."""
+    if kind == "time":
+        decided = [k for k in ("election", "alter") if after.get(k, 0) > before.get(k, 0)]
+        return "Tick" + (f"[{','.join('ElectMaster' if k == 'election' else 'AlterSyncStateSet' for k in decided)}]"
+                         if decided else "")
+    if kind == "deliver":
+        return {"heard": "Commit", "lost": "CommitAnswerLost", "retried": "CommitRetried"}[answer]
+    return {"survey": f"Survey({c})", "lease_expires": f"LeaseExpires({c})", "keepalive_stalls": f"KeepAliveStalls({c})",
+            "keepalive_resumes": f"KeepAliveResumes({c})", "rejoin": f"Rejoin({c})", "heartbeat": f"Heartbeat({b})",
+            "broker_crash": f"BrokerCrash({b})", "broker_restart": f"BrokerRestart({b})",
+            "alter_sync_state_set": f"AlterSyncStateSet({c},{b})"}[kind]

@@ -309,6 +309,23 @@ class ShardTable:
                 o.revisions[group_of(p.key)] = revision
         return commit.up_to
 
+    def settle(self, commit: Commit, answer: tuple) -> tuple[str, int]:
+        """The runtime's answer to a commit — ("ok", revision), ("failed", the shard key's owner now,
+        {key: (value, mod_revision)}) from the transaction's failure branch, or ("error", reason): no
+        answer (etcd unreachable: it may or may not have applied it) — as (what to do, the core
+        token now durable)."""
+        o = self.owned.get(commit.shard)
+        if o is None or o.in_flight is not commit:
+            return STALE, 0                # lost and perhaps taken again since: its replies failed already
+        if answer[0] == "ok":
+            return DURABLE, self.committed(commit, answer[1])
+        if answer[0] == "error":
+            return LOSE, 0
+        verdict = self.judge(commit, answer[1], answer[2])
+        if verdict == "ours":
+            return DURABLE, commit.up_to
+        return (LOSE if verdict == "lost" else GIVE_BACK), 0
+
     def judge(self, commit: Commit, shard_now: tuple[str, int] | None, held: dict[bytes, tuple[bytes, int]]) -> str:
         """A failed compare, with what the failure branch read: "lost" (the shard key is not ours),
         "ours" (every key holds what we wrote: an earlier attempt committed), or "conflict"."""
@@ -322,6 +339,12 @@ class ShardTable:
                     o.revisions[group_of(p.key)] = held[p.key][1]
             return "ours"
         return "conflict"
+
+
+# What a commit's answer means for its shard (ShardTable.settle): release the replies up to a token;
+# nothing (the shard was lost and taken again meanwhile); lose the shard; lose it and give its key back
+# (another controller wrote: take it afresh from a new read).
+DURABLE, STALE, LOSE, GIVE_BACK = "durable", "stale", "lose", "give back"
 
 
 def group_of(key: bytes) -> str:

@@ -428,27 +428,25 @@ class ClusterController(ControllerConns):
                  lambda err: self._commit_failed(commit, err))
 
     def _commit_failed(self, commit: sh.Commit, err: OSError) -> None:
-        o = self.table.owned.get(commit.shard)
-        if o is not None and o.in_flight is commit:     # not a shard lost and taken again since
-            self._lose(commit.shard, f"its commit failed: {err}")
+        self._committed(commit, ("error", str(err)))
 
     def _committed(self, commit: sh.Commit, got) -> None:
-        o = self.table.owned.get(commit.shard)
-        if o is None or o.in_flight is not commit:
-            return                              # lost meanwhile: its replies failed already
-        if got[0] == "ok":
-            up_to = self.table.committed(commit, got[1])
-        else:
-            verdict = self.table.judge(commit, got[1], got[2])
-            self.stats[f"compare_failed_{verdict}"] += 1
-            if verdict != "ours":
-                o = self._lose(commit.shard, "its compare failed: " + ("the shard key is another's" if verdict == "lost"
-                                                                      else "a key was written by another controller; "
-                                                                           "taken again from a fresh read"))
-                if verdict == "conflict" and o is not None:
-                    self._io(self.etcd.give_back(commit.shard, o.token), lambda _: None, self._log_io_failure)
-                return
-            up_to = commit.up_to
+        """The commit's answer, as ShardTable.settle reads it."""
+        action, up_to = self.table.settle(commit, got)
+        if action != sh.DURABLE:
+            self.stats[f"commit_{action.replace(' ', '_')}"] += 1
+        if action == sh.STALE:
+            return
+        if action in (sh.LOSE, sh.GIVE_BACK):
+            why = {"error": lambda: f"its commit got no answer: {got[1]}",
+                   "failed": lambda: "its compare failed: " + ("the shard key is another's" if action == sh.LOSE else
+                                                               "a key was written by another controller; taken "
+                                                               "again from a fresh read")}[got[0]]()
+            o = self._lose(commit.shard, why)
+            if action == sh.GIVE_BACK and o is not None:
+                self._io(self.etcd.give_back(commit.shard, o.token), lambda _: None, self._log_io_failure)
+            return
+        o = self.table.owned[commit.shard]
         if up_to > o.core.durable_token:
             o.core.metadata_durable(up_to, now_ms())
         self._perform(commit.shard)

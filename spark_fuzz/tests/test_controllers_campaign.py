@@ -19,7 +19,10 @@ def test_a_clean_controllers_campaign_finds_nothing(spark, tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text())["model"] == "controllers"
     write_report(tmp_path, summary)
     report = (tmp_path / "report.md").read_text()
-    assert "tla/AckOrder.tla" not in report, "a controllers campaign shows the write path's coverage"
+    assert "tla/AckOrder.tla" not in report and "AckOrderFailover.tla" not in report, report
+    assert "## Controllers steps taken" in report and "**never taken**" not in report, report
+    for count in ("election", "alter", "stale", "lose", "ours after a retry", "given back"):
+        assert summary["faults"].get(count, 0) > 0, (count, summary["faults"])
 
 
 def test_a_controllers_bug_is_found_and_its_reproducer_reproduces(spark, tmp_path):
