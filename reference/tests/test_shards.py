@@ -150,3 +150,22 @@ def test_an_owner_acts_for_two_thirds_of_its_lease_and_the_bug_on_regardless():
     t = sh.ShardTable("c0", 1, CFG)
     assert t.lease_fresh(1.9, 3) and not t.lease_fresh(2.1, 3)
     assert sh.ShardTable("c0", 1, CFG, frozenset({"BugActAfterLeaseExpired"})).lease_fresh(60.0, 3)
+
+
+def test_what_a_commits_answer_means():
+    t, o = _owned(groups=1)
+    c = t.next_commit(0, {}, encode, enc_addresses)
+    key, value = c.puts[0].key, c.puts[0].value
+    assert t.settle(c, ("ok", 90)) == (sh.DURABLE, 1) and o.revisions["g000"] == 90
+    assert t.settle(c, ("ok", 91)) == (sh.STALE, 0)              # no longer the one in flight
+    o.core.alter_sync_state_set(99, "g000", 1, 1, 1, {1}, 0)     # refused (same set): nothing staged
+    o.core.register_broker(100, "g000", 2, 0)
+    for e in o.core.take_effects():
+        if isinstance(e, PersistMetadata):
+            t.stage(0, e.token, e.record)
+    c2 = t.next_commit(0, {}, encode, enc_addresses)
+    assert t.settle(c2, ("error", "no answer")) == (sh.LOSE, 0)
+    assert t.settle(c2, ("failed", ("c0", 7), {c2.puts[0].key: (b"x", 95)})) == (sh.GIVE_BACK, 0)
+    assert t.settle(c2, ("failed", ("c1", 8), {})) == (sh.LOSE, 0)
+    assert t.settle(c2, ("failed", ("c0", 7), {c2.puts[0].key: (c2.puts[0].value, 96)})) == (sh.DURABLE, c2.up_to)
+    assert key and value
