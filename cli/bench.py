@@ -258,7 +258,7 @@ def table(result: dict) -> Table:
         for col in COLUMNS.values():
             t.add_column(col)
         for r in result["rows"]:
-            t.add_row(*(cell(k, r[k]) for k in COLUMNS))
+            t.add_row(*(cell(k, r.get(k, "-")) for k in COLUMNS))      # a point that broke has its error only
         return t
     if name == "loris":
         for col in ("tree", "attackers", "attempts", "PUT_OK", "PUT_OK fraction", "first PUT_OK s", "outcomes",

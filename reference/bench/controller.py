@@ -448,24 +448,27 @@ def controller(work: Path, plan: Plan, progress: Callable[[str], None] = lambda 
 
 
 def _ratios(plan: Plan, by: dict, most: int, least: int) -> dict:
+    """Each goal's ratio from the rows that measured both sides (a point that was not measured, or
+    broke, leaves its ratios out rather than all of them)."""
     ratios: dict = {}
+
+    def put(name: str, a, b, key: str, floor: float = 0.1, digits: int = 1) -> None:
+        if a is not None and b is not None and key in a and key in b:
+            ratios[name] = round(a[key] / max(floor, b[key]), digits)
+
     mid = 1000 if 1000 in plan.groups else most
     for new in [d for d in ("pipelined", "cluster3") if d in plan.designs]:
-        ratios[f"{new}/serial alters_per_s at {mid} groups"] = \
-            round(by[new, mid]["alters_per_s"] / max(0.1, by["serial", mid]["alters_per_s"]), 1)
-        if ("serial", "etcd", mid) in by:       # the old design on the same store as the new one
-            ratios[f"{new}/serial on etcd alters_per_s at {mid} groups"] = \
-                round(by[new, mid]["alters_per_s"] / max(0.1, by["serial", "etcd", mid]["alters_per_s"]), 1)
+        put(f"{new}/serial alters_per_s at {mid} groups", by.get((new, mid)), by.get(("serial", mid)), "alters_per_s")
+        put(f"{new}/serial on etcd alters_per_s at {mid} groups", by.get((new, mid)), by.get(("serial", "etcd", mid)),
+            "alters_per_s")
     if {"cluster1", "cluster3"} <= set(plan.designs):
-        ratios[f"cluster3/cluster1 reads_per_s at {mid} groups"] = \
-            round(by["cluster3", mid]["reads_per_s"] / max(0.1, by["cluster1", mid]["reads_per_s"]), 2)
-    ratios |= {
-        **{f"{d} election p50 at {most}/{least} groups":
-           round(by[d, most]["election_p50_ms"] / by[d, least]["election_p50_ms"], 2) for d in plan.designs},
-        **{f"{d} beyond-timeout p50 at {most}/{least} groups":
-           round(by[d, most]["beyond_timeout_p50_ms"] / max(1.0, by[d, least]["beyond_timeout_p50_ms"]), 2)
-           for d in plan.designs},
-    }
+        put(f"cluster3/cluster1 reads_per_s at {mid} groups", by.get(("cluster3", mid)), by.get(("cluster1", mid)),
+            "reads_per_s", digits=2)
+    for d in plan.designs:
+        put(f"{d} election p50 at {most}/{least} groups", by.get((d, most)), by.get((d, least)), "election_p50_ms",
+            floor=1.0, digits=2)
+        put(f"{d} beyond-timeout p50 at {most}/{least} groups", by.get((d, most)), by.get((d, least)),
+            "beyond_timeout_p50_ms", floor=1.0, digits=2)
     return ratios
 
 
@@ -498,7 +501,7 @@ def markdown(result: dict) -> list[str]:
     lines = [SECTION, "",
              f"Written by `{COMMAND}` on {time.strftime('%Y-%m-%d')} ({result['cores']} cores shared with other "
              f"jobs: load average {result['load_average'][0]} before, {result['load_average'][1]} after). Real "
-             "controller processes, brokers simulated over real TCP by one asyncio process, heartbeats every {plan['heartbeat_interval_ms']:,} ms (BrokerConfig."
+             f"controller processes, brokers simulated over real TCP by one asyncio process, heartbeats every {plan['heartbeat_interval_ms']:,} ms (BrokerConfig."
              "brokerHeartbeatInterval), heartbeat timeout "
              f"{plan['timeout_ms']:,} ms (controllerHeartBeatTimeoutMills); {plan['steady_s']} s of closed-loop "
              "AlterSyncStateSet per group master (alters/s and their latency), then the masters of a tenth of the "
