@@ -109,6 +109,21 @@ def _main(args: argparse.Namespace, trace: Path | None) -> int:
     return code
 
 
+def seed_verdict(console, run, expect_hash: str | None) -> int:
+    """A replayed failover or controllers seed: its last actions, its hash, and the exit code."""
+    for label in run.labels[-12:]:
+        console.print(f"  {label}")
+    console.print(f"seed {run.seed}: {run.steps} steps, trace hash {run.trace_hash}, counts {run.counts}")
+    if expect_hash and expect_hash != run.trace_hash:
+        console.print(f"[bold red]trace hash {run.trace_hash}, expected {expect_hash}[/]")
+        return errors.VIOLATION
+    if run.violation:
+        console.print(f"[bold red]reproduced: {run.violation}[/]\n{run.detail}")
+        return errors.VIOLATION
+    console.print("[green]no violation[/]")
+    return errors.OK
+
+
 def replay_controllers(args: argparse.Namespace) -> int:
     """One controllers seed again: its outcome, the last actions, the trace hash."""
     from reference.failover.controllers_sim import simulate
@@ -122,17 +137,7 @@ def replay_controllers(args: argparse.Namespace) -> int:
     bug = resolve_bug(args.bug, CONTROLLERS_BUG_NAMES) if args.bug else None
     run = simulate(args.seed, args.steps, (bug,) if bug else ())
     console = make_console()
-    for label in run.labels[-12:]:
-        console.print(f"  {label}")
-    console.print(f"seed {run.seed}: {run.steps} steps, trace hash {run.trace_hash}, counts {run.counts}")
-    if args.expect_hash and args.expect_hash != run.trace_hash:
-        console.print(f"[bold red]trace hash {run.trace_hash}, expected {args.expect_hash}[/]")
-        return errors.VIOLATION
-    if run.violation:
-        console.print(f"[bold red]reproduced: {run.violation}[/]\n{run.detail}")
-        return errors.VIOLATION
-    console.print("[green]no violation[/]")
-    return errors.OK
+    return seed_verdict(console, run, args.expect_hash)
 
 
 def replay_failover(args: argparse.Namespace) -> int:
@@ -160,17 +165,7 @@ def replay_failover(args: argparse.Namespace) -> int:
             raise errors.UsageError("--emit-test: a failover seed becomes a test when it fails with a --bug switch")
         args.emit_test.write_text(failover_test_text(args.seed, args.steps, bug, run, command))
         console.print(f"{args.emit_test}: a pytest that reproduces {run.violation} with {bug} and none without it")
-    for label in run.labels[-12:]:
-        console.print(f"  {label}")
-    console.print(f"seed {run.seed}: {run.steps} steps, trace hash {run.trace_hash}, counts {run.counts}")
-    if args.expect_hash and args.expect_hash != run.trace_hash:
-        console.print(f"[bold red]trace hash {run.trace_hash}, expected {args.expect_hash}[/]")
-        return errors.VIOLATION
-    if run.violation:
-        console.print(f"[bold red]reproduced: {run.violation}[/]\n{run.detail}")
-        return errors.VIOLATION
-    console.print("[green]no violation[/]")
-    return errors.OK
+    return seed_verdict(console, run, args.expect_hash)
 
 
 def _is_failover_program(path: Path) -> bool:

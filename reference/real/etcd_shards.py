@@ -161,7 +161,7 @@ class EtcdShards(EtcdEndpoints):
             for kv in await c.get_prefix(sh.SHARDS.encode()):
                 parsed = sh.parse_owner(kv.value)
                 tail = kv.key[len(sh.SHARDS):]
-                if parsed is not None and tail.isdigit() and len(tail) <= 4:
+                if parsed is not None and tail.isascii() and tail.isdigit() and len(tail) <= 4:
                     owners[int(tail)] = (parsed[0], kv.create_revision)
             return sh.Survey(members, owners)
         return await self.lease_endpoints._with_retry("read the members and shards", read)
