@@ -70,6 +70,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--failover-trace", type=output_file, default=None, metavar="FILE",
                    help="--failover: every process records its spec steps; write the run's history, merged, to FILE "
                         "as one AckOrderFailover trace (check it with ackorder trace-check FILE)")
+    p.add_argument("--nemesis", default=None, metavar="KINDS",
+                   help="--failover: every link between the processes goes through a fault proxy, and instead of the "
+                        "kill rounds a fault drawn from the seed every --nemesis-interval-s for --duration-s, healed "
+                        "after its window and checked: a comma-separated list of kill, partition, isolate-master, "
+                        "bridge, one-way, pause, delay, drop (or all)")
+    p.add_argument("--nemesis-interval-s", type=positive_float, default=None, metavar="S",
+                   help="--nemesis: mean load between a heal's checks and the next fault (default 3)")
+    p.add_argument("--duration-s", type=positive_float, default=None, metavar="S",
+                   help="--nemesis: how long the run lasts (default 60)")
+    p.add_argument("--unavailable-ms", type=positive_int, default=None, metavar="MS",
+                   help="--nemesis: no PUT_OK for longer than this is an unavailability window (default 1000)")
+    p.add_argument("--report", type=Path, default=None, metavar="DIR",
+                   help="--nemesis: write report.md, report.html, report.json and latency.png (latency over time, "
+                        "the fault windows shaded) to DIR")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--producers", type=positive_int, default=8)
     p.add_argument("--size", type=positive_int, default=200, help="message body bytes")
@@ -108,7 +122,8 @@ MODE_FLAGS = {
     "--power-loss": {"kills": 10, "messages": 150, "bug": [], "fsync_delay_ms": None, "transient_store_pool": False},
     "--failover": {"failovers": 10, "failover_bug": [], "settle_timeout_s": 30.0, "slow_member_lag_ms": 0,
                    "pause_member_ms": 0, "max_load_s": 1.0, "dir": None, "peer_secret_file": None, "failover_trace": None,
-                   "controllers": 1, "controller_bug": []},
+                   "controllers": 1, "controller_bug": [], "nemesis": None, "nemesis_interval_s": 3.0,
+                   "duration_s": 60.0, "unavailable_ms": 1000, "report": None},
 }
 
 
@@ -215,6 +230,17 @@ def _power_loss(args: argparse.Namespace) -> int:
 
 def _failover(args: argparse.Namespace) -> int:
     from reference.real.failover_chaos import FailoverChaosOptions, run_failover_chaos
+    from reference.real.nemesis import parse_nemeses
+
+    nemesis = parse_nemeses(args.nemesis) if args.nemesis is not None else ()
+    if not nemesis:
+        for flag in ("nemesis_interval_s", "duration_s", "unavailable_ms", "report"):
+            if getattr(args, flag) != MODE_FLAGS["--failover"][flag]:
+                raise errors.UsageError(f"--{flag.replace('_', '-')}: a flag of --nemesis")
+    elif args.failovers != MODE_FLAGS["--failover"]["failovers"]:
+        raise errors.UsageError("--failovers with --nemesis: the run lasts --duration-s")
+    if args.report is not None and args.report.exists() and not args.report.is_dir():
+        raise errors.UsageError(f"--report {args.report}: exists and is not a directory")
 
     opts = FailoverChaosOptions(failovers=args.failovers, seed=args.seed, producers=args.producers, size=args.size,
                                 max_load_s=max(args.max_load_s, 0.2), directory=args.dir,
@@ -222,9 +248,13 @@ def _failover(args: argparse.Namespace) -> int:
                                 settle_timeout_s=args.settle_timeout_s, slow_member_lag_ms=args.slow_member_lag_ms,
                                 pause_member_ms=args.pause_member_ms, peer_secret_file=args.peer_secret_file,
                                 failover_trace=args.failover_trace, controllers=args.controllers,
-                                controller_bugs=tuple(args.controller_bug),
+                                controller_bugs=tuple(args.controller_bug), nemesis=nemesis,
+                                nemesis_interval_s=args.nemesis_interval_s, duration_s=args.duration_s,
+                                unavailable_ms=args.unavailable_ms, report_dir=args.report,
                                 **({"segment_bytes": args.segment_bytes} if args.segment_bytes else {}))
     console = make_console()
+    if nemesis:
+        return _nemesis(console, args, opts)
     report = _with_progress(console, "failover", opts.failovers, lambda progress: run_failover_chaos(opts, progress))
     out = report.to_json()
     return _summary(console, args, f"ackorder chaos --failover: {opts.failovers} master kills, 3 nodes, "
@@ -237,3 +267,31 @@ def _failover(args: argparse.Namespace) -> int:
                      *(("control_kills", "two_masters", "epochs_back") if opts.controllers > 1 else ()),
                      "live_masters_deposed"),
                     report.valid)
+
+
+def _nemesis(console, args: argparse.Namespace, opts) -> int:
+    from reference.real.failover_chaos import run_failover_chaos
+
+    seconds = int(opts.duration_s)
+    report = _with_progress(console, "nemesis", seconds, lambda progress: run_failover_chaos(opts, progress))
+    out = report.to_json()
+    code = _summary(console, args, f"ackorder chaos --failover --nemesis {','.join(opts.nemesis)}: 3 nodes, one "
+                    "controller, every link through the fault proxy, SYNC_MASTER ALL_IN_SYNC", out,
+                    ("faults", "failovers", "acked", "lost", "corrupt", "diverged", "stuck", "failover_ms_p50",
+                     "failover_ms_p99", "unavailable_windows", "unavailable_max_s", "truncations", "consumed",
+                     "consumed_lost", "read_above_confirm", "consumer_bad_records", "epoch_violations",
+                     "controller_violations", "controller_polls", "member_checks", "checks", "resends",
+                     "seconds", "statuses", *(("trace_steps", "trace_rejected") if args.failover_trace else ())),
+                    report.valid)
+    table = Table(title="per nemesis", title_justify="left")
+    columns = ("faults", "acked", "lost", "failovers", "failover_ms_p50", "failover_ms_p99", "unavailable_windows",
+               "unavailable_max_s", "not_settled")
+    table.add_column("nemesis")
+    for c in columns:
+        table.add_column(c.replace("_", " "), justify="right")
+    for kind, row in out["per_nemesis"].items():
+        table.add_row(kind, *(str(row[c]) for c in columns))
+    console.print(table)
+    if opts.report_dir is not None:
+        console.print(f"report: {opts.report_dir / 'report.md'}, report.html, latency.png")
+    return code

@@ -22,12 +22,13 @@ def _entry(tree: Path | None) -> str:
 
 
 class Broker:
-    def __init__(self, argv: list[str], log_path: Path, tree: Path | None = None, prefix: list[str] = ()) -> None:
+    def __init__(self, argv: list[str], log_path: Path, tree: Path | None = None, prefix: list[str] = (),
+                 env: dict[str, str] | None = None) -> None:
         """``tree``: run the broker from another source tree (a baseline to compare with);
-        ``prefix``: interpreter options before ``-m cli`` (e.g. a profiler)."""
+        ``prefix``: interpreter options before ``-m cli`` (e.g. a profiler); ``env``: added to the environment."""
         self.log_path = log_path
         self._log = open(log_path, "w")
-        env = dict(os.environ, PYTHONPATH=str(tree)) if tree else None
+        env = {**os.environ, **({"PYTHONPATH": str(tree)} if tree else {}), **(env or {})} if tree or env else None
         self.popen = subprocess.Popen([sys.executable, *prefix, "-m", _entry(tree), *argv], stdout=self._log,
                                       stderr=subprocess.STDOUT, text=True, cwd=tree, env=env)
         self.port = self.ha_port = 0

@@ -136,3 +136,34 @@ def check_failover_reach(bugs: tuple[str, ...], slow_member_lag_ms: int, traced:
 # its lease (the paused owner of FAULTS_BEFORE).  The two fence bugs need a stale commit timed
 # between a takeover and the next write: reference/tests/test_controller_cluster.py times one.
 CHAOS_CONTROLLER_BUGS = ("BugNoTakeoverGrace", "BugActAfterLeaseExpired")
+
+
+# --failover --nemesis (reference/real/nemesis_chaos.py): the failover switches a nemesis run is shown
+# to catch, each with the nemesis that reaches it.  The other failover switches and why no nemesis
+# run is shown to reach them: docs/chaos.md ("What the nemeses catch").
+@attrs.frozen
+class NemesisCatch:
+    nemesis: str        # the nemesis the run must have
+    test: str
+
+
+NEMESIS_CATCHES = {
+    # the master, cut from the controller only, proposes to drop the slaves the new master took; the
+    # held proposal lands after the heal and, unfenced, is committed: the deposed master acks alone
+    "BugAlterWithoutFencing": NemesisCatch("isolate-master",
+                                           "test_nemesis_isolating_the_master_catches_an_alter_without_fencing"),
+}
+
+
+def check_nemesis_reach(bugs: tuple[str, ...], nemeses: tuple[str, ...], traced: bool = False) -> None:
+    """ConfigError (exit 2) for a failover switch no nemesis run is shown to catch, or one whose
+    nemesis the run does not have."""
+    for bug in bugs:
+        catch = NEMESIS_CATCHES.get(bug)
+        if catch is None:
+            shown = ", ".join(f"{b} (with --nemesis {c.nemesis})" for b, c in NEMESIS_CATCHES.items())
+            raise ConfigError(f"--failover-bug {bug}: no --nemesis run is shown to reach it (it catches {shown}; "
+                              "docs/chaos.md says why not the others); chaos --failover without --nemesis or "
+                              f"ackorder fuzz --model failover --bug {bug}")
+        if catch.nemesis not in nemeses:
+            raise ConfigError(f"--failover-bug {bug}: caught with --nemesis {catch.nemesis}, which this run lacks")

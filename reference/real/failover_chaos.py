@@ -97,6 +97,13 @@ class FailoverChaosOptions:
     controllers: int = 1        # > 1: that many controllers over a 3-member etcd (`controller --etcd`), and
                                 # each round kills a controller and/or an etcd member (the leader too)
     controller_bugs: tuple[str, ...] = ()   # --controller-bug: the controllers' seeded defect (SHARD_BUG_NAMES)
+    # --nemesis: every link through the fault proxy (reference/real/netfault.py) and, instead of the
+    # kill rounds, a fault of these kinds (reference/real/nemesis.py) every interval for duration_s
+    nemesis: tuple[str, ...] = ()
+    nemesis_interval_s: float = 3.0     # mean load between a heal's checks and the next fault
+    duration_s: float = 60.0
+    unavailable_ms: int = 1_000         # no PUT_OK for longer than this is an unavailability window
+    report_dir: Path | None = None      # --report: report.md, report.html, report.json, latency.png
 
     @property
     def node_shrink_after_ms(self) -> int:
@@ -128,8 +135,26 @@ class FailoverChaosOptions:
             raise ConfigError(f"--slow-member-lag-ms {self.slow_member_lag_ms}: 0..{MAX_HA_LAG_MS}")
         if self.peer_secret_file is not None:
             self.peer_secret          # a file that is missing, open to others or too short: said now
-        check_failover_reach(self.failover_bugs, self.slow_member_lag_ms, self.failover_trace is not None,
-                             self.pause_member_ms)
+        if self.nemesis:
+            from reference.real.chaos_reach import check_nemesis_reach
+            from reference.real.nemesis import NEMESES
+
+            if bad := set(self.nemesis) - set(NEMESES):
+                raise ConfigError(f"--nemesis {', '.join(sorted(bad))}: one of {', '.join(NEMESES)}")
+            if self.controllers > 1 or self.slow_member_lag_ms or self.pause_member_ms:
+                # the etcd members' own links are not behind the proxy yet: a run would claim partitions
+                # of the store it never made
+                raise ConfigError("--nemesis: one controller, without --slow-member-lag-ms or --pause-member-ms "
+                                  "(the etcd links of --controllers are not behind the fault proxy)")
+            if not 1 <= self.duration_s <= 7 * 86_400 or not 0.2 <= self.nemesis_interval_s <= 600:
+                raise ConfigError(f"--duration-s {self.duration_s:g} (1..604800) and --nemesis-interval-s "
+                                  f"{self.nemesis_interval_s:g} (0.2..600)")
+            if not 100 <= self.unavailable_ms <= 600_000:
+                raise ConfigError(f"--unavailable-ms {self.unavailable_ms}: 100..600000")
+            check_nemesis_reach(self.failover_bugs, self.nemesis, self.failover_trace is not None)
+        else:
+            check_failover_reach(self.failover_bugs, self.slow_member_lag_ms, self.failover_trace is not None,
+                                 self.pause_member_ms)
         if self.slow_member_lag_ms and self.failovers != 1:
             # once the slow member is master no link is slow; and killed as master it would restart
             # as a lagging slave that never holds every acknowledged message under load (the
@@ -264,6 +289,9 @@ class Cluster:
         self.etcd = None
         self.controllers: dict[int, Broker] = {}
         self.controller_incarnations = [0] * opts.controllers
+        self.net = None
+        if opts.nemesis:
+            self._network()
         if opts.controllers > 1:
             from reference.real.etcd_cluster import EtcdCluster, EtcdClusterError
             try:
@@ -274,12 +302,7 @@ class Cluster:
             for c in range(opts.controllers):
                 self.start_controller(c)
         else:
-            self.controllers[0] = self._spawn("controller", ["controller", "--port", str(self.controller_port),
-                                                             "--dir", str(work / "controller"),
-                                                             "--controller-broker-heartbeat-timeout-ms",
-                                                             str(opts.controller_heartbeat_timeout_ms),
-                                                             *self._secret_flag(), *self._trace_flag("controller")],
-                                              r"listening host=\S+ port=\d+")
+            self.start_single_controller()
         self.nodes: dict[int, Broker] = {}
         for i in range(1, NODES + 1):
             self.start_node(i)
@@ -287,6 +310,59 @@ class Cluster:
     @property
     def controller(self) -> Broker:
         return self.controllers[0]
+
+    def start_single_controller(self) -> None:
+        """The one controller, on its directory (its file store): started again after a kill."""
+        from reference.failover.controller import CONTROLLER_BUG_NAMES
+
+        opts = self.opts
+        self.controller_incarnations[0] += 1
+        label = "controller" if self.controller_incarnations[0] == 1 else \
+            f"controller-{self.controller_incarnations[0]:03d}"
+        trace = self._trace_flag("controller" if self.controller_incarnations[0] == 1 else label)
+        self.controllers[0] = self._spawn(label, ["controller", "--port", str(self.controller_port),
+                                                  "--dir", str(self.work / "controller"),
+                                                  "--controller-broker-heartbeat-timeout-ms",
+                                                  str(opts.controller_heartbeat_timeout_ms),
+                                                  *self._secret_flag(), *trace,
+                                                  *(f for b in opts.failover_bugs if b in CONTROLLER_BUG_NAMES
+                                                    for f in ("--bug", b))],
+                                          r"listening host=\S+ port=\d+")
+
+    def _network(self) -> None:
+        """--nemesis: the proxy with a link for every (caller, callee) of the run (reference/real/netfault.py)."""
+        from reference.real.netfault import Link, NetFault
+        from reference.real.nemesis import CLIENT, CONTROLLER
+
+        local = "127.0.0.1"
+        links = [Link(CLIENT, CONTROLLER, (local, self.controller_port))]
+        for i, (port, _ha) in self.node_ports.items():
+            links += [Link(f"b{i}", CONTROLLER, (local, self.controller_port)), Link(CLIENT, f"b{i}", (local, port))]
+            links += [Link(f"b{i}", f"b{j}", (local, ha)) for j, (_p, ha) in self.node_ports.items() if j != i]
+        try:
+            self.net = NetFault(links, self.work)
+        except RuntimeError as err:
+            raise ChaosAborted(str(err)) from None
+
+    def routes_of(self, process: str) -> dict:
+        """Where ``process`` reaches each broker's advertised port: its own link of the proxy."""
+        local = "127.0.0.1"
+        if self.net is None:
+            return {}
+        out = {}
+        for j, (port, ha) in self.node_ports.items():
+            if f"b{j}" == process:
+                continue
+            real = (local, port) if process == "client" else (local, ha)
+            out[real] = (local, self.net.port(process, f"b{j}"))
+        return out
+
+    @property
+    def client_controller(self) -> tuple[str, int]:
+        """Where the producers and the consumer reach the controller."""
+        if self.net is None:
+            return ("127.0.0.1", self.controller_port)
+        return ("127.0.0.1", self.net.port("client", "c0"))
 
     def start_controller(self, c: int) -> None:
         """Controller ``c`` over the etcd, its own member first (c mod 3)."""
@@ -389,8 +465,8 @@ class Cluster:
         return replica_info(self.controller_ports if self.etcd is not None else self.controller_port,
                             self.opts.peer_secret)
 
-    def _spawn(self, label: str, argv: list[str], ready: str) -> Broker:
-        proc = Broker(argv, self.work / "logs" / f"{label}.log", tree=TREE)
+    def _spawn(self, label: str, argv: list[str], ready: str, env: dict[str, str] | None = None) -> Broker:
+        proc = Broker(argv, self.work / "logs" / f"{label}.log", tree=TREE, env=env)
         try:
             proc.wait_for(ready)
         except (RuntimeError, TimeoutError) as err:
@@ -407,6 +483,12 @@ class Cluster:
         port, ha_port = self.node_ports[i]
         self.incarnations[i] += 1
         rotated = self.controller_ports[i % len(self.controller_ports):] + self.controller_ports[:i % len(self.controller_ports)]
+        env = None
+        if self.net is not None:          # through the proxy: to the controller and to each other's HA port
+            from reference.real.netroute import ENV, format_routes
+
+            rotated = [self.net.port(f"b{i}", "c0")]
+            env = {ENV: format_routes(self.routes_of(f"b{i}"))}
         argv = ["broker", "node", "--controller", ",".join(f"127.0.0.1:{p}" for p in rotated), "--id", str(i),
                 "--dir", str(self.node_dir(i)), "--port", str(port), "--ha-port", str(ha_port),
                 "--heartbeat-interval-ms", str(opts.node_heartbeat_interval_ms),
@@ -417,7 +499,7 @@ class Cluster:
             argv += ["--failover-bug", bug]
         if opts.slow_member_lag_ms and i != SLOW_MEMBER:
             argv += ["--inject-ha-lag-ms", str(opts.slow_member_lag_ms), "--inject-ha-lag-to", str(SLOW_MEMBER)]
-        self.nodes[i] = self._spawn(f"b{i}-{self.incarnations[i]:03d}", argv, r"node b\d+ serving")
+        self.nodes[i] = self._spawn(f"b{i}-{self.incarnations[i]:03d}", argv, r"node b\d+ serving", env)
 
     def kill(self, i: int) -> None:
         self.nodes[i].popen.kill()
@@ -458,6 +540,8 @@ class Cluster:
             proc.stop()
         if self.etcd is not None:
             self.etcd.stop()
+        if self.net is not None:
+            self.net.close()
         if self.chaos_trace is not None:
             self.chaos_trace.close()
 
@@ -475,6 +559,10 @@ class Cluster:
 
 def run_failover_chaos(opts: FailoverChaosOptions,
                        progress: Callable[[int, str], None] = lambda n, text: None) -> FailoverReport:
+    if opts.nemesis:
+        from reference.real.nemesis_chaos import run_nemesis_chaos
+
+        return run_nemesis_chaos(opts, progress)
     rng = random.Random(opts.seed)
     work = Path(opts.directory) if opts.directory else Path(tempfile.mkdtemp(prefix="ackorder-failover-"))
     if opts.directory and work.exists():
@@ -585,16 +673,7 @@ def run_failover_chaos(opts: FailoverChaosOptions,
             else:
                 _check_rejoined(cluster, report, load)
     finally:
-        if consumer is not None:
-            consumer.stop()
-            report.consumed = len(consumer.consumed)
-            report.read_above_confirm = consumer.above_confirm
-            report.consumer_bad_records = len(consumer.bad_records)
-        if load is not None:
-            load.stop()
-            report.acked = len(load.acked)
-            report.statuses = dict(sorted(load.statuses.items()))
-            report.resends = load.resends
+        stop_clients(report, load, consumer)
         if cluster is not None:
             report.live_masters_deposed = cluster.live_masters_deposed()
             if cluster.etcd is not None:
@@ -616,6 +695,20 @@ def run_failover_chaos(opts: FailoverChaosOptions,
         if not opts.keep and not opts.directory:
             shutil.rmtree(work, ignore_errors=True)
     return report
+
+
+def stop_clients(report: FailoverReport, load: FailoverLoad | None, consumer: FailoverConsumer | None) -> None:
+    """Stop the producers and the consumer, and count what they saw into ``report``."""
+    if consumer is not None:
+        consumer.stop()
+        report.consumed = len(consumer.consumed)
+        report.read_above_confirm = consumer.above_confirm
+        report.consumer_bad_records = len(consumer.bad_records)
+    if load is not None:
+        load.stop()
+        report.acked = len(load.acked)
+        report.statuses = dict(sorted(load.statuses.items()))
+        report.resends = load.resends
 
 
 def unreplicated_tail(directory: Path, segment_size: int, size: int, first_key: int, count: int) -> int:

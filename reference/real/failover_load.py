@@ -24,6 +24,7 @@ from reference.failover.effects import NO_MASTER
 from reference.frames import FrameDecoder, FrameError, Put, Read, ReadReply, Response, encode
 from reference.real.controller_client import ControllerClient, ControllerClientError
 from reference.real.load import Acked, body_for
+from reference.real.netroute import route
 from reference.record import BLANK, END_FILE_MIN_BLANK_LENGTH, HEADER_SIZE, read_head
 from reference.status import PutStatus
 
@@ -38,6 +39,7 @@ class AckedAt:
     acked: Acked
     at_s: float                # time.monotonic() when the PUT_OK came
     broker_id: int             # who answered it
+    latency_ms: float = 0.0    # from the key's first send to its PUT_OK (the retries included)
 
 
 def controller_list(controller) -> tuple[tuple[str, int], ...]:
@@ -68,7 +70,7 @@ async def _master_of(controller, group: str, secret: bytes | None = None) -> tup
     if address is None:
         return None
     host, port, _ha_port = address.rsplit(":", 2)
-    return info["master_id"], (host, int(port))
+    return info["master_id"], route((host, int(port)))       # a chaos run's link to it, if it has one
 
 
 class MasterFinder:
@@ -139,7 +141,7 @@ class FailoverLoad:
         sock: socket.socket | None = None
         decoder = FrameDecoder()
         version, master = self._where(-1)
-        key = self._key()
+        key, key_at = self._key(), time.monotonic()
         tries = 0
         while not self._stop.is_set():
             assert tries < MAX_TRIES_PER_KEY, f"key {key}: {tries} tries"
@@ -167,10 +169,11 @@ class FailoverLoad:
             with self._lock:
                 self.statuses[status] += 1
                 if status == "PUT_OK":
-                    self.acked.append(AckedAt(Acked(key, response.next_offset, self.size), time.monotonic(),
-                                              master[0]))
+                    now = time.monotonic()
+                    self.acked.append(AckedAt(Acked(key, response.next_offset, self.size), now, master[0],
+                                              round((now - key_at) * 1000, 2)))
             if status == "PUT_OK":
-                key, tries = self._key(), 0
+                key, key_at, tries = self._key(), time.monotonic(), 0
                 continue
             with self._lock:
                 self.resends += 1

@@ -175,6 +175,8 @@ class Node:
         self.following: str | None = None         # the master whose HA port a ReplicaRuntime follows
         self.addresses: dict[int, tuple[str, int, int]] = {}
         self.stopping = False
+        self.metadata: dict | None = None         # the controller's last answer the tick accepted
+        self._roles: asyncio.Lock | None = None   # a role change and a SyncStateSet check never interleave
         log(f"node {self.me} (group {opts.group}): log ends at {end}, epochs {list(self.rm.epoch_cache.entries)}")
 
     # ------------------------------------------------------------------ the log on disk
@@ -284,6 +286,9 @@ class Node:
         file is written, and only then does it serve — all in one step of the loop."""
         sss = frozenset(broker_name(b) for b in info["sync_state_set"])
         broker = self.broker
+        # CLOCK_MONOTONIC, shared by the processes of one machine, taken before the role serves: a chaos
+        # run names the epoch each PUT_OK was answered in by the last of these lines before it
+        at_ms = f"at_ms={time.monotonic() * 1000:.1f}"
         if self.rm.role == MASTER and isinstance(self.runtime, MasterRuntime):
             # ChangeToMaster in one step of the master's loop, as the spec's is one action: no put is
             # taken between the log end the new epoch starts at, its entry in the epoch file (fsynced
@@ -295,7 +300,8 @@ class Node:
                 if self.tracer is not None:
                     self.tracer.role_step("ChangeToMaster", epoch=self.rm.master_epoch)
             self.proc.call(reelect)
-            self.log(f"role MASTER epoch {self.rm.master_epoch} (re-elected) from offset {self.rm.log_end_offset}")
+            self.log(f"role MASTER epoch {self.rm.master_epoch} (re-elected) from offset {self.rm.log_end_offset} "
+                     f"{at_ms}")
             return
         opts = self.opts
         mopts = MasterOptions(directory=opts.directory, config=opts.config, replicas=self._others(), host=opts.host,
@@ -335,7 +341,7 @@ class Node:
         self.following = None
         self.log(f"role MASTER epoch {self.rm.master_epoch} from offset {self.rm.log_end_offset} "
                  f"({'the log this process holds: no recovery' if taken[0] is not None else 'its files recovered again'}) "
-                 f"sss {sorted(self.rm.sss)} epochs {list(self.rm.epoch_cache.entries)}")
+                 f"sss {sorted(self.rm.sss)} epochs {list(self.rm.epoch_cache.entries)} {at_ms}")
 
     def _become_slave(self, info: dict) -> None:
         """ChangeToSlave: a ReplicaRuntime following the new master, its FollowerCore starting
@@ -358,7 +364,7 @@ class Node:
             if tracer is not None:
                 self.proc.call(tracer.release)
         if self.rm.master_epoch != was:
-            self.log(f"role SLAVE of {master} epoch {self.rm.master_epoch}")
+            self.log(f"role SLAVE of {master} epoch {self.rm.master_epoch} at_ms={time.monotonic() * 1000:.1f}")
 
     def _follow(self) -> None:
         """Start following the master the metadata names, once its address is known."""
@@ -463,7 +469,14 @@ class Node:
                                                                 max_offset=report.max_offset,
                                                                 confirm_offset=report.confirm_offset,
                                                                 address=opts.address), CONTROLLER_CALL_TIMEOUT_S)
-            except (ControllerClientError, asyncio.TimeoutError):
+            except (ControllerClientError, asyncio.TimeoutError) as err:
+                # this task ends here: so must the connection, or the broker stops heartbeating while
+                # its calls still work, and the controller counts it dead for good (a partition that held
+                # the controller's answers past CONTROLLER_CALL_TIMEOUT_S did this: issue 38).  Closed,
+                # the next call fails and the node's loop connects again, with a new heartbeat task.
+                if client.error is None:
+                    self.log(f"heartbeat failed: {type(err).__name__}: {err}; reconnecting")
+                    await client.close()
                 return
             if reply["code"] == CONTROLLER_NOT_LEADER:
                 # several controllers: this one cannot reach the group's owner (or lost its lease);
@@ -497,23 +510,38 @@ class Node:
             self.log(f"controller metadata refused: {problem}")
             return
         self.addresses = addresses
-        change = rm.role_named(broker_name(info["master_id"]) if info["master_id"] != NO_MASTER else None,
-                               info["master_epoch"])
-        if change == MASTER:
-            await asyncio.to_thread(self._become_master, info)
-        elif change == SLAVE:
-            await asyncio.to_thread(self._become_slave, info)
-        if rm.role == MASTER and self.runtime is not None:
-            await self._maintain_sss(client, info)
-        elif rm.role == SLAVE and rm.master_id is not None and self.following is None:
-            await asyncio.to_thread(self._follow)       # its log's recovery takes a while
+        async with self._roles:
+            self.metadata = info
+            change = rm.role_named(broker_name(info["master_id"]) if info["master_id"] != NO_MASTER else None,
+                                   info["master_epoch"])
+            if change == MASTER:
+                await asyncio.to_thread(self._become_master, info)
+            elif change == SLAVE:
+                await asyncio.to_thread(self._become_slave, info)
+            if rm.role == SLAVE and rm.master_id is not None and self.following is None:
+                await asyncio.to_thread(self._follow)       # its log's recovery takes a while
+
+    async def _sss_checks(self, client: ControllerClient) -> None:
+        """checkSyncStateSetAndDoReport on its own timer, as ReplicasManager schedules it apart from the
+        metadata sync: a master the controller cannot hear still checks its SyncStateSet and sends its
+        proposal (the spec's Shrink/ExpandSyncStateSet need no reachability; only the controller's
+        AlterSyncStateSet does), so a proposal may reach the controller long after it was made."""
+        while client.error is None and not self.stopping:
+            async with self._roles:
+                if self.rm.role == MASTER and self.runtime is not None and self.metadata is not None:
+                    try:
+                        await self._maintain_sss(client, self.metadata)
+                    except (ControllerClientError, asyncio.TimeoutError) as err:
+                        self.log(f"SyncStateSet report failed: {err}")
+            await asyncio.sleep(self.opts.heartbeat_interval_ms / 1000)
 
     async def run(self) -> None:
         opts = self.opts
         controllers = (opts.controller, *opts.other_controllers)
         at = 0
         deadline = time.monotonic() + CONTROLLER_CONNECT_TIMEOUT_S
-        client = heartbeats = None
+        client = heartbeats = sss_checks = None
+        self._roles = asyncio.Lock()
         self._start_loop()
         try:
             while not self.stopping:
@@ -526,7 +554,11 @@ class Node:
                         if reply["code"] != SUCCESS:     # not registered: another controller, or later
                             raise ControllerClientError(f"register answered {reply['code']}: {reply['reason']}")
                         self.log(f"registered with the controller {host}:{port}")
+                        for task in (heartbeats, sss_checks):     # the last connection's, if still running
+                            if task is not None:
+                                task.cancel()
                         heartbeats = asyncio.create_task(self._heartbeats(client))
+                        sss_checks = asyncio.create_task(self._sss_checks(client))
                     except PeerAuthError as err:        # retrying cannot help: the secret is the input's
                         raise ConfigError(f"--peer-secret-file: the controller {host}:{port} refused this node: "
                                           f"{err}") from None
@@ -548,8 +580,9 @@ class Node:
                     at += 1
                 await asyncio.sleep(opts.heartbeat_interval_ms / 1000)
         finally:
-            if heartbeats is not None:
-                heartbeats.cancel()
+            for task in (heartbeats, sss_checks):
+                if task is not None:
+                    task.cancel()
             if client is not None:
                 await client.close()
             self._stop_loop()
@@ -574,6 +607,9 @@ def serve_node(opts: NodeOptions) -> int:
     """`ackorder broker node`: run until SIGTERM or SIGINT."""
     import signal
 
+    from reference.real import netroute
+
+    netroute.load()           # a malformed route map is said now (exit 2), not at the first connection
     _ports_free(opts)
     node = Node(opts, log=lambda m: print(m, flush=True))
     print(f"node {node.me} serving host={opts.host} port={opts.port} ha_port={opts.ha_port}", flush=True)

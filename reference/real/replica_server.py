@@ -27,6 +27,7 @@ from reference.real.disk import FileOps, SegmentStore, take_held
 from reference.real.epochfile import write_epoch_file
 from reference.record import scan_log
 from reference.real.loop import Conn, Loop, RoleLoop, Worker, now_ms
+from reference.real.netroute import route
 from reference.real.peerauth import ClientAuth
 from reference.real.options import ReplicaOptions
 from reference.replica import ReplicaCore
@@ -152,7 +153,7 @@ class ReplicaRuntime:
     def _connect(self) -> None:
         if self.loop.stopping or self.conn is not None or self._connecting is not None:
             return
-        host, port = self.opts.master
+        host, port = route(self.opts.master)      # a chaos run's link to the master, if it has one
         try:
             family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         except OSError as err:

@@ -1,0 +1,349 @@
+"""The nemeses (issue 38): the fault proxy on real sockets, the seeded fault plans, and
+`ackorder chaos --failover --nemesis` on real processes.
+
+* the proxy: a partition holds the bytes both ways and lets them through, in order, at the heal;
+  a one-way rule holds one direction while the other flows; a connection made during a partition
+  waits for the heal; a delay delays; a drop resets; a malformed command is answered and changes
+  nothing;
+* the plans: one seed is one schedule; each nemesis cuts what it says;
+* a short run with partitions loses nothing and its checks ran (make test);
+* it bites: BugAlterWithoutFencing is caught by isolating the master from the controller while the
+  producers and the slaves still reach it;
+* wrong input: exit 2, one line.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cli.tests import zygote
+from reference.real.failover_chaos import TREE
+from reference.real.nemesis import BROKERS, CLIENT, CONTROLLER, DOMAIN, NEMESES, draw, parse_nemeses
+from reference.real.nemesis_chaos import epoch_violations, unavailable_windows
+from reference.real.netfault import Link, NetFault, NetRules
+from reference.real import netroute
+from spec.config import ConfigError
+
+ENV = dict(os.environ, PYTHONPATH=str(TREE))
+
+
+def _cli(*argv: str, timeout_s: float = 240) -> subprocess.CompletedProcess:
+    return zygote.run(list(argv), cwd=TREE, env=ENV, timeout=timeout_s)
+
+
+# ---------------------------------------------------------------------- the proxy on real sockets
+
+class _Echo:
+    """A TCP server on 127.0.0.1 that answers every chunk with the same bytes."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._echo, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _echo(conn: socket.socket) -> None:
+        with conn:
+            try:
+                while data := conn.recv(65536):
+                    conn.sendall(data)
+            except OSError:                  # a reset (the drop test): this echo is done
+                pass
+
+
+@pytest.fixture
+def proxied(tmp_path: Path):
+    echo = _Echo()
+    net = NetFault([Link("a", "b", ("127.0.0.1", echo.port))], tmp_path)
+    yield net
+    net.close()
+    echo.listener.close()
+
+
+def _connect(net: NetFault) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", net.port("a", "b")), timeout=5)
+    sock.settimeout(0.5)
+    return sock
+
+
+def _recv_exactly(sock: socket.socket, n: int, timeout_s: float = 5.0) -> bytes:
+    sock.settimeout(timeout_s)
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        assert chunk, "closed"
+        out += chunk
+    return out
+
+
+def test_a_partition_holds_the_bytes_both_ways_and_the_heal_lets_them_through_in_order(proxied):
+    sock = _connect(proxied)
+    sock.sendall(b"before")
+    assert _recv_exactly(sock, 6) == b"before"
+    proxied.set(NetRules(frozenset({("a", "b"), ("b", "a")})))
+    sock.sendall(b"during-1")
+    sock.sendall(b"during-2")
+    with pytest.raises(socket.timeout):
+        sock.settimeout(0.5)
+        sock.recv(100)
+    stats = proxied.stats()
+    assert stats["held_bytes"] == 0 and stats["connections"] == 1      # held in the kernel: not read
+    proxied.set(NetRules())
+    assert _recv_exactly(sock, 16) == b"during-1during-2"
+    sock.close()
+
+
+def test_one_way_holds_one_direction_while_the_other_flows(proxied):
+    sock = _connect(proxied)
+    proxied.set(NetRules(frozenset({("b", "a")})))     # the echo's answers held, our bytes flow
+    sock.sendall(b"ping")
+    time.sleep(0.3)
+    assert proxied.stats()["bytes"] >= 4               # our bytes reached the echo; its answer waits unread
+    with pytest.raises(socket.timeout):
+        sock.settimeout(0.3)
+        sock.recv(100)
+    proxied.set(NetRules())
+    assert _recv_exactly(sock, 4) == b"ping"
+
+
+def test_a_connection_made_during_a_partition_waits_for_the_heal(proxied):
+    proxied.set(NetRules(frozenset({("a", "b")})))
+    sock = _connect(proxied)
+    sock.sendall(b"hello")
+    time.sleep(0.3)
+    assert proxied.stats()["waiting_connects"] == 1
+    proxied.set(NetRules())
+    assert _recv_exactly(sock, 5) == b"hello"
+
+
+def test_a_delay_delays_each_direction(proxied):
+    sock = _connect(proxied)
+    proxied.set(NetRules(delay_ms=(("a", "b", 150), ("b", "a", 150))))
+    started = time.monotonic()
+    sock.sendall(b"x")
+    assert _recv_exactly(sock, 1) == b"x"
+    assert time.monotonic() - started >= 0.29       # a floor the proxy guarantees, not a speed claim
+
+
+def test_a_drop_resets_the_connection(proxied):
+    sock = _connect(proxied)
+    proxied.set(NetRules(drop_per_mille=(("a", "b", 1000),), seed=1))
+    sock.sendall(b"x")
+    sock.settimeout(5)
+    with pytest.raises((ConnectionResetError, AssertionError)):
+        data = sock.recv(10)
+        assert data, "closed"
+    assert proxied.stats()["resets"] == 1
+
+
+def test_a_malformed_command_is_answered_and_changes_nothing(proxied):
+    sock = _connect(proxied)
+    proxied.popen.stdin.write(b'{"seq": 99, "rules": {"blocked": [["a"]]}}\n{not json\n')
+    proxied.popen.stdin.flush()
+    first, second = (json.loads(proxied.popen.stdout.readline()) for _ in range(2))
+    assert first == {"seq": 99, "ok": False, "error": first["error"]} and "rules.blocked" in first["error"]
+    assert second["ok"] is False and second["seq"] is None
+    sock.sendall(b"still")
+    assert _recv_exactly(sock, 5) == b"still"         # still serving, no rule applied
+
+
+def test_rules_from_json_refuse_what_to_json_never_writes():
+    rules = NetRules(frozenset({("a", "b")}), (("a", "b", 5),), (("b", "a", 10),), 7)
+    assert NetRules.from_json(rules.to_json()) == rules
+    for bad in ([], {"blocked": [["a", "b", "c"]]}, {"delay_ms": [["a", "b", -1]]}, {"delay_ms": [["a", "b", 10**9]]},
+                {"drop_per_mille": [["a", "b", 1001]]}, {"seed": "x"}, {"other": 1}):
+        with pytest.raises(ConfigError):
+            NetRules.from_json(bad)
+
+
+# ---------------------------------------------------------------------- routes
+
+def test_a_route_map_maps_and_a_malformed_one_is_refused():
+    assert netroute.parse("127.0.0.1:5=127.0.0.1:6, h:7=h:8") == {("127.0.0.1", 5): ("127.0.0.1", 6),
+                                                                   ("h", 7): ("h", 8)}
+    for bad in ("127.0.0.1:5", "127.0.0.1:x=127.0.0.1:6", "127.0.0.1:0=127.0.0.1:6", ":5=h:6", "h:٣=h:6"):
+        with pytest.raises(ConfigError, match=netroute.ENV):
+            netroute.parse(bad)
+    netroute.install({("127.0.0.1", 5): ("127.0.0.1", 6)})
+    try:
+        assert netroute.route(("127.0.0.1", 5)) == ("127.0.0.1", 6)
+        assert netroute.route(("127.0.0.1", 7)) == ("127.0.0.1", 7)
+    finally:
+        netroute.install(None)
+
+
+def test_a_node_with_a_malformed_route_map_exits_2_with_one_line(tmp_path: Path):
+    done = subprocess.run([sys.executable, "-m", "cli", "broker", "node", "--controller", "127.0.0.1:1", "--id", "1",
+                           "--dir", str(tmp_path / "b1"), "--port", "1", "--ha-port", "2"],
+                          cwd=TREE, env={**ENV, netroute.ENV: "nonsense"}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and netroute.ENV in done.stderr
+
+
+# ---------------------------------------------------------------------- the plans
+
+def test_one_seed_is_one_schedule_and_each_nemesis_cuts_what_it_says():
+    for seed in range(50):
+        a, b = random.Random(seed), random.Random(seed)
+        kinds = [a.choice(NEMESES) for _ in range(20)]
+        assert [draw(a, k, "b1") for k in kinds] == [draw(b, k, "b1") for k in [b.choice(NEMESES) for _ in range(20)]]
+    rng = random.Random(1)
+    seen = {k: [draw(rng, k, "b2") for _ in range(30)] for k in NEMESES}
+    for f in seen["isolate-master"]:
+        assert f.rules.blocked == frozenset({("b2", CONTROLLER), (CONTROLLER, "b2")})     # nothing else
+    for f in seen["partition"] + seen["bridge"] + seen["one-way"]:
+        assert f.rules.blocked and all(CLIENT not in pair for pair in f.rules.blocked)    # the client reaches all
+        assert all(a in DOMAIN and b in DOMAIN for a, b in f.rules.blocked)
+    for f in seen["bridge"]:
+        bridge = f.what.rsplit("bridged by ", 1)[1]
+        assert all(bridge not in pair for pair in f.rules.blocked)
+    for f in seen["partition"]:
+        assert all((b, a) in f.rules.blocked for a, b in f.rules.blocked)                 # both ways
+    for f in seen["one-way"]:
+        assert not any((b, a) in f.rules.blocked for a, b in f.rules.blocked)             # one way only
+    assert all(f.kill and not f.rules.blocked for f in seen["kill"])
+    assert all(f.pause for f in seen["pause"])
+    assert all(f.rules.delay_ms for f in seen["delay"]) and all(f.rules.drop_per_mille for f in seen["drop"])
+    assert {f.kill[0] for f in seen["kill"]} <= {CONTROLLER, *BROKERS}
+
+
+def test_parse_nemeses():
+    assert parse_nemeses("all") == NEMESES
+    assert parse_nemeses("kill, partition,kill") == ("kill", "partition")
+    for bad in ("", "kill,nope", ","):
+        with pytest.raises(ConfigError, match="--nemesis"):
+            parse_nemeses(bad)
+
+
+def test_unavailability_windows_and_epoch_checks_from_logs(tmp_path: Path):
+    assert unavailable_windows([1.0, 1.5, 4.0, 4.2], 1.0, 0.5, 7.0) == [(1.5, 4.0), (4.2, 7.0)]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "b1-001.log").write_text("role MASTER epoch 1 from offset 0 sss ['b1'] at_ms=1000.0\n"
+                                     "role SLAVE of b2 epoch 2 at_ms=3000.0\n")
+    (logs / "b2-001.log").write_text("role SLAVE of b1 epoch 1 at_ms=1100.0\n"
+                                     "role MASTER epoch 2 from offset 9 sss ['b2'] at_ms=2900.0\n")
+
+    class A:
+        def __init__(self, broker_id, at_s):
+            self.broker_id, self.at_s = broker_id, at_s
+    assert epoch_violations(logs, [A(1, 1.5), A(2, 3.5)]) == []
+    # b1 answering after b2's epoch began, still under its own: two brokers' PUT_OKs in one epoch only if
+    # the lines say so; here b1 still in epoch 1 at 2.95 s: fine.  A third MASTER line of epoch 2 is not.
+    (logs / "b3-001.log").write_text("role MASTER epoch 2 from offset 9 sss ['b3'] at_ms=2950.0\n"
+                                     "role SLAVE of b2 epoch 1 at_ms=4000.0\n")
+    got = epoch_violations(logs, [A(1, 1.5), A(2, 3.5), A(3, 3.6)])
+    assert "b3: epoch 2 then 1" in got and "epoch 2: masters ['b2', 'b3']" in got
+    assert "epoch 2: PUT_OK from ['b2', 'b3']" in got
+
+
+# ---------------------------------------------------------------------- runs on real processes
+
+def _nemesis_run(tmp_path: Path, *flags: str, duration_s: int = 14) -> tuple[subprocess.CompletedProcess, dict]:
+    out, report = tmp_path / "report.json", tmp_path / "report"
+    done = _cli("chaos", "--failover", "--duration-s", str(duration_s), "--nemesis-interval-s", "1",
+                "--settle-timeout-s", "12", "--json", str(out), "--report", str(report), *flags)
+    return done, json.loads(out.read_text()) if out.exists() else {}
+
+
+def test_a_short_partition_run_loses_nothing_and_its_checks_ran(tmp_path: Path):
+    done, report = _nemesis_run(tmp_path, "--nemesis", "partition,isolate-master,one-way", "--seed", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert report["faults"] >= 2 and report["acked"] > 0 and report["lost"] == 0 and report["diverged"] == 0
+    assert report["consumed"] > 0 and report["controller_polls"] > 0 and report["net"]["accepted"] > 0
+    assert report["per_nemesis"] and sum(r["faults"] for r in report["per_nemesis"].values()) == report["faults"]
+    for name in ("report.md", "report.html", "latency.png"):
+        assert (tmp_path / "report" / name).stat().st_size > 0
+
+
+def test_nemesis_isolating_the_master_catches_an_alter_without_fencing(tmp_path: Path):
+    done, report = _nemesis_run(tmp_path, "--nemesis", "isolate-master", "--seed", "1",
+                                "--failover-bug", "BugAlterWithoutFencing", duration_s=30)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert any(v.startswith("SSSContainsMaster") for v in report["controller_violations"]), report
+
+
+def test_the_nemesis_catch_table_names_a_test_that_asserts_exit_1():
+    from reference.real.chaos_reach import NEMESIS_CATCHES, check_nemesis_reach
+    from spec.failover.config import FAILOVER_BUG_NAMES
+
+    here = sys.modules[__name__]
+    for bug, catch in NEMESIS_CATCHES.items():
+        source = inspect.getsource(getattr(here, catch.test))
+        assert bug in source and catch.nemesis in source and "returncode == 1" in source, catch.test
+        check_nemesis_reach((bug,), (catch.nemesis,))
+        with pytest.raises(ConfigError, match="which this run lacks"):
+            check_nemesis_reach((bug,), tuple(n for n in NEMESES if n != catch.nemesis))
+    for bug in set(FAILOVER_BUG_NAMES) - set(NEMESIS_CATCHES):
+        with pytest.raises(ConfigError, match="no --nemesis run is shown to reach"):
+            check_nemesis_reach((bug,), NEMESES)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--nemesis", "bogus"], "--nemesis"),
+    (["--nemesis", "kill", "--failover-bug", "BugNoAllAck"], "no --nemesis run is shown to reach"),
+    (["--nemesis", "kill", "--failover-bug", "BugAlterWithoutFencing"], "isolate-master"),
+    (["--nemesis", "kill", "--controllers", "3"], "one controller"),
+    (["--nemesis", "kill", "--failovers", "3"], "--duration-s"),
+    (["--duration-s", "10"], "a flag of --nemesis"),
+    (["--nemesis", "kill", "--unavailable-ms", "5"], "--unavailable-ms"),
+])
+def test_wrong_nemesis_input_exits_2_with_one_line(argv, needle):
+    done = _cli("chaos", "--failover", *argv, timeout_s=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert needle in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_heartbeat_that_times_out_closes_the_connection_so_the_node_reconnects(tmp_path: Path, monkeypatch):
+    """Found by a one-way nemesis (the controller's answers held past CONTROLLER_CALL_TIMEOUT_S): the
+    heartbeat task ended while the connection stayed up, so the node's calls kept working and it never
+    heartbeated again; the controller counted a live broker dead for good and the group stayed short
+    of its SyncStateSet.  Now a failed heartbeat closes the connection: the node's loop connects again."""
+    import asyncio
+
+    from reference.real import node as node_module
+
+    monkeypatch.setattr(node_module, "CONTROLLER_CALL_TIMEOUT_S", 0.2)
+    lines: list[str] = []
+    from reference.config import StoreConfig
+
+    config = StoreConfig(flush_disk_type="SYNC_FLUSH", broker_role="SYNC_MASTER", ack_policy="ALL_IN_SYNC")
+    node = node_module.Node(node_module.NodeOptions(directory=tmp_path / "b1", controller=("127.0.0.1", 1),
+                                                    broker_id=1, config=config), log=lines.append)
+
+    class HeldController:            # a controller whose answers never come back
+        error = None
+
+        async def heartbeat(self, *args, **kwargs):
+            await asyncio.sleep(3600)
+
+        async def close(self):
+            self.error = "closed"
+
+    client = HeldController()
+    node._start_loop()
+    try:
+        asyncio.run(asyncio.wait_for(node._heartbeats(client), 10))
+    finally:
+        node._stop_loop()
+    assert client.error == "closed", lines
+    assert any(line.startswith("heartbeat failed") for line in lines), lines
