@@ -282,7 +282,7 @@ def _nemesis(console, args: argparse.Namespace, opts) -> int:
                      "consumed_lost", "read_above_confirm", "consumer_bad_records", "epoch_violations",
                      "controller_violations", "controller_polls", "member_checks", "checks", "resends",
                      "seconds", "statuses", *(("trace_steps", "trace_rejected") if args.failover_trace else ())),
-                    report.valid)
+                    report.valid, out["unexercised"])
     table = Table(title="per nemesis", title_justify="left")
     columns = ("faults", "acked", "lost", "failovers", "failover_ms_p50", "failover_ms_p99", "unavailable_windows",
                "unavailable_max_s", "not_settled")

@@ -94,6 +94,13 @@ def main(args: argparse.Namespace) -> int:
     from reference.real.metadata_store import ETCD_BUG_NAMES
     from reference.real.peerauth import load_secret
 
+    from reference.real import netroute
+    from spec.config import ConfigError
+
+    try:
+        netroute.load()       # a malformed route map is said now (exit 2), not at the first forward
+    except ConfigError as err:
+        raise errors.UsageError(str(err)) from None
     if not 0 <= args.port <= 65535:
         raise errors.UsageError(f"--port {args.port}: a port is 0..65535 (0: any free port)")
     if args.dir.exists() and not args.dir.is_dir():

@@ -139,19 +139,29 @@ CHAOS_CONTROLLER_BUGS = ("BugNoTakeoverGrace", "BugActAfterLeaseExpired")
 
 
 # --failover --nemesis (reference/real/nemesis_chaos.py): the failover switches a nemesis run is shown
-# to catch, each with the nemesis that reaches it.  The other failover switches and why no nemesis
-# run is shown to reach them: docs/chaos.md ("What the nemeses catch").
+# to catch, each with the nemeses its test runs and how it fails.  The other failover switches and why
+# no nemesis run is shown to reach them: docs/chaos.md ("What the nemeses catch").
 @attrs.frozen
 class NemesisCatch:
-    nemesis: str        # the nemesis the run must have
-    test: str
+    nemesis: tuple[str, ...]    # the nemeses its test runs (the run must have the first)
+    how: str                    # the check that fails
+    test: str = "test_nemesis_catches_a_failover_switch"
 
 
 NEMESIS_CATCHES = {
-    # the master, cut from the controller only, proposes to drop the slaves the new master took; the
-    # held proposal lands after the heal and, unfenced, is committed: the deposed master acks alone
-    "BugAlterWithoutFencing": NemesisCatch("isolate-master",
+    # the master, cut from the controller only, proposes to drop the slaves the new master took; the held
+    # proposal lands after the heal and, unfenced, is committed: a SyncStateSet without its master
+    "BugAlterWithoutFencing": NemesisCatch(("isolate-master",), "SSSContainsMaster (the controller watch)",
                                            "test_nemesis_isolating_the_master_catches_an_alter_without_fencing"),
+    # the master, cut from its slaves and the controller while producers reach it, acks alone; the new
+    # master lacks those records
+    "BugNoAllAck": NemesisCatch(("partition", "isolate-master"), "lost, and VisibleImpliesReplicated"),
+    # an election that keeps the epoch: no broker takes the role (its epoch is not newer): stuck
+    "BugElectKeepsEpoch": NemesisCatch(("kill", "partition"), "stuck: no master serves after the heal"),
+    # a master cut off but running is never replaced; once the controller counts it dead after a partition
+    # of the controller, nothing elects anyone: stuck (a liveness defect)
+    "BugElectOnlyOnMasterDeath": NemesisCatch(("partition", "isolate-master"),
+                                              "stuck: no master after the heal (liveness)"),
 }
 
 
@@ -161,9 +171,10 @@ def check_nemesis_reach(bugs: tuple[str, ...], nemeses: tuple[str, ...], traced:
     for bug in bugs:
         catch = NEMESIS_CATCHES.get(bug)
         if catch is None:
-            shown = ", ".join(f"{b} (with --nemesis {c.nemesis})" for b, c in NEMESIS_CATCHES.items())
+            shown = ", ".join(f"{b} (with --nemesis {c.nemesis[0]})" for b, c in NEMESIS_CATCHES.items())
             raise ConfigError(f"--failover-bug {bug}: no --nemesis run is shown to reach it (it catches {shown}; "
                               "docs/chaos.md says why not the others); chaos --failover without --nemesis or "
                               f"ackorder fuzz --model failover --bug {bug}")
-        if catch.nemesis not in nemeses:
-            raise ConfigError(f"--failover-bug {bug}: caught with --nemesis {catch.nemesis}, which this run lacks")
+        if catch.nemesis[0] not in nemeses:
+            raise ConfigError(f"--failover-bug {bug}: caught with --nemesis {','.join(catch.nemesis)}, and this run "
+                              f"lacks {catch.nemesis[0]}")

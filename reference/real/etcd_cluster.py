@@ -58,6 +58,11 @@ class Member:
     data_dir: Path
     log_path: Path
     popen: subprocess.Popen | None = None
+    advertised_peer_port: int = 0      # where the other members reach it (a chaos run's proxy); 0: peer_port
+
+    @property
+    def peer_url(self) -> str:
+        return f"http://127.0.0.1:{self.advertised_peer_port or self.peer_port}"
 
     @property
     def endpoint(self) -> str:
@@ -69,11 +74,17 @@ class EtcdCluster:
     members: list[Member]
 
     @classmethod
-    def start(cls, directory: Path, n: int = 3) -> EtcdCluster:
+    def start(cls, directory: Path, n: int = 3, ports: list[int] | None = None,
+              advertised_peer_ports: list[int] | None = None) -> EtcdCluster:
+        """``ports``: each member's client and peer port (2n); ``advertised_peer_ports``: where the
+        members reach each other instead of the peer ports (a chaos run's fault proxy)."""
         etcd_binary()
-        ports = free_ports(2 * n)
+        ports = ports or free_ports(2 * n)
+        assert len(ports) == 2 * n and (advertised_peer_ports is None or len(advertised_peer_ports) == n)
         members = [Member(f"m{i}", ports[2 * i], ports[2 * i + 1], directory / f"m{i}.etcd",
-                          directory / f"m{i}.log") for i in range(n)]
+                          directory / f"m{i}.log",
+                          advertised_peer_port=advertised_peer_ports[i] if advertised_peer_ports else 0)
+                   for i in range(n)]
         cluster = cls(members)
         for m in members:
             cluster.start_member(m)
@@ -88,12 +99,12 @@ class EtcdCluster:
         return [m for m in self.members if m.popen is not None and m.popen.poll() is None]
 
     def start_member(self, m: Member) -> None:
-        initial = ",".join(f"{x.name}=http://127.0.0.1:{x.peer_port}" for x in self.members)
+        initial = ",".join(f"{x.name}={x.peer_url}" for x in self.members)
         cmd = [etcd_binary(), "--name", m.name, "--data-dir", str(m.data_dir),
                "--listen-client-urls", f"http://127.0.0.1:{m.client_port}",
                "--advertise-client-urls", f"http://127.0.0.1:{m.client_port}",
                "--listen-peer-urls", f"http://127.0.0.1:{m.peer_port}",
-               "--initial-advertise-peer-urls", f"http://127.0.0.1:{m.peer_port}",
+               "--initial-advertise-peer-urls", m.peer_url,
                "--initial-cluster", initial, "--initial-cluster-state", "new",
                "--initial-cluster-token", "ackorder-test",
                "--heartbeat-interval", str(HEARTBEAT_INTERVAL_MS), "--election-timeout", str(ELECTION_TIMEOUT_MS)]

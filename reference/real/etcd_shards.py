@@ -30,6 +30,7 @@ import aetcd
 
 from reference.failover import shards as sh
 from reference.real.controller_client import ControllerClient, ControllerClientError
+from reference.real.netroute import route   # a chaos run's link to the owner, if it has one
 from reference.real.etcd_store import EtcdEndpoints
 
 MAX_PEER_CLIENTS = sh.MAX_MEMBERS
@@ -248,7 +249,7 @@ class EtcdShards(EtcdEndpoints):
                     for a in [a for a, p in self.peers.items() if p.error is not None]:
                         del self.peers[a]
                 connecting = self._connecting[address] = asyncio.ensure_future(
-                    asyncio.wait_for(ControllerClient.connect(*sh.split_address(address), self.secret),
+                    asyncio.wait_for(ControllerClient.connect(*route(sh.split_address(address)), self.secret),
                                      FORWARD_TIMEOUT_S))
                 connecting.add_done_callback(lambda f, a=address: self._connected(a, f))
             try:

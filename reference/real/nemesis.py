@@ -2,15 +2,16 @@
 processes, drawn from a seeded random stream, so one seed is one schedule.
 
 The processes are the controller ``c0`` and the brokers ``b1``..``b3`` (the fault domain: a
-partition splits them), and the ``client`` (the producers and the consumer, outside the domain:
+partition splits them; with several controllers, ``c0``..``cN`` and the etcd members ``m0``..``m2``
+too), and the ``client`` (the producers and the consumer, outside the domain:
 a partition never cuts it off, so it still reaches a master the controller has deposed, which is
 the case election protocols are written for; delays and drops reach its links too).
 
 | nemesis | what it does for its window |
 |---|---|
-| kill | SIGKILL a broker (the master one time in two) or the controller; started again at the heal |
+| kill | SIGKILL a process of the domain (the master one time in two); started again at the heal |
 | partition | isolate one process from the domain, or split the domain into two halves |
-| isolate-master | cut the master from the controller only: producers and slaves still reach it |
+| isolate-master | cut the master from the controllers only: producers and slaves still reach it |
 | bridge | two halves and one process that reaches both (Jepsen's bridge) |
 | one-way | one process's bytes to the others held (or theirs to it), the other way open |
 | pause | SIGSTOP a process (the master one time in two), SIGCONT at the heal: a long GC pause |
@@ -65,19 +66,22 @@ def cut(side_a, side_b) -> frozenset[tuple[str, str]]:
     return frozenset((a, b) for a in side_a for b in side_b) | frozenset((b, a) for a in side_a for b in side_b)
 
 
-def _someone(rng: random.Random, master: str | None) -> str:
+def _someone(rng: random.Random, master: str | None, domain: tuple[str, ...]) -> str:
     """The master one time in two (the faults that matter most), else any process of the domain."""
-    pick, coin = rng.choice(DOMAIN), rng.random()
+    pick, coin = rng.choice(domain), rng.random()
     return master if master is not None and coin < 0.5 else pick
 
 
-def draw(rng: random.Random, kind: str, master: str | None) -> Fault:
-    """One fault of ``kind`` while ``master`` (b1..b3, or None) is the master."""
+def draw(rng: random.Random, kind: str, master: str | None, domain: tuple[str, ...] = DOMAIN) -> Fault:
+    """One fault of ``kind`` while ``master`` (b1..b3, or None) is the master.  ``domain``: the processes
+    a partition splits (the controllers c0.., the brokers, and with several controllers the etcd
+    members m0..)."""
     assert kind in NEMESES, kind
     low, high = WINDOW_S[kind]
     window_s = round(rng.uniform(low, high), 2)
-    who = _someone(rng, master)
-    others = [p for p in DOMAIN if p != who]
+    who = _someone(rng, master, domain)
+    others = [p for p in domain if p != who]
+    controllers = [p for p in domain if p.startswith("c")]
     if kind == "kill":
         return Fault(kind, f"kill -9 {who}", window_s, kill=(who,))
     if kind == "pause":
@@ -85,17 +89,18 @@ def draw(rng: random.Random, kind: str, master: str | None) -> Fault:
     if kind == "partition":
         if rng.random() < 0.5:
             return Fault(kind, f"isolate {who}", window_s, NetRules(cut([who], others)))
-        shuffled = list(DOMAIN)
+        shuffled = list(domain)
         rng.shuffle(shuffled)
-        half_a, half_b = sorted(shuffled[:2]), sorted(shuffled[2:])
+        half_a, half_b = sorted(shuffled[:len(domain) // 2]), sorted(shuffled[len(domain) // 2:])
         return Fault(kind, f"{'+'.join(half_a)} | {'+'.join(half_b)}", window_s, NetRules(cut(half_a, half_b)))
     if kind == "isolate-master":
         m = master or rng.choice(BROKERS)
-        return Fault(kind, f"{m} | {CONTROLLER} (the rest connected)", window_s, NetRules(cut([m], [CONTROLLER])))
+        return Fault(kind, f"{m} | {'+'.join(controllers)} (the rest connected)", window_s,
+                     NetRules(cut([m], controllers)))
     if kind == "bridge":
         rest = list(others)
         rng.shuffle(rest)
-        half_a, half_b = sorted(rest[:1]), sorted(rest[1:])
+        half_a, half_b = sorted(rest[:len(rest) // 2]), sorted(rest[len(rest) // 2:])
         return Fault(kind, f"{'+'.join(half_a)} | {'+'.join(half_b)}, bridged by {who}", window_s,
                      NetRules(cut(half_a, half_b)))
     if kind == "one-way":

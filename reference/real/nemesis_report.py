@@ -67,7 +67,7 @@ def markdown(report, out_json: dict, image: str) -> str:
               "| # | nemesis | what | start s | healed s | settled s | master before → after | failover ms |",
               "|---|---|---|---|---|---|---|---|"]
     for f in report.faults[:500]:
-        lines.append(f"| {f.n} | {f.kind} | {f.what} | {f.start_s} | {f.heal_s} | {f.settled_s} | "
+        lines.append(f"| {f.n} | {f.kind} | {f.what.replace('|', chr(92) + '|')} | {f.start_s} | {f.heal_s} | {f.settled_s} | "
                      f"b{f.master_before} → b{f.master_after} | {f.failover_ms if f.failover else ''} |")
     for title, items in (("Epoch violations", report.epoch_violations),
                          ("Controller violations", report.controller_violations)):

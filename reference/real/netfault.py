@@ -10,8 +10,10 @@ The rules (``NetRules``), per direction (a, b) of every connection between a and
 
 * ``blocked``: the bytes a sends b are held: not read from a's socket (a's kernel buffer fills,
   then its writes block, as behind a dead route), and a connection a opens to b, or b to a, is
-  accepted but joined to its destination only once the route is back both ways (a SYN or its
-  SYN-ACK lost: the caller's own timeout decides).  Healing lets the held bytes through, in order;
+  accepted (the kernel completes the handshake) but joined to its destination only once the route
+  is back both ways; one that waited WAIT_CONNECT_S is reset, and one whose caller closed it is
+  dropped, never delivered late (a connect whose SYN was lost fails).  Healing lets the held bytes
+  of established connections through, in order;
 * ``delay_ms``: each chunk from a to b leaves that much later (order kept);
 * ``drop_per_mille``: each chunk from a to b resets its connection with that chance (a lossy
   link whose connections die: RST both ends).
@@ -49,16 +51,28 @@ MAX_HELD_BYTES = 8 << 20        # per direction of a connection: past it the pro
 MAX_CONNECTIONS = 2048          # past it an accepted connection is closed at once, with a log line
 MAX_DELAY_MS = 10_000
 MAX_LINKS = 256
-CONNECT_TIMEOUT_S = 2.0
+CONNECT_TIMEOUT_S = 0.5          # to a destination on loopback: only a full accept queue makes it wait
+WAIT_CONNECT_S = 3.0             # a connection made during a block gives up after this (its SYN retries)
+TCP_CLOSE_WAIT = 8               # Linux's tcp_info state: the caller closed while it waited
 MAX_COMMAND_BYTES = 1 << 20
+ASK_TIMEOUT_S = 10.0
 
 
 def link_name(src: str, dst: str) -> str:
     return f"{src}>{dst}"
 
 
+ANY = "*"                       # a link whose sender each connection names (etcd's peer port)
+MAX_HEAD_BYTES = 16 * 1024      # what is read of such a connection to find its sender
+UNKNOWN = "?"
+
+
 @attrs.frozen
 class Link:
+    """src reaches dst through this link's port.  ``src == ANY``: one port for every sender, each
+    connection's sender named by its first HTTP request's ``X-PeerURLs`` header (etcd's rafthttp
+    sets it to the sender's advertised peer URL, which is the port of the proxy's ANY link to the
+    sender); a connection without it is from UNKNOWN (etcd's probes)."""
     src: str
     dst: str
     target: tuple[str, int]
@@ -66,6 +80,25 @@ class Link:
     @property
     def name(self) -> str:
         return link_name(self.src, self.dst)
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    try:
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] == TCP_CLOSE_WAIT
+    except OSError:
+        return True
+
+
+def sender_of(head: bytes, peers: dict[int, str]) -> str:
+    """The member an HTTP request head comes from (its X-PeerURLs header), or UNKNOWN."""
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"x-peerurls":
+            url = value.strip().split(b",")[0]
+            port = url.rsplit(b":", 1)[-1].rstrip(b"/")
+            if port.isdigit() and int(port) in peers:
+                return peers[int(port)]
+    return UNKNOWN
 
 
 @attrs.frozen
@@ -139,6 +172,9 @@ class _Pipe:
 class _Conn:
     def __init__(self, link: Link, client: socket.socket) -> None:
         self.link, self.client = link, client
+        self.accepted_at = time.monotonic()
+        self.src = None if link.src == ANY else link.src     # ANY: known once its head is read
+        self.head = b""
         self.upstream: socket.socket | None = None
         self.pipes: list[_Pipe] = []
         self.closed = False
@@ -158,12 +194,15 @@ class Proxy:
         self.seq = itertools.count()
         self._events: dict[socket.socket, int] = {}     # what each connection socket is registered for
         self._owner: dict[socket.socket, _Conn] = {}
-        self.stats = {"accepted": 0, "refused": 0, "resets": 0, "held_connects": 0, "bytes": 0}
+        self.stats = {"accepted": 0, "refused": 0, "resets": 0, "held_connects": 0, "expired_connects": 0,
+                      "bytes": 0, "accept_errors": 0}
         for link in links:
             listener = socket.create_server(("127.0.0.1", 0), backlog=256)
             listener.setblocking(False)
             self.sel.register(listener, selectors.EVENT_READ, link)
             self.ports[link.name] = listener.getsockname()[1]
+        # an etcd member advertises its ANY link's port as its peer URL: that port names it
+        self.senders = {self.ports[k.name]: k.dst for k in links if k.src == ANY}
 
     # ------------------------------------------------------------------ rules
 
@@ -187,7 +226,13 @@ class Proxy:
     def _accept(self, listener: socket.socket, link: Link) -> None:
         try:
             client, _ = listener.accept()
-        except OSError:
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as err:          # out of descriptors: the queue stays; do not spin on it
+            self.stats["accept_errors"] += 1
+            if self.stats["accept_errors"] % 1000 == 1:
+                self.log(f"link {link.name}: accept failed: {err}")
+            time.sleep(0.01)
             return
         if len(self.conns) >= MAX_CONNECTIONS:
             self.stats["refused"] += 1
@@ -198,14 +243,43 @@ class Proxy:
         client.setblocking(False)
         conn = _Conn(link, client)
         self.conns.append(conn)
-        if self.blocked(link.src, link.dst) or self.blocked(link.dst, link.src):
+        if conn.src is None:
+            self._owner[client] = conn
+            self._events[client] = selectors.EVENT_READ
+            self.sel.register(client, selectors.EVENT_READ, conn)     # read its head first: who sends
+            return
+        if self.blocked(conn.src, link.dst) or self.blocked(link.dst, conn.src):
+            self.stats["held_connects"] += 1
+        self._join(conn)
+
+    def _sniff(self, conn: _Conn) -> None:
+        try:
+            data = conn.client.recv(MAX_HEAD_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._close(conn, reset=False)
+            return
+        conn.head += data
+        if b"\r\n\r\n" not in conn.head and len(conn.head) < MAX_HEAD_BYTES:
+            return
+        conn.src = sender_of(conn.head.split(b"\r\n\r\n")[0], self.senders)
+        self._events.pop(conn.client, None)
+        self.sel.unregister(conn.client)
+        self._owner.pop(conn.client, None)
+        if self.blocked(conn.src, conn.link.dst) or self.blocked(conn.link.dst, conn.src):
             self.stats["held_connects"] += 1
         self._join(conn)
 
     def _join(self, conn: _Conn) -> None:
         """Connect to the destination once the route works both ways (until then the caller waits)."""
-        link = conn.link
-        if conn.closed or self.blocked(link.src, link.dst) or self.blocked(link.dst, link.src):
+        link, src = conn.link, conn.src
+        if conn.closed or src is None or self.blocked(src, link.dst) or self.blocked(link.dst, src):
+            return
+        if _closed_by_peer(conn.client):
+            self._close(conn, reset=False)       # its caller gave up while it waited: nothing to deliver
             return
         try:
             upstream = socket.create_connection(link.target, timeout=CONNECT_TIMEOUT_S)
@@ -217,8 +291,11 @@ class Proxy:
             s.setblocking(False)
             self._owner[s] = conn
         conn.upstream = upstream
-        conn.pipes = [_Pipe(conn, conn.client, upstream, link.src, link.dst),
-                      _Pipe(conn, upstream, conn.client, link.dst, link.src)]
+        conn.pipes = [_Pipe(conn, conn.client, upstream, src, link.dst),
+                      _Pipe(conn, upstream, conn.client, link.dst, src)]
+        if conn.head:                        # what was read to name the sender goes first
+            conn.pipes[0].out += conn.head
+            conn.head = b""
         self._interest(conn.client)
         self._interest(upstream)
 
@@ -249,11 +326,11 @@ class Proxy:
     def _interest(self, sock: socket.socket) -> None:
         """Read what may flow, write what waits: a blocked direction is neither read nor written."""
         conn = self._owner.get(sock)
-        if conn is None or conn.closed:
+        if conn is None or conn.closed or not conn.pipes:
             return
         src, dst = self._pipe_from(conn, sock), self._pipe_to(conn, sock)
         events = 0
-        if not src.eof_read and src.held < MAX_HELD_BYTES and not self.blocked(src.frm, src.to):
+        if not src.eof_read and src.held + len(src.out) < MAX_HELD_BYTES and not self.blocked(src.frm, src.to):
             events |= selectors.EVENT_READ
         if dst.out and not self.blocked(dst.frm, dst.to):
             events |= selectors.EVENT_WRITE
@@ -339,6 +416,9 @@ class Proxy:
                 conn = key.data
                 if conn.closed:
                     continue
+                if not conn.pipes:
+                    self._sniff(conn)
+                    continue
                 if events & selectors.EVENT_WRITE:
                     self._flush(self._pipe_to(conn, key.fileobj))
                 if events & selectors.EVENT_READ and not conn.closed:
@@ -349,6 +429,10 @@ class Proxy:
         while self.timers and self.timers[0][0] <= now:
             _, _, pipe = heapq.heappop(self.timers)
             self._flush(pipe)
+        for conn in [c for c in self.conns if c.upstream is None and now - c.accepted_at > WAIT_CONNECT_S]:
+            # a connect during a partition fails after the caller's SYN retries, never delivers late
+            self.stats["expired_connects"] += 1
+            self._close(conn, reset=True)
         return other
 
     def held(self) -> dict:
@@ -372,6 +456,12 @@ def _command(proxy: Proxy, line: bytes) -> dict:
 
 
 def serve(links: list[Link]) -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 2 * MAX_CONNECTIONS + MAX_LINKS + 64          # two sockets a connection, a listener a link
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
     proxy = Proxy(links)
     stdin = sys.stdin.buffer.raw
     os.set_blocking(stdin.fileno(), False)
@@ -421,7 +511,8 @@ class NetFault:
         self.rules = NetRules()
 
     def port(self, src: str, dst: str) -> int:
-        return self.ports[link_name(src, dst)]
+        """Where src connects to reach dst (an ANY link: every sender's port to dst)."""
+        return self.ports.get(link_name(src, dst)) or self.ports[link_name(ANY, dst)]
 
     def set(self, rules: NetRules) -> dict:
         self.rules = rules
@@ -431,9 +522,14 @@ class NetFault:
         return self.ask({})
 
     def ask(self, command: dict) -> dict:
+        import select
+
         self._seq += 1
         self.popen.stdin.write(json.dumps({"seq": self._seq, **command}).encode() + b"\n")
         self.popen.stdin.flush()
+        ready, _, _ = select.select([self.popen.stdout], [], [], ASK_TIMEOUT_S)
+        if not ready:
+            raise RuntimeError(f"the network proxy did not answer within {ASK_TIMEOUT_S:g} s")
         reply = json.loads(self.popen.stdout.readline() or b"{}")
         if reply.get("seq") != self._seq or not reply.get("ok"):
             raise RuntimeError(f"the network proxy answered {reply}")

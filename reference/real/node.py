@@ -434,22 +434,33 @@ class Node:
                         tracer.role_step(e.action, member=e.member)
                 return out
             return step
-        self._on_master_loop(traced(lambda: broker.master_sync_state_set(master_of(info), info["master_epoch"],
-                                                                         names(info), info["sss_epoch"])))
-        now_ms = int(time.monotonic() * 1000)
-
-        for e in self._on_master_loop(traced(lambda: broker.master_check_sync_state_set(now_ms))):
+        # the core's steps under the role lock, the controller's calls outside it: a demotion never
+        # waits on a proposal's answer (a partition may hold it for a call timeout)
+        async with self._roles:
+            if rm.role != MASTER or self.runtime is None:
+                return
+            self._on_master_loop(traced(lambda: broker.master_sync_state_set(master_of(info), info["master_epoch"],
+                                                                             names(info), info["sss_epoch"])))
+            now_ms = int(time.monotonic() * 1000)
+            proposals = self._on_master_loop(traced(lambda: broker.master_check_sync_state_set(now_ms)))
+            epochs = rm.master_epoch, rm.sss_epoch
+        for e in proposals:
             assert isinstance(e, bfx.ProposeSyncStateSet), e
-            reply = await asyncio.wait_for(client.alter(opts.group, opts.broker_id, rm.master_epoch, rm.sss_epoch,
+            reply = await asyncio.wait_for(client.alter(opts.group, opts.broker_id, epochs[0], epochs[1],
                                                         {broker_id_of(n) for n in e.sss}), CONTROLLER_CALL_TIMEOUT_S)
             accepted = reply["code"] == SUCCESS and reply["info"] is not None
             now = reply["info"] if accepted else \
                 (await asyncio.wait_for(client.get_replica_info(opts.group), CONTROLLER_CALL_TIMEOUT_S))["info"]
             if now is None:
                 continue
-            self._on_master_loop(traced(lambda: broker.master_alter_answered(accepted, master_of(now),
-                                                                             now["master_epoch"], names(now),
-                                                                             now["sss_epoch"])))
+            async with self._roles:
+                if rm.role != MASTER or self.runtime is None or rm.master_epoch != epochs[0]:
+                    self.log(f"AlterSyncStateSet {sorted(e.sss)} answered {reply['code']} after a role change: "
+                             "left to the next metadata sync")
+                    return
+                self._on_master_loop(traced(lambda: broker.master_alter_answered(accepted, master_of(now),
+                                                                                 now["master_epoch"], names(now),
+                                                                                 now["sss_epoch"])))
             self.log(f"{e.action} {e.member}: SyncStateSet {sorted(rm.sss)} (sssEpoch {rm.sss_epoch})" if accepted else
                      f"AlterSyncStateSet {sorted(e.sss)} ({e.action} {e.member}) refused: {reply['code']} "
                      f"{reply.get('reason')}")
@@ -465,6 +476,9 @@ class Node:
                 # read on the loop thread, where the cores change: one consistent report
                 report = await asyncio.wait_for(asyncio.wrap_future(self.proc.submit(self.broker.heartbeat_report)),
                                                 CONTROLLER_CALL_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                continue          # our own loop busy (a role change): the controller connection is fine
+            try:
                 reply = await asyncio.wait_for(client.heartbeat(opts.group, opts.broker_id, epoch=report.epoch,
                                                                 max_offset=report.max_offset,
                                                                 confirm_offset=report.confirm_offset,
@@ -527,12 +541,11 @@ class Node:
         proposal (the spec's Shrink/ExpandSyncStateSet need no reachability; only the controller's
         AlterSyncStateSet does), so a proposal may reach the controller long after it was made."""
         while client.error is None and not self.stopping:
-            async with self._roles:
-                if self.rm.role == MASTER and self.runtime is not None and self.metadata is not None:
-                    try:
-                        await self._maintain_sss(client, self.metadata)
-                    except (ControllerClientError, asyncio.TimeoutError) as err:
-                        self.log(f"SyncStateSet report failed: {err}")
+            if self.metadata is not None:
+                try:
+                    await self._maintain_sss(client, self.metadata)
+                except (ControllerClientError, asyncio.TimeoutError) as err:
+                    self.log(f"SyncStateSet report failed: {type(err).__name__}: {err}")
             await asyncio.sleep(self.opts.heartbeat_interval_ms / 1000)
 
     async def run(self) -> None:
@@ -571,6 +584,9 @@ class Node:
                             raise OSError(f"controller {host}:{port}: {err}") from None
                         await asyncio.sleep(opts.heartbeat_interval_ms / 1000 / len(controllers))
                         continue
+                for task in (heartbeats, sss_checks):
+                    if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
+                        raise task.exception()     # a core's assertion in a timer task stops the node, as in _tick
                 try:
                     await self._tick(client)
                 except (ControllerClientError, asyncio.TimeoutError) as err:
