@@ -23,6 +23,7 @@ SLOW_TESTS = (
     # 2026-11-29, issue 38: the nemesis catch (30 s of real processes); `make test` keeps the short partition
     # run, and BugAlterWithoutFencing keeps its TLC, twin, z3 and fuzz catches there
     "reference/tests/test_nemesis.py::test_nemesis_isolating_the_master_catches_an_alter_without_fencing",
+    "reference/tests/test_nemesis.py::test_a_partition_run_over_three_controllers_and_etcd_loses_nothing",
     "reference/tests/test_nemesis.py::test_nemesis_catches_a_failover_switch[BugNoAllAck]",
     "reference/tests/test_nemesis.py::test_nemesis_catches_a_failover_switch[BugElectKeepsEpoch]",
     "reference/tests/test_nemesis.py::test_nemesis_catches_a_failover_switch[BugElectOnlyOnMasterDeath]",

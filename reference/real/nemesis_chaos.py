@@ -87,6 +87,7 @@ class NemesisReport(FailoverReport):
     unavailable: list[tuple[float, float]] = attrs.Factory(list)      # (from_s, to_s) run-relative
     latency: list[tuple[float, float, int]] = attrs.Factory(list)    # (at_s, latency_ms, broker) per PUT_OK
     net_stats: dict = attrs.Factory(dict)
+    domain: tuple[str, ...] = ()     # the processes the nemeses partition, pause and kill
 
     @property
     def unexercised(self) -> str | None:
@@ -143,7 +144,8 @@ class NemesisReport(FailoverReport):
                     "member_checks": self.member_checks, "checks": self.checks,
                     "unexercised": self.unexercised,
                     "per_nemesis": self.per_nemesis(),
-                    "fault_log": [attrs.asdict(f) for f in self.faults[:2000]], "net": self.net_stats})
+                    "fault_log": [attrs.asdict(f) for f in self.faults[:2000]], "net": self.net_stats,
+                    "domain": list(self.domain)})
         out.pop("rounds", None)
         return out
 
@@ -246,6 +248,7 @@ def run_nemesis_chaos(opts: FailoverChaosOptions,
     load_stopped = None
     try:
         cluster = Cluster(work, opts)
+        report.domain = cluster.domain
         netroute.install(cluster.routes_of("client"))
         progress(0, "waiting for the first SyncStateSet")
         if cluster.settled() is None:

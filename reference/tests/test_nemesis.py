@@ -361,6 +361,17 @@ def test_a_short_partition_run_loses_nothing_and_its_checks_ran(tmp_path: Path):
         assert (tmp_path / "report" / name).stat().st_size > 0
 
 
+def test_a_partition_run_over_three_controllers_and_etcd_loses_nothing(tmp_path: Path):
+    """The etcd members and the controllers in the domain: their links (etcd's peer links named by
+    X-PeerURLs) through the proxy; seed 3 first isolates an etcd member, then splits the domain in halves."""
+    done, report = _nemesis_run(tmp_path, "--nemesis", "partition", "--controllers", "3", "--seed", "3",
+                                duration_s=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {"m0", "m1", "m2", "c0", "c1", "c2"} <= set(report["domain"])
+    assert any(p in f["what"] for f in report["fault_log"] for p in ("m0", "m1", "m2")), report["fault_log"]
+    assert report["lost"] == 0 and report["diverged"] == 0 and report["unexercised"] is None
+
+
 def test_nemesis_isolating_the_master_catches_an_alter_without_fencing(tmp_path: Path):
     done, report = _nemesis_run(tmp_path, "--nemesis", "isolate-master", "--seed", "1",
                                 "--failover-bug", "BugAlterWithoutFencing", duration_s=30)
