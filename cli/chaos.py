@@ -275,12 +275,14 @@ def _nemesis(console, args: argparse.Namespace, opts) -> int:
     seconds = int(opts.duration_s)
     report = _with_progress(console, "nemesis", seconds, lambda progress: run_failover_chaos(opts, progress))
     out = report.to_json()
-    code = _summary(console, args, f"ackorder chaos --failover --nemesis {','.join(opts.nemesis)}: 3 nodes, one "
-                    "controller, every link through the fault proxy, SYNC_MASTER ALL_IN_SYNC", out,
+    control = "one controller" if opts.controllers == 1 else f"{opts.controllers} controllers over a 3-member etcd"
+    code = _summary(console, args, f"ackorder chaos --failover --nemesis {','.join(opts.nemesis)}: 3 nodes, {control}, "
+                    "every link through the fault proxy, SYNC_MASTER ALL_IN_SYNC", out,
                     ("faults", "failovers", "acked", "lost", "corrupt", "diverged", "stuck", "failover_ms_p50",
                      "failover_ms_p99", "unavailable_windows", "unavailable_max_s", "truncations", "consumed",
                      "consumed_lost", "read_above_confirm", "consumer_bad_records", "epoch_violations",
-                     "controller_violations", "controller_polls", "member_checks", "checks", "resends",
+                     "controller_violations", "controller_polls", "member_checks", "checks",
+                     *(("two_masters", "epochs_back") if opts.controllers > 1 else ()), "resends",
                      "seconds", "statuses", *(("trace_steps", "trace_rejected") if args.failover_trace else ())),
                     report.valid, out["unexercised"])
     table = Table(title="per nemesis", title_justify="left")

@@ -387,9 +387,10 @@ class Cluster:
         if self.net is None:
             return {}
         out = {}
-        if process.startswith("c"):
-            return {(local, port): (local, self.net.port(process, f"c{c}"))
-                    for c, port in enumerate(self.controller_ports) if f"c{c}" != process}
+        controllers = [f"c{c}" for c in range(len(self.controller_ports))]
+        if process in controllers:        # ("client" starts with a c too: an exact name, not a prefix)
+            return {(local, port): (local, self.net.port(process, name))
+                    for name, port in zip(controllers, self.controller_ports) if name != process}
         for j, (port, ha) in self.node_ports.items():
             if f"b{j}" == process:
                 continue

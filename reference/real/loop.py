@@ -110,10 +110,18 @@ def submit(loop, fn: Callable[[], object]) -> concurrent.futures.Future:
     fut: concurrent.futures.Future = concurrent.futures.Future()
 
     def run() -> None:
+        # a caller that stopped waiting may have cancelled it (asyncio.wait_for over wrap_future): then it
+        # is not run, and nothing answers it; answering a cancelled future raises InvalidStateError on the
+        # loop thread, which stopped a node's loop for good (issue 38: a pause made a heartbeat's report
+        # wait past its timeout)
+        if not fut.set_running_or_notify_cancel():
+            return
         try:
-            fut.set_result(fn())
+            result = fn()
         except BaseException as err:        # handed to the caller, re-raised there
             fut.set_exception(err)
+            return
+        fut.set_result(result)
     loop.call_soon(run)
     return fut
 

@@ -94,7 +94,8 @@ def draw(rng: random.Random, kind: str, master: str | None, domain: tuple[str, .
         half_a, half_b = sorted(shuffled[:len(domain) // 2]), sorted(shuffled[len(domain) // 2:])
         return Fault(kind, f"{'+'.join(half_a)} | {'+'.join(half_b)}", window_s, NetRules(cut(half_a, half_b)))
     if kind == "isolate-master":
-        m = master or rng.choice(BROKERS)
+        alternative = rng.choice(BROKERS)        # drawn always: the seed's later draws never depend on it
+        m = master or alternative
         return Fault(kind, f"{m} | {'+'.join(controllers)} (the rest connected)", window_s,
                      NetRules(cut([m], controllers)))
     if kind == "bridge":

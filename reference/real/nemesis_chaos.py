@@ -282,7 +282,8 @@ def run_nemesis_chaos(opts: FailoverChaosOptions,
             _check_after_heal(cluster, load, consumer, report, record, sampler)
             if report.lost or report.corrupt or report.diverged or report.consumed_lost or watch.violations:
                 break
-        if report.faults and not report.stuck and not (report.lost or report.diverged or report.consumed_lost):
+        if report.faults and not report.stuck and not (report.lost or report.corrupt or report.diverged
+                                                       or report.consumed_lost or watch.violations):
             progress(int(time.monotonic() - started), "the last check: every PUT_OK on every member")
             load.stop()
             load_stopped = time.monotonic() - started
@@ -309,11 +310,16 @@ def run_nemesis_chaos(opts: FailoverChaosOptions,
                 except (RuntimeError, OSError, ValueError) as err:
                     report.net_stats = {"error": str(err)}
             final_master = (cluster.info() or {}).get("master_id")
+            if cluster.etcd is not None:          # the store's own history: two masters in an epoch, epochs back
+                try:
+                    report.two_masters, report.epochs_back = cluster.master_epochs()
+                except Exception as err:       # noqa: BLE001 — an unreadable history is a failed check, not a pass
+                    report.two_masters = [f"etcd's history not read: {type(err).__name__}: {err}"]
             cluster.stop()
             report.truncations = cluster.truncations()
             if load is not None:
                 report.epoch_violations = epoch_violations(work / "logs", load.acked)
-                if final_master:
+                if final_master and not (report.lost or report.corrupt):     # a loss is its own finding
                     report.epoch_violations += answered_outside_its_epoch(
                         load.acked, cluster.node_dir(final_master) / "epochfile", role_lines(work / "logs"))
             if opts.failover_trace is not None and report.faults:

@@ -53,7 +53,7 @@ MAX_DELAY_MS = 10_000
 MAX_LINKS = 256
 CONNECT_TIMEOUT_S = 0.5          # to a destination on loopback: only a full accept queue makes it wait
 WAIT_CONNECT_S = 3.0             # a connection made during a block gives up after this (its SYN retries)
-TCP_CLOSE_WAIT = 8               # Linux's tcp_info state: the caller closed while it waited
+CALLER_GONE = frozenset({7, 8, 9, 11})   # Linux's tcp_info states CLOSE, CLOSE_WAIT, LAST_ACK, CLOSING
 MAX_COMMAND_BYTES = 1 << 20
 ASK_TIMEOUT_S = 10.0
 
@@ -72,7 +72,9 @@ class Link:
     """src reaches dst through this link's port.  ``src == ANY``: one port for every sender, each
     connection's sender named by its first HTTP request's ``X-PeerURLs`` header (etcd's rafthttp
     sets it to the sender's advertised peer URL, which is the port of the proxy's ANY link to the
-    sender); a connection without it is from UNKNOWN (etcd's probes)."""
+    sender on its raft stream, pipeline and snapshot requests); a connection without it is from UNKNOWN
+    and no rule reaches it: etcd's probes, and a follower forwarding its clients' lease keep-alives to
+    the leader (leasehttp), so an isolated member keeps renewing leases until it loses its leader."""
     src: str
     dst: str
     target: tuple[str, int]
@@ -84,7 +86,7 @@ class Link:
 
 def _closed_by_peer(sock: socket.socket) -> bool:
     try:
-        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] == TCP_CLOSE_WAIT
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] in CALLER_GONE
     except OSError:
         return True
 
@@ -174,6 +176,7 @@ class _Conn:
         self.link, self.client = link, client
         self.accepted_at = time.monotonic()
         self.src = None if link.src == ANY else link.src     # ANY: known once its head is read
+        self.waited = False                  # accepted while its route was blocked
         self.head = b""
         self.upstream: socket.socket | None = None
         self.pipes: list[_Pipe] = []
@@ -250,6 +253,7 @@ class Proxy:
             return
         if self.blocked(conn.src, link.dst) or self.blocked(link.dst, conn.src):
             self.stats["held_connects"] += 1
+            conn.waited = True
         self._join(conn)
 
     def _sniff(self, conn: _Conn) -> None:
@@ -271,6 +275,7 @@ class Proxy:
         self._owner.pop(conn.client, None)
         if self.blocked(conn.src, conn.link.dst) or self.blocked(conn.link.dst, conn.src):
             self.stats["held_connects"] += 1
+            conn.waited = True
         self._join(conn)
 
     def _join(self, conn: _Conn) -> None:
@@ -278,7 +283,7 @@ class Proxy:
         link, src = conn.link, conn.src
         if conn.closed or src is None or self.blocked(src, link.dst) or self.blocked(link.dst, src):
             return
-        if _closed_by_peer(conn.client):
+        if conn.waited and _closed_by_peer(conn.client):
             self._close(conn, reset=False)       # its caller gave up while it waited: nothing to deliver
             return
         try:
@@ -293,8 +298,13 @@ class Proxy:
         conn.upstream = upstream
         conn.pipes = [_Pipe(conn, conn.client, upstream, src, link.dst),
                       _Pipe(conn, upstream, conn.client, link.dst, src)]
-        if conn.head:                        # what was read to name the sender goes first
-            conn.pipes[0].out += conn.head
+        if conn.head:                        # what was read to name the sender goes first, delayed like the rest
+            pipe = conn.pipes[0]
+            due = time.monotonic() + self.rules.delay_of(pipe.frm, pipe.to) / 1000
+            pipe.due.append((due, conn.head))
+            pipe.held += len(conn.head)
+            self.stats["bytes"] += len(conn.head)
+            heapq.heappush(self.timers, (due, next(self.seq), pipe))
             conn.head = b""
         self._interest(conn.client)
         self._interest(upstream)

@@ -416,7 +416,6 @@ class Node:
         def master_of(metadata: dict) -> str | None:
             return None if metadata["master_id"] == NO_MASTER else broker_name(metadata["master_id"])
         broker = self.broker
-        broker.peers = self._others()
         tracer = self.tracer
 
         def traced(decide: Callable[[], object]) -> Callable[[], object]:
@@ -439,6 +438,7 @@ class Node:
         async with self._roles:
             if rm.role != MASTER or self.runtime is None:
                 return
+            broker.peers = self._others()
             self._on_master_loop(traced(lambda: broker.master_sync_state_set(master_of(info), info["master_epoch"],
                                                                              names(info), info["sss_epoch"])))
             now_ms = int(time.monotonic() * 1000)
@@ -558,6 +558,9 @@ class Node:
         self._start_loop()
         try:
             while not self.stopping:
+                for task in (heartbeats, sss_checks):
+                    if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
+                        raise task.exception()     # a core's assertion in a timer task stops the node, as in _tick
                 host, port = controllers[at % len(controllers)]
                 if client is None or client.error is not None:
                     try:
@@ -584,9 +587,6 @@ class Node:
                             raise OSError(f"controller {host}:{port}: {err}") from None
                         await asyncio.sleep(opts.heartbeat_interval_ms / 1000 / len(controllers))
                         continue
-                for task in (heartbeats, sss_checks):
-                    if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
-                        raise task.exception()     # a core's assertion in a timer task stops the node, as in _tick
                 try:
                     await self._tick(client)
                 except (ControllerClientError, asyncio.TimeoutError) as err:

@@ -245,6 +245,44 @@ def test_a_node_with_a_malformed_route_map_exits_2_with_one_line(tmp_path: Path)
     assert len(done.stderr.strip().splitlines()) == 1 and netroute.ENV in done.stderr
 
 
+def test_the_client_and_each_broker_and_controller_reach_the_others_through_their_own_links():
+    """routes_of: the addresses a process learns mapped to its links (a review found "client" matched as a
+    controller by its first letter, so the producers reached the brokers past the proxy)."""
+    from reference.real.failover_chaos import Cluster
+
+    class Ports:
+        def port(self, src, dst):
+            return hash((src, dst)) % 20_000 + 30_000
+
+    cluster = Cluster.__new__(Cluster)
+    cluster.net, cluster.controller_ports = Ports(), [2000, 2001, 2002]
+    cluster.node_ports = {1: (1001, 1101), 2: (1002, 1102), 3: (1003, 1103)}
+    local = "127.0.0.1"
+    assert cluster.routes_of(CLIENT) == {(local, 1000 + j): (local, Ports().port(CLIENT, f"b{j}")) for j in (1, 2, 3)}
+    assert cluster.routes_of("b2") == {(local, 1100 + j): (local, Ports().port("b2", f"b{j}")) for j in (1, 3)}
+    assert cluster.routes_of("c1") == {(local, 2000 + c): (local, Ports().port("c1", f"c{c}")) for c in (0, 2)}
+
+
+def test_a_call_cancelled_before_the_loop_runs_it_is_skipped_not_answered():
+    """Found by the 30-minute run: a heartbeat's report waited past its timeout on a busy loop;
+    asyncio.wait_for cancelled the future, and the loop answering it raised InvalidStateError on the
+    loop thread, which stopped the node for good (the group never got its SyncStateSet back)."""
+    from reference.real.loop import submit
+
+    calls, ran = [], []
+
+    class Loop:
+        def call_soon(self, fn, *args):
+            calls.append(fn)
+
+    cancelled = submit(Loop(), lambda: ran.append("cancelled"))
+    assert cancelled.cancel()
+    kept = submit(Loop(), lambda: ran.append("kept") or 7)
+    for call in calls:
+        call()                                     # the loop's turn: must not raise
+    assert ran == ["kept"] and cancelled.cancelled() and kept.result(0) == 7
+
+
 # ---------------------------------------------------------------------- the plans
 
 def test_one_seed_is_one_schedule_and_each_nemesis_cuts_what_it_says():
@@ -386,6 +424,15 @@ def test_nemesis_catches_a_failover_switch(tmp_path: Path, bug: str):
                                 "--failover-bug", bug, duration_s=40)
     assert done.returncode == 1, done.stdout + done.stderr
     assert not report["valid"] and report["unexercised"] is None, report
+    assert CAUGHT_BY[catch.how.split(":")[0].split(",")[0]](report), (catch.how, report)
+
+
+CAUGHT_BY = {          # NemesisCatch.how's first word -> the report says so
+    "lost": lambda r: r["lost"] > 0,
+    "stuck": lambda r: r["stuck"] is not None,
+    "SSSContainsMaster (the controller watch)": lambda r: any(v.startswith("SSSContainsMaster")
+                                                              for v in r["controller_violations"]),
+}
 
 
 def test_the_nemesis_catch_table_names_a_test_that_asserts_exit_1():
@@ -399,6 +446,7 @@ def test_the_nemesis_catch_table_names_a_test_that_asserts_exit_1():
         if catch.test != "test_nemesis_catches_a_failover_switch":
             assert bug in source and catch.nemesis[0] in source, catch.test
         check_nemesis_reach((bug,), catch.nemesis)
+        assert catch.how.split(":")[0].split(",")[0] in CAUGHT_BY, catch.how
         with pytest.raises(ConfigError, match="this run lacks"):
             check_nemesis_reach((bug,), tuple(n for n in NEMESES if n != catch.nemesis[0]))
     for bug in set(FAILOVER_BUG_NAMES) - set(NEMESIS_CATCHES):
