@@ -303,6 +303,7 @@ class Cluster:
             try:
                 (work / "etcd").mkdir()
                 self.etcd = EtcdCluster.start(work / "etcd", 3, *self._etcd_ports())
+                self.name_etcd_members()
             except EtcdClusterError as err:
                 raise ChaosAborted(str(err)) from None
             for c in range(opts.controllers):
@@ -365,6 +366,13 @@ class Cluster:
             self.net = NetFault(links, self.work)
         except RuntimeError as err:
             raise ChaosAborted(str(err)) from None
+
+    def name_etcd_members(self) -> None:
+        """Tell the proxy the etcd members' process ids (after each start): their peer connections that
+        carry no X-PeerURLs (lease keep-alives forwarded to the leader) are named by their sockets."""
+        if self.net is not None and self.etcd is not None:
+            self.net.name_processes({m.popen.pid: m.name for m in self.etcd.members
+                                     if m.popen is not None and m.popen.poll() is None})
 
     def _etcd_ports(self) -> tuple[list[int] | None, list[int] | None]:
         """The etcd members' real ports and the peer ports they advertise (the proxy's) in a nemesis run."""

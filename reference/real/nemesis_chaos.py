@@ -408,6 +408,10 @@ def _restart(cluster: Cluster, who: str) -> None:
     elif who.startswith("m"):
         cluster.etcd.start_member(_process(cluster, who))
         try:
+            cluster.name_etcd_members()
+        except (RuntimeError, OSError, ValueError) as err:
+            raise ChaosAborted(f"the network proxy failed: {err} (see netfault.log)") from None
+        try:
             cluster.etcd.wait_ready()
         except Exception:     # noqa: BLE001 — a store not back in time: the settle after the heal says so (stuck)
             pass

@@ -72,9 +72,10 @@ class Link:
     """src reaches dst through this link's port.  ``src == ANY``: one port for every sender, each
     connection's sender named by its first HTTP request's ``X-PeerURLs`` header (etcd's rafthttp
     sets it to the sender's advertised peer URL, which is the port of the proxy's ANY link to the
-    sender on its raft stream, pipeline and snapshot requests); a connection without it is from UNKNOWN
-    and no rule reaches it: etcd's probes, and a follower forwarding its clients' lease keep-alives to
-    the leader (leasehttp), so an isolated member keeps renewing leases until it loses its leader."""
+    sender on its raft stream, pipeline and snapshot requests).  A connection without it (etcd's probes,
+    a follower forwarding its clients' lease keep-alives to the leader) is named by the process that
+    owns its other end: the caller's socket in /proc/net/tcp, its inode among the file descriptors of
+    the processes the run named (``pids``); else it is from UNKNOWN, and no rule reaches it."""
     src: str
     dst: str
     target: tuple[str, int]
@@ -89,6 +90,42 @@ def _closed_by_peer(sock: socket.socket) -> bool:
         return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] in CALLER_GONE
     except OSError:
         return True
+
+
+def process_of(sock: socket.socket, pids: dict[int, str]) -> str:
+    """The named process whose socket is the other end of ``sock`` (on this host), or UNKNOWN."""
+    try:
+        ours, theirs = sock.getsockname()[1], sock.getpeername()[1]
+        inode = None
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                lines = Path(table).read_text().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                f = line.split()
+                if int(f[1].rsplit(":", 1)[1], 16) == theirs and int(f[2].rsplit(":", 1)[1], 16) == ours:
+                    inode = f[9]
+                    break
+            if inode is not None:
+                break
+        if inode is None:
+            return UNKNOWN
+        target = f"socket:[{inode}]"
+        for pid, name in pids.items():
+            try:
+                fds = os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                        return name
+                except OSError:
+                    continue
+    except (OSError, ValueError, IndexError):
+        pass
+    return UNKNOWN
 
 
 def sender_of(head: bytes, peers: dict[int, str]) -> str:
@@ -198,7 +235,7 @@ class Proxy:
         self._events: dict[socket.socket, int] = {}     # what each connection socket is registered for
         self._owner: dict[socket.socket, _Conn] = {}
         self.stats = {"accepted": 0, "refused": 0, "resets": 0, "held_connects": 0, "expired_connects": 0,
-                      "bytes": 0, "accept_errors": 0}
+                      "bytes": 0, "accept_errors": 0, "named_by_process": 0, "unknown_senders": 0}
         for link in links:
             listener = socket.create_server(("127.0.0.1", 0), backlog=256)
             listener.setblocking(False)
@@ -206,6 +243,7 @@ class Proxy:
             self.ports[link.name] = listener.getsockname()[1]
         # an etcd member advertises its ANY link's port as its peer URL: that port names it
         self.senders = {self.ports[k.name]: k.dst for k in links if k.src == ANY}
+        self.pids: dict[int, str] = {}       # the processes an ANY link's unnamed connection may come from
 
     # ------------------------------------------------------------------ rules
 
@@ -270,6 +308,9 @@ class Proxy:
         if b"\r\n\r\n" not in conn.head and len(conn.head) < MAX_HEAD_BYTES:
             return
         conn.src = sender_of(conn.head.split(b"\r\n\r\n")[0], self.senders)
+        if conn.src == UNKNOWN:
+            conn.src = process_of(conn.client, self.pids)
+            self.stats["named_by_process" if conn.src != UNKNOWN else "unknown_senders"] += 1
         self._events.pop(conn.client, None)
         self.sel.unregister(conn.client)
         self._owner.pop(conn.client, None)
@@ -460,6 +501,11 @@ def _command(proxy: Proxy, line: bytes) -> dict:
         if "rules" in obj:
             proxy.apply(NetRules.from_json(obj["rules"]))
             proxy.log(f"rules {json.dumps(obj['rules'], sort_keys=True)}")
+        if "pids" in obj:
+            pids = obj["pids"]
+            if not isinstance(pids, dict) or not all(k.isdigit() and isinstance(v, str) for k, v in pids.items()):
+                raise ConfigError("pids: an object of process id -> name")
+            proxy.pids = {int(k): v for k, v in pids.items()}
         return {"seq": obj["seq"], "ok": True, **proxy.stats, **proxy.held()}
     except (ValueError, ConfigError) as err:
         return {"seq": obj.get("seq") if isinstance(obj, dict) else None, "ok": False, "error": str(err)[:200]}
@@ -530,6 +576,10 @@ class NetFault:
 
     def stats(self) -> dict:
         return self.ask({})
+
+    def name_processes(self, pids: dict[int, str]) -> dict:
+        """The processes whose connections an ANY link names by their socket when no header names them."""
+        return self.ask({"pids": {str(k): v for k, v in pids.items()}})
 
     def ask(self, command: dict) -> dict:
         import select

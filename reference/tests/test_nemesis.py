@@ -212,6 +212,32 @@ def test_a_link_for_every_sender_names_each_connection_by_its_x_peerurls_header(
         echo.listener.close()
 
 
+def test_a_connection_without_x_peerurls_is_named_by_the_process_that_owns_its_socket(tmp_path: Path):
+    """A follower forwarding lease keep-alives to the leader sends no X-PeerURLs: the proxy names it by
+    the caller's socket (its inode among the named processes' descriptors), so a partition cuts it too."""
+    echo = _Echo()
+    net = NetFault([Link(ANY, "m1", ("127.0.0.1", echo.port))], tmp_path)
+    caller = ("import socket, sys\n"
+              "sys.stdin.readline()\n"                     # named and cut first, then it connects
+              "s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)\n"
+              "s.sendall(b'POST /leases HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+              "s.settimeout(1.5)\n"
+              "try:\n    print(len(s.recv(100)))\nexcept socket.timeout:\n    print('held')\n")
+    try:
+        child = subprocess.Popen([sys.executable, "-c", caller, str(net.port(ANY, "m1"))], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+        net.name_processes({child.pid: "m7"})
+        net.set(NetRules(frozenset({("m7", "m1"), ("m1", "m7")})))
+        assert child.communicate("go\n", timeout=30)[0].strip() == "held"
+        assert net.stats()["named_by_process"] >= 1
+        ours = socket.create_connection(("127.0.0.1", net.port(ANY, "m1")), timeout=5)   # not named: not cut
+        ours.sendall(b"GET /version HTTP/1.1\r\n\r\n")
+        assert _recv_exactly(ours, 8) == b"GET /ver"
+    finally:
+        net.close()
+        echo.listener.close()
+
+
 def test_rules_from_json_refuse_what_to_json_never_writes():
     rules = NetRules(frozenset({("a", "b")}), (("a", "b", 5),), (("b", "a", 10),), 7)
     assert NetRules.from_json(rules.to_json()) == rules
