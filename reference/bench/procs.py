@@ -21,6 +21,12 @@ def _entry(tree: Path | None) -> str:
     return "spec.cli"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU process ``pid`` used so far (/proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Broker:
     def __init__(self, argv: list[str], log_path: Path, tree: Path | None = None, prefix: list[str] = (),
                  env: dict[str, str] | None = None) -> None:
@@ -35,8 +41,7 @@ class Broker:
 
     def cpu_seconds(self) -> float:
         """User + system CPU this process used so far."""
-        fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.popen.pid)
 
     def rss_kib(self) -> tuple[int, int]:
         """(resident set now, peak resident set) in KiB."""

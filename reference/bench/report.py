@@ -48,6 +48,38 @@ def _met(value: float, goal: float) -> str:
     return "met" if value >= goal else "**not met**"
 
 
+def bounds_table(results: dict) -> list[str]:
+    """Each figure beside the bound it is measured against, both from this run (reference/bench/bounds.py)."""
+    lines = ["## Each figure beside its bound", "",
+             "Every bound is probed by the same run on the same machine: the round trip through the delaying "
+             "proxy alone (an echo server behind it, no broker), this disk's fdatasync latency, and the CPU "
+             "every process spent per message (the cores over their sum).", "",
+             "| figure | measured | bound | of the bound | the bound, measured |", "|---|---|---|---|---|"]
+    if "ack" in results and "network" in results["ack"]:
+        r = results["ack"]
+        n = r["network"]
+        for row in r["rows"]:
+            if "nearer_bound" not in row:
+                continue
+            bound = min(row["round_trip_bound_msgs_per_s"], row["cpu_bound_msgs_per_s"])
+            spent = sum(v for v in row["cpu_us_per_msg"].values() if v)
+            slots = f"{r['pool']} processor slots" if row["mode"] == "BLOCKING" else f"{row['producers']} producers"
+            lines.append(f"| {row['mode']}, {row['producers']} producers | {row['msgs_per_s']:,.0f} msgs/s | "
+                         f"{bound:,.0f} msgs/s ({row['nearer_bound']}) | {row['of_nearer_bound']:.0%} | {slots} / "
+                         f"{n['through_proxy_ms']['avg']} ms round trip (the proxy's own "
+                         f"{n['proxy_added_ms']} ms of it); CPU {spent:,.0f} µs/msg on {os.cpu_count()} cores |")
+    if "groupcommit" in results and "sync_latency_bound_ms" in results["groupcommit"]["ratios"][0]:
+        r = results["groupcommit"]
+        d = r["disk"]
+        for ratio in r["ratios"]:
+            g = next(x for x in r["rows"] if x["mode"] == "group_commit" and x["producers"] == ratio["producers"])
+            a = next(x for x in r["rows"] if x["mode"] == "async_flush" and x["producers"] == ratio["producers"])
+            lines.append(f"| SYNC_FLUSH latency, {ratio['producers']} producers | {g['avg_ms']} ms | "
+                         f"{ratio['sync_latency_bound_ms']} ms | {ratio['sync_latency_over_bound']:.2f}x | "
+                         f"ASYNC_FLUSH {a['avg_ms']} ms + 2 x fdatasync p50 {d['fdatasync_ms']['p50']} ms |")
+    return lines + [""]
+
+
 def headline(results: dict) -> list[str]:
     """The issue's ratios, measured in this run, each against its goal."""
     lines = ["## The ratios", "", "| figure | measured | goal | |", "|---|---|---|---|"]
@@ -213,6 +245,7 @@ def write_docs(results: dict, docs: Path) -> Path:
              "producers, one request in flight each, sharing one TCP connection as a RocketMQ client's sending "
              "threads share one channel per broker; one thread and one selector). CPU per message is user + "
              "system time from /proc over the measured load, divided by the messages.", ""]
+    lines += bounds_table(results)
     lines += headline(results)
     for name, result in results.items():
         png = docs / "benchmarks" / f"{name}.png"

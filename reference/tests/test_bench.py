@@ -22,10 +22,16 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     assert {(r["mode"], r["producers"]) for r in ack["rows"]} == {(m, p) for m in ("BLOCKING", "DECOUPLED")
                                                                 for p in (1, 4)}
     assert all(r["statuses"] == {"PUT_OK": 40} for r in ack["rows"] + ack["sync_flush_sync_master"])
+    network = ack["network"]          # the bound probed by the same run: the proxy alone, an echo behind it
+    assert network["through_proxy_ms"]["p50"] >= 2 * ack["delay_ms_each_way"] > network["direct_ms"]["p50"]
+    assert all(r["nearer_bound"] in ("round trip", "CPU") and r["of_nearer_bound"] > 0 for r in ack["rows"])
+    assert all(r["cpu_us_per_msg"]["proxy"] >= 0 for r in ack["rows"])
     gc = results["groupcommit"]
     per_message = [r for r in gc["rows"] if r["mode"] == "fsync_per_message"]
     assert all(r["fsyncs_per_msg"] == 1.0 for r in per_message)       # the baseline really fsyncs each message
     assert gc["disk"]["fdatasyncs_per_s"] > 0
+    assert all(r["sync_latency_bound_ms"] > r["sync_latency_bound_ms"] - 2 * gc["disk"]["fdatasync_ms"]["p50"] >= 0
+               and r["sync_latency_over_bound"] > 0 for r in gc["ratios"])
     tsp = {r["mode"]: r for r in results["tsp"]["rows"]}
     assert set(tsp) == {"pool_off", "pool_on", "pool_on_fixed"}
     assert all(r["statuses"] == {"PUT_OK": 40} for r in tsp.values())
@@ -46,9 +52,21 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     assert [r["mode"] for r in cpu["rows"]] == ["after sync_master_decoupled", "after sync_flush_group_commit"]
     assert all(r["cpu_us_per_msg"]["master"] >= 0 for r in cpu["rows"]) and "tottime" in cpu["profile"]   # /proc ticks: 10 ms
     assert "## The ratios" in text and "## What bounds these figures" in text
+    assert text.index("## Each figure beside its bound") < text.index("## The ratios")    # the bounds lead
     assert all(f"## `{name}`" in text for name in ("ack", "groupcommit", "tsp", "sim", "rss", "cpu"))
     for name in ("ack", "groupcommit", "tsp", "sim", "rss", "cpu"):
         assert (tmp_path / "docs" / "benchmarks" / f"{name}.png").stat().st_size > 1000
+
+
+def test_the_nearer_bound_is_the_lower_of_the_round_trip_and_the_cpu():
+    from reference.bench.bounds import nearer_bound
+
+    by_rtt = nearer_bound(9_000, 64, 4.0, {"master": 10, "replica": 10, "load": 10, "proxy": 10}, cores=2)
+    assert by_rtt["round_trip_bound_msgs_per_s"] == 16_000 and by_rtt["cpu_bound_msgs_per_s"] == 50_000
+    assert by_rtt["nearer_bound"] == "round trip" and by_rtt["of_nearer_bound"] == 0.562
+    by_cpu = nearer_bound(20_000, 256, 4.0, {"master": 40, "replica": 20, "load": 30, "proxy": 10}, cores=2)
+    assert by_cpu["nearer_bound"] == "CPU" and by_cpu["cpu_bound_msgs_per_s"] == 20_000
+    assert by_cpu["of_nearer_bound"] == 1.0
 
 
 def test_bench_sim_runs_each_point_from_both_trees_side_by_side(tmp_path):
