@@ -68,6 +68,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         help="fault injection: every page-cache write after the first N fails")
     master.add_argument("--inject-write-fault", choices=("eio", "enospc", "short"), default="eio",
                         help="how an injected write fails (default eio; short: half the bytes, then EIO)")
+    master.add_argument("--inject-ha-lag-ms", type=int, default=0, metavar="N",
+                        help="a slow link: DATA to --inject-ha-lag-to leaves N ms late, from this master's own loop "
+                             "(`bench ack` puts the slave's round trip here instead of in a proxy's process)")
+    master.add_argument("--inject-ha-lag-to", default=None, metavar="NAME",
+                        help="the slave (one of --replicas) whose link --inject-ha-lag-ms slows")
     master.add_argument("--trace", type=output_file, default=None, metavar="FILE",
                         help="write this process's trace (NDJSON, the spec's vocabulary) for `ackorder trace-check`; "
                              "the store must start empty")
@@ -162,7 +167,12 @@ def _master(args) -> int:
             partial_frame_budget_bytes=args.partial_frame_budget_bytes,
             inject_fsync_eio_after=args.inject_fsync_eio_after,
             inject_write_fault_after=args.inject_write_fault_after, inject_write_fault=args.inject_write_fault,
-            trace=args.trace, peer_secret=_secret(args))
+            trace=args.trace, peer_secret=_secret(args), ha_lag_ms=args.inject_ha_lag_ms,
+            ha_lag_to=args.inject_ha_lag_to)
+        if (opts.ha_lag_ms > 0) != (opts.ha_lag_to is not None) or \
+                (opts.ha_lag_to is not None and opts.ha_lag_to not in opts.replicas):
+            raise ConfigError(f"--inject-ha-lag-ms {opts.ha_lag_ms} --inject-ha-lag-to {opts.ha_lag_to}: a delay above "
+                              "0 and one of --replicas go together")
         return serve_master(opts)
     return guarded("broker master", body)
 

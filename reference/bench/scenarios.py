@@ -33,19 +33,22 @@ WARM_UP_MESSAGES = 20
 # The producers share one connection, as a RocketMQ client's sending threads share one channel per
 # broker (NettyRemotingClient): the broker reads many requests and answers many per system call.
 CONNECTIONS = 1
+MASTER_LAG = "DECOUPLED_MASTER_LAG"     # bench ack: the round trip's delay in the master's loop, no proxy
 
 
 def _point(work: Path, flags: list[str], producers: int, count: int, size: int, delay_ms: float | None,
-           tree: Path | None = None, profile: Path | None = None, connections: int | None = CONNECTIONS) -> dict:
-    """One measurement: a fresh master (and slave behind the proxy), a warm-up, the load; with
-    the CPU each process spent per message (user + system, from /proc) and the load average."""
+           tree: Path | None = None, profile: Path | None = None, connections: int | None = CONNECTIONS,
+           proxy_delay: bool = True) -> dict:
+    """One measurement: a fresh master (and slave behind the proxy, or connected directly when
+    ``proxy_delay`` is off and the delay is the master's own), a warm-up, the load; with the CPU each
+    process spent per message (user + system, from /proc) and the load average."""
     prefix = ["-m", "cProfile", "-o", str(profile)] if profile else []
     master = start_master(work / "master", flags, tree, prefix)
     proxy = replica = None
     try:
         if delay_ms is not None:
-            proxy = DelayProxy(("127.0.0.1", master.ha_port), delay_ms)
-            replica = start_replica(work / "r1", proxy.port, "r1", [], tree)
+            proxy = DelayProxy(("127.0.0.1", master.ha_port), delay_ms) if proxy_delay else None
+            replica = start_replica(work / "r1", proxy.port if proxy else master.ha_port, "r1", [], tree)
             master.wait_for(r"slave r1 connected")
         target = ("127.0.0.1", master.port)
         warm = run_load(target, 1, WARM_UP_MESSAGES, size, first_key=10_000_000)   # connections, page cache
@@ -97,13 +100,28 @@ def ack(work: Path, producers: list[int], count: int, size: int = 256, delay_ms:
             # BLOCKING holds a processor slot a round trip per request; DECOUPLED a producer
             slots = pool if mode == "BLOCKING" else p
             rows.append({"mode": mode, **row, **nearer_bound(row["msgs_per_s"], slots, rtt, row["cpu_us_per_msg"])})
+    # the same round trip without the proxy's process: DATA leaves the master's own loop that much later
+    # (--inject-ha-lag-ms) and the slave is connected directly, so each DATA and ACK wakes no proxy
+    lag_ms = round(2 * delay_ms)
+    if lag_ms:
+        lag_rtt = lag_ms + network["direct_ms"]["avg"]
+        for p in producers:
+            progress(f"ack DECOUPLED {p} producers, the delay in the master's loop")
+            row = _point(_fresh(work, f"ack-lag-{p}"), [*common, "--flush-disk-type", "ASYNC_FLUSH", "--ack-mode",
+                                                        "DECOUPLED", "--inject-ha-lag-ms", str(lag_ms),
+                                                        "--inject-ha-lag-to", "r1"],
+                         p, count, size, delay_ms, proxy_delay=False)
+            rows.append({"mode": MASTER_LAG, **row, "rtt_ms": round(lag_rtt, 3),
+                         **nearer_bound(row["msgs_per_s"], p, lag_rtt, row["cpu_us_per_msg"])})
     ratios = []
     for p in producers:
         b = next(r for r in rows if r["mode"] == "BLOCKING" and r["producers"] == p)
         d = next(r for r in rows if r["mode"] == "DECOUPLED" and r["producers"] == p)
+        lag = next((r for r in rows if r["mode"] == MASTER_LAG and r["producers"] == p), None)
         ratios.append({"producers": p, "throughput_ratio": round(d["msgs_per_s"] / b["msgs_per_s"], 2),
                        "avg_latency_ratio": round(b["avg_ms"] / d["avg_ms"], 2) if d["avg_ms"] else None,
-                       "decoupled_avg_over_rtt": round(d["avg_ms"] / (2 * delay_ms), 2) if delay_ms else None})
+                       "decoupled_avg_over_rtt": round(d["avg_ms"] / (2 * delay_ms), 2) if delay_ms else None,
+                       **({"master_lag_over_proxy": round(lag["msgs_per_s"] / d["msgs_per_s"], 2)} if lag else {})})
     p_seq = 16 if 16 in producers else producers[len(producers) // 2]
     both = []
     for mode, name in (("BLOCKING", "sequence"), ("DECOUPLED", "parallel")):
