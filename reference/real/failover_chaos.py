@@ -492,6 +492,15 @@ class Cluster:
             two += [f"{key.decode()}: epoch {e} masters {sorted(m)}" for e, m in masters.items() if len(m) > 1]
         return two, back
 
+    def check_etcd_history(self, report: FailoverReport) -> None:
+        """With several controllers: etcd's history into ``report`` (two masters in an epoch, epochs back)."""
+        if self.etcd is None:
+            return
+        try:
+            report.two_masters, report.epochs_back = self.master_epochs()
+        except Exception as err:       # noqa: BLE001 — an unreadable history is a failed check, not a pass
+            report.two_masters = [f"etcd's history not read: {type(err).__name__}: {err}"]
+
     @property
     def traces(self) -> Path:
         return self.work / "traces"
@@ -737,11 +746,7 @@ def run_failover_chaos(opts: FailoverChaosOptions,
         stop_clients(report, load, consumer)
         if cluster is not None:
             report.live_masters_deposed = cluster.live_masters_deposed()
-            if cluster.etcd is not None:
-                try:
-                    report.two_masters, report.epochs_back = cluster.master_epochs()
-                except Exception as err:       # noqa: BLE001 — an unreadable history is a failed check, not a pass
-                    report.two_masters = [f"etcd's history not read: {type(err).__name__}: {err}"]
+            cluster.check_etcd_history(report)
             cluster.stop()
             report.truncations = cluster.truncations()
             if opts.failover_trace is not None and report.rounds:

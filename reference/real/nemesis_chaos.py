@@ -310,11 +310,7 @@ def run_nemesis_chaos(opts: FailoverChaosOptions,
                 except (RuntimeError, OSError, ValueError) as err:
                     report.net_stats = {"error": str(err)}
             final_master = (cluster.info() or {}).get("master_id")
-            if cluster.etcd is not None:          # the store's own history: two masters in an epoch, epochs back
-                try:
-                    report.two_masters, report.epochs_back = cluster.master_epochs()
-                except Exception as err:       # noqa: BLE001 — an unreadable history is a failed check, not a pass
-                    report.two_masters = [f"etcd's history not read: {type(err).__name__}: {err}"]
+            cluster.check_etcd_history(report)      # the store's own: two masters in an epoch, epochs back
             cluster.stop()
             report.truncations = cluster.truncations()
             if load is not None:
@@ -444,7 +440,8 @@ def _check_after_heal(cluster: Cluster, load: FailoverLoad, consumer: FailoverCo
             report.lost += lost
             report.corrupt += corrupt
             by_key = {a.key: a for a in (consumed if full else consumed[report.consumed_upto:])}
-            read = check_acked_keys(cluster.node_dir(b) / "commitlog", opts.segment_bytes, by_key, opts.size)
+            read = missing_acked(cluster.node_dir(b) / "commitlog", opts.segment_bytes, list(by_key.values()),
+                                 opts.size)
             report.consumed_lost += read
         else:
             record.diverged += len(missing)
@@ -452,19 +449,9 @@ def _check_after_heal(cluster: Cluster, load: FailoverLoad, consumer: FailoverCo
     report.consumed_upto = len(consumed)
 
 
-def check_acked_keys(directory: Path, segment_bytes: int, records: dict, size: int) -> list[int]:
-    """missing_acked for Acked records (a consumer's, keyed by key)."""
-    return missing_acked(directory, segment_bytes, [_At(a) for a in records.values()], size)
-
-
-@attrs.frozen
-class _At:
-    acked: object
-
-
 def missing_acked(directory: Path, segment_bytes: int, acked: list, size: int) -> list[int]:
-    """The keys of ``acked`` (AckedAt) whose exact record is not at its offset in the broker's segment
-    files (lost or corrupt: ``lost_and_corrupt``)."""
+    """The keys of ``acked`` (AckedAt or Acked) whose exact record is not at its offset in the broker's
+    segment files (lost or corrupt: ``lost_and_corrupt``)."""
     lost, corrupt = lost_and_corrupt(directory, segment_bytes, acked, size)
     return lost + corrupt
 
@@ -479,7 +466,8 @@ def lost_and_corrupt(directory: Path, segment_bytes: int, acked: list, size: int
     lost, corrupt = [], []
     try:
         for a in acked:
-            start = a.acked.next_offset - length
+            a = getattr(a, "acked", a)          # an AckedAt (a PUT_OK) or an Acked (a consumed record)
+            start = a.next_offset - length
             segment = start - start % segment_bytes
             fd = fds.get(segment)
             if fd is None:
@@ -489,8 +477,8 @@ def lost_and_corrupt(directory: Path, segment_bytes: int, acked: list, size: int
                     fd = -1
                 fds[segment] = fd
             data = os.pread(fd, length, start - segment) if fd >= 0 and start >= 0 else b""
-            if data != encode(a.acked.key, body_for(a.acked.key, size)):
-                (lost if len(data) < length or not any(data) else corrupt).append(a.acked.key)
+            if data != encode(a.key, body_for(a.key, size)):
+                (lost if len(data) < length or not any(data) else corrupt).append(a.key)
     finally:
         for fd in fds.values():
             if fd >= 0:
@@ -524,11 +512,7 @@ def answered_outside_its_epoch(acked, epoch_file: Path, lines: dict) -> list[str
         return [f"{epoch_file}: not read: {type(err).__name__}: {err}"]
     if not entries:
         return [f"{epoch_file}: not read: no epoch entries"]
-    masters: dict[int, set[int]] = {}
-    for broker, seq in lines.items():
-        for _at, role, epoch in seq:
-            if role == "MASTER":
-                masters.setdefault(epoch, set()).add(broker)
+    masters = masters_by_epoch(lines)
     starts = [s for s, _ in entries]
     out: dict[tuple[int, int], int] = {}
     for a in acked:
@@ -540,6 +524,16 @@ def answered_outside_its_epoch(acked, epoch_file: Path, lines: dict) -> list[str
             out[(epoch, a.broker_id)] = out.get((epoch, a.broker_id), 0) + 1
     return [f"epoch {e} (master {sorted(f'b{b}' for b in masters[e])}): {n} PUT_OK from b{b} of records it holds"
             for (e, b), n in sorted(out.items())]
+
+
+def masters_by_epoch(lines: dict) -> dict[int, set[int]]:
+    """The brokers whose role lines say MASTER in each epoch."""
+    masters: dict[int, set[int]] = {}
+    for broker, seq in lines.items():
+        for _at, role, epoch in seq:
+            if role == "MASTER":
+                masters.setdefault(epoch, set()).add(broker)
+    return masters
 
 
 def role_lines(logs: Path) -> dict[int, list[tuple[float, str, int]]]:
@@ -560,14 +554,12 @@ def epoch_violations(logs: Path, acked=()) -> list[str]:
     order over all its lives).  Which broker answered each PUT_OK: answered_outside_its_epoch."""
     lines = role_lines(logs)
     out = []
-    masters: dict[int, set[int]] = {}
     for broker, seq in lines.items():
         last = 0
-        for _at, role, epoch in seq:
+        for _at, _role, epoch in seq:
             if epoch < last:
                 out.append(f"b{broker}: epoch {last} then {epoch}")
             last = max(last, epoch)
-            if role == "MASTER":
-                masters.setdefault(epoch, set()).add(broker)
+    masters = masters_by_epoch(lines)
     out += [f"epoch {e}: masters {sorted(f'b{b}' for b in bs)}" for e, bs in sorted(masters.items()) if len(bs) > 1]
     return out
