@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import socket
 import tempfile
 import threading
 import time
@@ -379,13 +378,9 @@ def _start_replica(work: Path, opts: ChaosOptions, name: str, master: Broker) ->
 
 
 def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    from reference.real.ports import free_ports
+
+    return free_ports(n)
 
 
 def _start_master(work: Path, opts: ChaosOptions, names: list[str], fault: list[str], incarnation: int,

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import aetcd
 import attrs
+
+from reference.real.ports import free_ports  # noqa: F401  (re-exported: the tests' import)
 
 ETCD = "etcd"
 # Short Raft timers: a new leader within about a second of the old one's death.
@@ -35,19 +36,6 @@ def etcd_binary() -> str:
         raise EtcdClusterError("the etcd binary is not on PATH: run `make test` (it installs Debian's "
                                "etcd-server) or `apt-get install etcd-server`")
     return path
-
-
-def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 @attrs.define

@@ -532,3 +532,14 @@ def test_a_heartbeat_that_times_out_closes_the_connection_so_the_node_reconnects
         node._stop_loop()
     assert client.error == "closed", lines
     assert any(line.startswith("heartbeat failed") for line in lines), lines
+
+
+def test_the_ports_a_run_restarts_on_are_picked_below_the_ephemeral_range():
+    """A chaos run found a node that could not listen on its port (exit 3): picked free and released, it
+    was taken meanwhile by one of the fault proxy's listeners (port 0: the ephemeral range)."""
+    from reference.real.ports import LOWEST_PORT, ephemeral_low, free_ports
+
+    ports = free_ports(40)
+    assert len(set(ports)) == 40 and all(LOWEST_PORT <= p < ephemeral_low() for p in ports)
+    with socket.create_server(("127.0.0.1", 0)) as listener:          # what the proxy's listeners get
+        assert listener.getsockname()[1] >= ephemeral_low()
