@@ -13,9 +13,9 @@ from cli.argtypes import natural_float, natural_int, output_file, positive_float
 from cli import errors
 from cli.ui import console as make_console
 
-SCENARIOS = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu", "all", "traces", "tlcsim", "tlcbugs", "controller",
+SCENARIOS = ("ack", "groupcommit", "tsp", "goals", "sim", "rss", "cpu", "all", "traces", "tlcsim", "tlcbugs", "controller",
              "loris", "rolechange")
-ALL = ("ack", "groupcommit", "tsp", "sim", "rss", "cpu")
+ALL = ("ack", "groupcommit", "tsp", "goals", "sim", "rss", "cpu")
 EVENT_COST_SEEDS = 300          # sim: campaign seeds (at most) and steps of a long run (at most) whose events' time is split
 EVENT_COST_STEPS = 100_000
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -34,6 +34,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tsp-producers", default="4,64", help="producer counts of the tsp scenario")
     p.add_argument("--tsp-count", type=positive_int, default=1_000,
                    help="messages per tsp point at most (the pool-on points are slow by design)")
+    p.add_argument("--goal-runs", type=positive_int, default=3,
+                   help="goals: runs whose median is each goal's figure (every point of both trees once a run)")
     p.add_argument("--campaign-seeds", type=int, default=2_000,
                    help="seeds of the fuzz-campaign part of sim (400 steps each, the default campaign; 0: none, "
                         "and no long/short comparison)")
@@ -71,7 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rss-gib", type=positive_float, default=2.0, help="GiB written through master and slave (rss)")
     p.add_argument("--rss-size", type=positive_int, default=16 * 1024, help="message body bytes of the rss scenario")
     p.add_argument("--baseline", type=Path, default=None, metavar="DIR",
-                   help="a source tree to compare with (cpu, sim: the same points run from it, side by side)")
+                   help="a source tree to compare with (cpu, sim, goals: the same points run from it, side by side)")
     p.add_argument("--cpu-count", type=positive_int, default=20_000, help="messages per cpu point")
     p.add_argument("--quick", action="store_true",
                    help="controller: 1 and 20 groups, 100 ms heartbeats, 500 ms timeout (under a minute); "
@@ -153,6 +155,13 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
                                  args.pool, step)
         if name == "groupcommit":
             return scenarios.groupcommit(Path(work), _producers(args.producers), args.count, args.size, step)
+        if name == "goals":
+            from reference.bench.goals import goals
+
+            if args.baseline is not None and not (args.baseline / "reference" / "real" / "master_server.py").is_file():
+                raise errors.UsageError(f"--baseline {args.baseline}: not a source tree of ackorder "
+                                        "(no reference/real/master_server.py)")
+            return goals(Path(work), args.count, args.goal_runs, args.baseline, args.tsp_count, args.size, step)
         if name == "tsp":
             return scenarios.tsp(Path(work), _producers(args.tsp_producers, "--tsp-producers"), min(args.count, args.tsp_count),
                                  args.size, 0.0, step)
@@ -277,6 +286,15 @@ def table(result: dict) -> Table:
             t.add_column(col)
         for r in rows:
             t.add_row(*(str(v) for v in r.values()))
+        return t
+    if name == "goals":
+        trees = ("before", "after") if result["baseline"] else ("after",)
+        for col in ("goal", *trees, "target", "met", "runs (after)"):
+            t.add_column(col)
+        for r in result["rows"]:
+            t.add_row(r["goal"], *(str(r[tree]) for tree in trees), ("≥ " if r["higher_is_better"] else "≤ ")
+                      + str(r["target"]), {True: "met", False: "not met", None: "-"}[r["met"]],
+                      " ".join(str(v) for v in r["after_runs"]))
         return t
     if name == "rss":
         for col in ("written GiB", "seconds", "msgs/s", "master peak MiB", "slave peak MiB", "goal MiB"):

@@ -76,6 +76,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     master.add_argument("--trace", type=output_file, default=None, metavar="FILE",
                         help="write this process's trace (NDJSON, the spec's vocabulary) for `ackorder trace-check`; "
                              "the store must start empty")
+    master.add_argument("--flush-engine", choices=("auto", "thread"), default="auto",
+                        help="how fdatasync runs: auto, through io_uring where this kernel allows it (else the "
+                             "flush thread, with a log line); thread, on the flush thread always")
+    master.add_argument("--timeline", type=output_file, default=None, metavar="FILE",
+                        help="write each request's moments (arrive, written, fsync submitted and done, DATA sent, "
+                             "ACK read, answer sent) to FILE when the master stops; `bench` reads it")
     add_peer_flags(master)
     add_store_flags(master)
     master.set_defaults(func=_master)
@@ -90,6 +96,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     replica.add_argument("--trace", type=output_file, default=None, metavar="FILE",
                          help="write this slave's trace (merged with the master's by `ackorder trace-check`); "
                               "the store must start empty")
+    replica.add_argument("--inject-ack-lag-ms", type=int, default=0, metavar="N",
+                         help="a slow link back: each ACK leaves N ms after this slave queued it, from its own "
+                              "loop (`bench ack` puts the slave's round trip here instead of in a proxy's process)")
+    replica.add_argument("--timeline", type=output_file, default=None, metavar="FILE",
+                         help="write when each DATA arrived and each ACK left to FILE when the slave stops "
+                              "(`bench` lines it up with the master's)")
     replica.add_argument("--peer-secret-file", metavar="FILE", help=SECRET_HELP)
     replica.set_defaults(func=_replica)
     node = roles.add_parser("node", help="a broker that follows the controller (registers, heartbeats, takes "
@@ -168,7 +180,7 @@ def _master(args) -> int:
             inject_fsync_eio_after=args.inject_fsync_eio_after,
             inject_write_fault_after=args.inject_write_fault_after, inject_write_fault=args.inject_write_fault,
             trace=args.trace, peer_secret=_secret(args), ha_lag_ms=args.inject_ha_lag_ms,
-            ha_lag_to=args.inject_ha_lag_to)
+            ha_lag_to=args.inject_ha_lag_to, timeline=args.timeline, flush_engine=args.flush_engine)
         if (opts.ha_lag_ms > 0) != (opts.ha_lag_to is not None) or \
                 (opts.ha_lag_to is not None and opts.ha_lag_to not in opts.replicas):
             raise ConfigError(f"--inject-ha-lag-ms {opts.ha_lag_ms} --inject-ha-lag-to {opts.ha_lag_to}: a delay above "
@@ -185,7 +197,7 @@ def _replica(args) -> int:
         opts = ReplicaOptions(directory=args.dir, name=args.name, master=parse_address(args.master, "--master"),
                               segment_size=args.mapped_file_size_commit_log,
                               heartbeat_interval_ms=args.heartbeat_interval_ms, trace=args.trace,
-                              peer_secret=_secret(args))
+                              peer_secret=_secret(args), timeline=args.timeline, ack_lag_ms=args.inject_ack_lag_ms)
         return _until_disk_fails("broker replica", lambda: serve_replica(opts))
     return guarded("broker replica", body)
 

@@ -64,7 +64,7 @@ def bounds_table(results: dict) -> list[str]:
             bound = min(row["round_trip_bound_msgs_per_s"], row["cpu_bound_msgs_per_s"])
             spent = sum(v for v in row["cpu_us_per_msg"].values() if v)
             slots = f"{r['pool']} processor slots" if row["mode"] == "BLOCKING" else f"{row['producers']} producers"
-            trip = (f"{row['rtt_ms']} ms round trip (the delay in the master's loop, no proxy)" if "rtt_ms" in row
+            trip = (f"{row['rtt_ms']} ms round trip (the slave holds each ACK for the delay, no proxy)" if "rtt_ms" in row
                     else f"{n['through_proxy_ms']['avg']} ms round trip (the proxy's own {n['proxy_added_ms']} ms of it)")
             lines.append(f"| {row['mode']}, {row['producers']} producers | {row['msgs_per_s']:,.0f} msgs/s | "
                          f"{bound:,.0f} msgs/s ({row['nearer_bound']}) | {row['of_nearer_bound']:.0%} | {slots} / "

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reference.bench.bounds import nearer_bound, round_trip
+from reference.bench.breakdown import breakdown
 from reference.bench.procs import cpu_seconds, start_master, start_replica
 from reference.bench.proxy import DelayProxy
 from reference.real.load import run_load
@@ -33,28 +34,34 @@ WARM_UP_MESSAGES = 20
 # The producers share one connection, as a RocketMQ client's sending threads share one channel per
 # broker (NettyRemotingClient): the broker reads many requests and answers many per system call.
 CONNECTIONS = 1
-MASTER_LAG = "DECOUPLED_MASTER_LAG"     # bench ack: the round trip's delay in the master's loop, no proxy
+SLAVE_LAG = "DECOUPLED_SLAVE_LAG"     # bench ack: the round trip's delay in the slave's loop, no proxy
 
 
 def _point(work: Path, flags: list[str], producers: int, count: int, size: int, delay_ms: float | None,
            tree: Path | None = None, profile: Path | None = None, connections: int | None = CONNECTIONS,
            proxy_delay: bool = True) -> dict:
     """One measurement: a fresh master (and slave behind the proxy, or connected directly when
-    ``proxy_delay`` is off and the delay is the master's own), a warm-up, the load; with the CPU each
-    process spent per message (user + system, from /proc) and the load average."""
+    ``proxy_delay`` is off and the slave holds each ACK for the round trip), a warm-up, the load; with the CPU each
+    process spent per message (user + system, from /proc), the load average, and where a request's
+    time went (the processes' timelines; not for a baseline tree, which has no --timeline)."""
     prefix = ["-m", "cProfile", "-o", str(profile)] if profile else []
-    master = start_master(work / "master", flags, tree, prefix)
+    timelines = tree is None
+    master = start_master(work / "master", [*flags, *(["--timeline", str(work / "master.timeline")]
+                                                      if timelines else [])], tree, prefix)
     proxy = replica = None
     try:
         if delay_ms is not None:
             proxy = DelayProxy(("127.0.0.1", master.ha_port), delay_ms) if proxy_delay else None
-            replica = start_replica(work / "r1", proxy.port if proxy else master.ha_port, "r1", [], tree)
+            lag = [] if proxy else ["--inject-ack-lag-ms", str(round(2 * delay_ms))]
+            replica = start_replica(work / "r1", proxy.port if proxy else master.ha_port, "r1",
+                                    [*lag, *(["--timeline", str(work / "r1.timeline")] if timelines else [])], tree)
             master.wait_for(r"slave r1 connected")
         target = ("127.0.0.1", master.port)
         warm = run_load(target, 1, WARM_UP_MESSAGES, size, first_key=10_000_000)   # connections, page cache
         cpu_before = (master.cpu_seconds(), replica.cpu_seconds() if replica else 0.0, time.process_time(),
                       cpu_seconds(proxy.popen.pid) if proxy else 0.0)
         before = time.perf_counter()
+        load_started_ns = time.monotonic_ns()
         result = run_load(target, producers, count, size, connections=connections)
         seconds = time.perf_counter() - before
         cpu_after = (master.cpu_seconds(), replica.cpu_seconds() if replica else 0.0, time.process_time(),
@@ -72,7 +79,22 @@ def _point(work: Path, flags: list[str], producers: int, count: int, size: int, 
             "p50_ms": result.latency_ms["p50"], "p99_ms": result.latency_ms["p99"], "statuses": result.statuses,
             "put_ok": ok, "fsyncs": stats.get("fsyncs", 0), "warm_up_ok": warm.statuses.get("PUT_OK", 0),
             "cpu_us_per_msg": {"master": per_msg[0], "replica": per_msg[1], "load": per_msg[2], "proxy": per_msg[3]},
-            "load_average": round(os.getloadavg()[0], 2)}
+            "load_average": round(os.getloadavg()[0], 2),
+            **({"breakdown": _breakdown(work, flags, replica is not None, load_started_ns, result)} if timelines else {})}
+
+
+def _breakdown(work: Path, flags: list[str], replicated: bool, since_ns: int, result) -> dict:
+    """The point's phases (reference/bench/breakdown.py): the flush leg under SYNC_FLUSH, the replica
+    leg under SYNC_MASTER; and what the client saw beyond the broker's own time (its loop, loopback)."""
+    flush = flags[flags.index("--flush-disk-type") + 1] == "SYNC_FLUSH" if "--flush-disk-type" in flags else False
+    sync_master = "SYNC_MASTER" in flags and replicated
+    if not (flush or sync_master):
+        return {}
+    out = breakdown(work / "master.timeline", work / "r1.timeline" if replicated else None, since_ns,
+                    flush_leg=flush, replica_leg=sync_master)
+    broker = out["broker_ms"]["avg"]
+    out["outside_broker_ms"] = round(result.latency_ms["avg"] - broker, 3) if broker is not None else None
+    return out
 
 
 def _fresh(work: Path, name: str) -> Path:
@@ -100,28 +122,26 @@ def ack(work: Path, producers: list[int], count: int, size: int = 256, delay_ms:
             # BLOCKING holds a processor slot a round trip per request; DECOUPLED a producer
             slots = pool if mode == "BLOCKING" else p
             rows.append({"mode": mode, **row, **nearer_bound(row["msgs_per_s"], slots, rtt, row["cpu_us_per_msg"])})
-    # the same round trip without the proxy's process: DATA leaves the master's own loop that much later
-    # (--inject-ha-lag-ms) and the slave is connected directly, so each DATA and ACK wakes no proxy
+    # the same round trip without the proxy's process: the slave connected directly holds each ACK for
+    # it (--inject-ack-lag-ms, in its lightly loaded loop), so each DATA and ACK wakes no proxy
     lag_ms = round(2 * delay_ms)
     if lag_ms:
         lag_rtt = lag_ms + network["direct_ms"]["avg"]
         for p in producers:
-            progress(f"ack DECOUPLED {p} producers, the delay in the master's loop")
+            progress(f"ack DECOUPLED {p} producers, the delay in the slave's loop")
             row = _point(_fresh(work, f"ack-lag-{p}"), [*common, "--flush-disk-type", "ASYNC_FLUSH", "--ack-mode",
-                                                        "DECOUPLED", "--inject-ha-lag-ms", str(lag_ms),
-                                                        "--inject-ha-lag-to", "r1"],
-                         p, count, size, delay_ms, proxy_delay=False)
-            rows.append({"mode": MASTER_LAG, **row, "rtt_ms": round(lag_rtt, 3),
+                                                        "DECOUPLED"], p, count, size, delay_ms, proxy_delay=False)
+            rows.append({"mode": SLAVE_LAG, **row, "rtt_ms": round(lag_rtt, 3),
                          **nearer_bound(row["msgs_per_s"], p, lag_rtt, row["cpu_us_per_msg"])})
     ratios = []
     for p in producers:
         b = next(r for r in rows if r["mode"] == "BLOCKING" and r["producers"] == p)
         d = next(r for r in rows if r["mode"] == "DECOUPLED" and r["producers"] == p)
-        lag = next((r for r in rows if r["mode"] == MASTER_LAG and r["producers"] == p), None)
+        lag = next((r for r in rows if r["mode"] == SLAVE_LAG and r["producers"] == p), None)
         ratios.append({"producers": p, "throughput_ratio": round(d["msgs_per_s"] / b["msgs_per_s"], 2),
                        "avg_latency_ratio": round(b["avg_ms"] / d["avg_ms"], 2) if d["avg_ms"] else None,
                        "decoupled_avg_over_rtt": round(d["avg_ms"] / (2 * delay_ms), 2) if delay_ms else None,
-                       **({"master_lag_over_proxy": round(lag["msgs_per_s"] / d["msgs_per_s"], 2)} if lag else {})})
+                       **({"slave_lag_over_proxy": round(lag["msgs_per_s"] / d["msgs_per_s"], 2)} if lag else {})})
     p_seq = 16 if 16 in producers else producers[len(producers) // 2]
     both = []
     for mode, name in (("BLOCKING", "sequence"), ("DECOUPLED", "parallel")):

@@ -168,9 +168,10 @@ class SegmentStore:
                 ops.close(fd)
         return job
 
-    def fsync_job(self, start: int, upto: int):
-        """A job for the flush thread: fdatasync every segment from ``start`` that holds
-        bytes below ``upto`` (descriptors resolved here, on the loop's thread)."""
+    def _fsync_plan(self, start: int, upto: int) -> tuple[list[tuple[Path, int]], set[int], bool]:
+        """What one flush must make durable: a dup of every segment from ``start`` that holds bytes
+        below ``upto`` (resolved on the loop's thread), the segment names not yet durable, and
+        whether the injected fault fails it."""
         targets = []
         seg = start
         try:
@@ -183,7 +184,13 @@ class SegmentStore:
             raise
         fail = self.fail_fsync_after is not None and self._fsyncs_done >= self.fail_fsync_after
         self._fsyncs_done += 1
-        ops, names, directory = self.ops, set(self._names_pending), self.dir
+        return targets, set(self._names_pending), fail
+
+    def fsync_job(self, start: int, upto: int):
+        """A job for the flush thread: fdatasync every segment from ``start`` that holds
+        bytes below ``upto`` (descriptors resolved here, on the loop's thread)."""
+        targets, names, fail = self._fsync_plan(start, upto)
+        ops, directory = self.ops, self.dir
 
         def job() -> int:
             try:
@@ -199,6 +206,34 @@ class SegmentStore:
                     ops.close(fd)
             return upto
         return job
+
+    def fsync_on_ring(self, ring, start: int, upto: int, done: Callable[[int], None],
+                      failed: Callable[[OSError], None]) -> None:
+        """The same flush as ``fsync_job``'s, through an io_uring (reference/real/uring.py): the
+        directory (when a name is not durable yet) and every segment synced at once, ``done(upto)``
+        once all of them are.  Only for the plain FileOps: a test's ops see every fdatasync."""
+        assert type(self.ops) is FileOps
+        targets, names, fail = self._fsync_plan(start, upto)
+        fds = [fd for _, fd in targets]
+        if fail:
+            for fd in fds:
+                self.ops.close(fd)
+            ring.loop.call_soon(failed, OSError(errno.EIO, "injected fault: fdatasync failed with EIO"))
+            return
+        datasync = [True] * len(fds)
+        if names:
+            try:
+                fds.append(os.open(self.dir, os.O_RDONLY | os.O_CLOEXEC))
+            except OSError:
+                for fd in fds:
+                    self.ops.close(fd)
+                raise
+            datasync.append(False)
+
+        def synced() -> None:
+            self._names_pending -= names
+            done(upto)
+        ring.submit(fds, datasync, synced, failed)
 
     def fsync(self, start: int, upto: int) -> None:
         """fdatasync every segment from ``start`` that holds bytes below ``upto``."""

@@ -67,7 +67,17 @@ class Loop:
 
     # --- on the loop thread ----------------------------------------------------------------
 
-    def call_at(self, when_ms: int, fn: Callable) -> None:
+    def add_reader(self, fd: int, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` on the loop thread whenever ``fd`` is readable (an eventfd's completions)."""
+        self.selector.register(fd, selectors.EVENT_READ, _Reader(fn))
+
+    def remove_reader(self, fd: int) -> None:
+        try:
+            self.selector.unregister(fd)
+        except (KeyError, ValueError, OSError):
+            pass
+
+    def call_at(self, when_ms: float, fn: Callable) -> None:
         # An invariant: the runtimes keep a fixed set of timers, plus one per DATA frame delayed by
         # fault injection (--inject-ha-lag-ms), which the HA send window bounds.
         assert len(self._timers) < MAX_TIMERS, "more timers than the runtimes set"
@@ -77,8 +87,8 @@ class Loop:
         """Wait for sockets (at most until the next timer), hand each ready key to
         ``on_event(key, mask)``, then run the calls from workers and the due timers."""
         timeout_ms = max_wait_ms if max_wait_ms is not None else 1000
-        if self._timers:
-            timeout_ms = min(timeout_ms, max(0, self._timers[0][0] - now_ms()))
+        if self._timers:     # (a timer's time may be a fraction of a ms: --inject-ha-lag-ms is exact)
+            timeout_ms = min(timeout_ms, max(0, self._timers[0][0] - time.monotonic_ns() / 1e6))
         if self._calls:
             timeout_ms = 0
         for key, mask in self.selector.select(timeout_ms / 1000):
@@ -88,12 +98,14 @@ class Loop:
                         pass
                 except (BlockingIOError, OSError):
                     pass
+            elif isinstance(key.data, _Reader):
+                key.data.fn()
             else:
                 on_event(key, mask)
         for _ in range(min(len(self._calls), MAX_CALLS_PER_TURN)):
             fn, args = self._calls.popleft()
             fn(*args)
-        now = now_ms()
+        now = time.monotonic_ns() / 1e6       # for a whole-ms timer the same as now_ms() <= t
         while self._timers and self._timers[0][0] <= now:
             _, _, fn = heapq.heappop(self._timers)
             fn()
@@ -103,6 +115,13 @@ class Loop:
         self.selector.close()
         self._wake_r.close()
         self._wake_w.close()
+
+
+class _Reader:
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn = fn
 
 
 def submit(loop, fn: Callable[[], object]) -> concurrent.futures.Future:
@@ -155,11 +174,17 @@ class RoleLoop:
     def call_soon(self, fn: Callable, *args) -> None:
         self._loop.call_soon(self._guarded(fn, *args))
 
-    def call_at(self, when_ms: int, fn: Callable) -> None:
+    def call_at(self, when_ms: float, fn: Callable) -> None:
         self._loop.call_at(when_ms, self._guarded(fn))
 
     def run_once(self, max_wait_ms: int | None, on_event: Callable) -> None:
         self._loop.run_once(max_wait_ms, on_event)
+
+    def add_reader(self, fd: int, fn: Callable[[], None]) -> None:
+        self._loop.add_reader(fd, self._guarded(fn))
+
+    def remove_reader(self, fd: int) -> None:
+        self._loop.remove_reader(fd)
 
     def stop(self) -> None:
         self._loop.stop()

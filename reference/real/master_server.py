@@ -20,6 +20,7 @@ import itertools
 import selectors
 import signal
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 
@@ -34,6 +35,8 @@ from reference.real.guard import FrameGuard
 from reference.real.loop import (Conn, ConnServer, Loop, RoleLoop, Worker, call_and_wait, listen, now_ms,
                                  reserve_descriptors)
 from reference.real.options import MasterOptions
+from reference.real.timeline import Timeline
+from reference.real.uring import FsyncRing, RingUnavailable
 from reference.status import PutStatus
 from spec.config import ConfigError
 
@@ -100,6 +103,15 @@ class MasterRuntime(ConnServer):
         self._dirty: set[Conn] = set()
         self.flusher = Worker(self.loop, "flush")
         self.reader = Worker(self.loop, "segment-reader")
+        # fdatasync through io_uring where the kernel allows (reference/real/uring.py: no GIL hand-off
+        # between the fsync's end and the loop learning it); the flush thread otherwise, and always
+        # under a test's FileOps, which must see every fdatasync
+        self.fsync_ring: FsyncRing | None = None
+        if opts.flush_engine == "auto" and type(self.store.ops) is FileOps:
+            try:
+                self.fsync_ring = FsyncRing(self.loop)
+            except RingUnavailable as err:
+                self.log(f"io_uring unavailable ({err}): fdatasync runs on the flush thread")
         self.stats: Counter = Counter()
         self.statuses: Counter = Counter()          # answers by PutStatus value
         self._core_due_ms = 0
@@ -111,6 +123,10 @@ class MasterRuntime(ConnServer):
         self._more_puts = False
         self.loop.call_at(now_ms() + IDLE_CHECK_MS, self._check_idle)
         self._shut = False
+        # --timeline: the answers queued and the DATA end offset queued per connection, not yet drained
+        self.timeline = Timeline(opts.timeline) if opts.timeline is not None else None
+        self._unsent_answers: dict[int, list[int]] = {}
+        self._unsent_data_end: dict[int, int] = {}
 
     def _start_trace(self, path) -> None:
         """--trace: the core wrapped so that a trace hook sees every one of its events
@@ -166,13 +182,21 @@ class MasterRuntime(ConnServer):
         now = now_ms()
         if self._clean_due_ms is not None and now >= self._clean_due_ms:
             self.admission.clean(now)
+        put = []
         for _ in range(self.puts_per_turn):
             if (q := self.admission.next_runnable()) is None:
                 break
+            if self.timeline is not None and self.timeline.samples(q.req_id):
+                self.timeline.mark("put", q.req_id)
+                put.append(q.req_id)
             self.core.put(q.req_id, q.key, q.body, now)
             self.admission.appended(q.req_id)
+            if self.fsync_ring is not None and self.fsync_ring.ready():
+                self.fsync_ring.reap()      # its PUT_OKs leave with this turn, not the next
         self._more_puts = bool(self.admission.queue) and len(self.admission.holding) < self.admission.slots
         self._perform(now)
+        if self.timeline is not None:
+            self.timeline.mark_all("written", put)
         for _ in range(MAX_TURN_ROUNDS):
             if self.core.next_wakeup_ms(now) > now:
                 break
@@ -222,6 +246,8 @@ class MasterRuntime(ConnServer):
             return
         self._dirty.discard(conn)
         self.guard.forget(conn.id)
+        self._unsent_answers.pop(conn.id, None)
+        self._unsent_data_end.pop(conn.id, None)
         self.stats[f"closed_{conn.kind}"] += 1
         self.log(f"{conn.kind} connection {conn.id} from {conn.peer} closed: {reason}")
         if conn.kind == SLAVE and tell_core:
@@ -231,6 +257,11 @@ class MasterRuntime(ConnServer):
     def _flush(self, conn: Conn) -> None:
         if (problem := conn.drain(self.loop.selector)) is not None:
             self._close(conn, problem)
+        elif self.timeline is not None and not conn.out:
+            if (answered := self._unsent_answers.pop(conn.id, None)) is not None:
+                self.timeline.mark_all("sent", answered)
+            if (end := self._unsent_data_end.pop(conn.id, None)) is not None:
+                self.timeline.mark("data_sent", offset=end)
 
     def _check_idle(self) -> None:
         now = now_ms()
@@ -251,6 +282,8 @@ class MasterRuntime(ConnServer):
             req_id = next(self._req_ids)
             self.routes[req_id] = (conn, frame.req_id)
             self.admission.arrive(req_id, frame.key, frame.body, now)
+            if self.timeline is not None:
+                self.timeline.mark("arrive", req_id)
         if problem is not None:
             self._close(conn, problem)
 
@@ -286,10 +319,13 @@ class MasterRuntime(ConnServer):
                 if core.name_of(conn.id) == frame.name:
                     self.log(f"slave {frame.name} connected at offset {frame.offset} (connection {conn.id})")
             elif isinstance(frame, Ack):
+                if self.timeline is not None:
+                    self.timeline.mark("ack", offset=frame.offset)
                 core.replica_ack(conn.id, frame.offset, now, frame.records)
             else:
                 core.replica_bad_input(conn.id, f"a slave sent a {type(frame).__name__} frame")
             self._perform(now)
+        self._send_answers()
         if problem is not None and not conn.closed:
             if conn.auth_failed:                              # told why, so it stops retrying fast
                 conn.queue(Refuse(problem))
@@ -340,7 +376,9 @@ class MasterRuntime(ConnServer):
                     and self.core.name_of(e.conn) == self.opts.ha_lag_to:
                 # --inject-ha-lag-ms: a slow link; the same delay for each keeps their order
                 self.stats["ha_lagged_sends"] += 1
-                self.loop.call_at(now + self.opts.ha_lag_ms, lambda e=e: self._send_data(e, flush=True))
+                # (from this moment, to the fraction of a ms: `bench ack` takes it as the round trip)
+                self.loop.call_at(time.monotonic_ns() / 1e6 + self.opts.ha_lag_ms,
+                                  lambda e=e: self._send_data(e, flush=True))
             else:
                 self._send_data(e)
         elif isinstance(e, fx.SendEpochs):
@@ -356,11 +394,21 @@ class MasterRuntime(ConnServer):
                 # a flush across a segment roll: one fsync of two files (the padding and the record
                 # after it), or the first pass of a round that continues in the next segment
                 self.stats["fsyncs_across_segment_roll"] += 1
+            if self.timeline is not None:
+                self.timeline.mark("fsync_submit", offset=e.upto)
             try:
+                if self.fsync_ring is not None:
+                    self.store.fsync_on_ring(self.fsync_ring, e.start, e.upto, lambda upto, e=e: self._fsync_done(e, True),
+                                             lambda err, e=e: self._fsync_failed(e, err))
+                    if self.timeline is not None:      # in the kernel's hands from here
+                        self.timeline.mark("fsync_start", offset=e.upto)
+                    return
                 job = self.store.fsync_job(e.start, e.upto)
             except OSError as err:
                 self._fsync_failed(e, err)
                 return
+            if self.timeline is not None:
+                job = _timed(job, self.timeline, e.upto)
             self.flusher.submit(job, lambda upto, e=e: self._fsync_done(e), lambda err, e=e: self._fsync_failed(e, err))
         elif isinstance(e, fx.CreateSegment):
             try:
@@ -390,7 +438,12 @@ class MasterRuntime(ConnServer):
         if conn is not None and not conn.closed:
             if not conn.queue(Data(e.offset, e.data, e.epoch, e.epoch_start, e.confirm_offset)):
                 self._close(conn, "the slave does not read what it is sent")
-            elif flush:
+                return
+            if self.timeline is not None:
+                end = e.offset + len(e.data)
+                self.timeline.mark("data_queued", offset=end)
+                self._unsent_data_end[conn.id] = end
+            if flush:
                 self._flush(conn)
             else:
                 self._dirty.add(conn)
@@ -438,12 +491,33 @@ class MasterRuntime(ConnServer):
             return
         if conn.queue_bytes(encode_response(client_req_id, e.status, e.next_offset)):
             self._dirty.add(conn)
+            if (self.timeline is not None and e.final and e.status == PutStatus.PUT_OK
+                    and self.timeline.samples(e.req_id)):
+                self.timeline.mark("answer", e.req_id, e.next_offset)
+                self._unsent_answers.setdefault(conn.id, []).append(e.req_id)
         else:
             self._close(conn, "the producer does not read its responses")
 
-    def _fsync_done(self, e: fx.Fsync) -> None:
+    def _fsync_done(self, e: fx.Fsync, on_ring: bool = False) -> None:
         self.stats["fsyncs"] += 1
-        self.core.fsync_done(e.start, e.upto, now_ms())
+        if self.timeline is not None:
+            if on_ring:      # the kernel ran it; the loop's reaping is the first moment anyone knows
+                self.timeline.mark("fsync_return", offset=e.upto)
+            self.timeline.mark("fsync_done", offset=e.upto)
+        if on_ring:
+            self.stats["fsyncs_io_uring"] += 1
+        now = now_ms()
+        self.core.fsync_done(e.start, e.upto, now)
+        self._perform(now)
+        self._send_answers()
+
+    def _send_answers(self) -> None:
+        """The answers an ACK or an fsync released leave now, not after the rest of the turn's puts
+        are admitted and written (issue 39's timeline: that wait was a quarter of a DECOUPLED
+        request's time beyond the round trip)."""
+        for conn in [c for c in self._dirty if c.kind == PRODUCER]:
+            self._dirty.discard(conn)
+            self._flush(conn)
 
     def _fsync_failed(self, e: fx.Fsync, err: OSError) -> None:
         self.log(f"fsync failed ({err}): the store turns read-only")
@@ -472,8 +546,15 @@ class MasterRuntime(ConnServer):
                 pass
         self.flusher.stop()
         self.reader.stop()
+        if self.fsync_ring is not None:
+            self.fsync_ring.close()
         self.store.close()
         self.loop.close()
+        if self.timeline is not None:
+            try:
+                self.timeline.write()
+            except OSError as err:
+                self.log(f"--timeline {self.timeline.path}: not written ({err})")
         if self.trace_out is not None:
             unhealed = self.core.close()
             if unhealed is not None:
@@ -483,6 +564,16 @@ class MasterRuntime(ConnServer):
     def stats_line(self) -> str:
         stats = self.stats + Counter({PutStatus(k).name: v for k, v in self.statuses.items()})
         return "stats " + " ".join(f"{k}={v}" for k, v in sorted(stats.items()))
+
+
+def _timed(job: Callable, timeline: Timeline, upto: int) -> Callable:
+    """A worker's fsync job that marks when its fdatasync returned, on the worker's thread."""
+    def run():
+        timeline.mark("fsync_start", offset=upto)
+        result = job()
+        timeline.mark("fsync_return", offset=upto)
+        return result
+    return run
 
 
 def serve_master(opts: MasterOptions) -> int:

@@ -97,13 +97,15 @@ def parse_address(text: str, flag: str) -> tuple[str, int]:
 
 
 def _trace_path(instance, attribute, value) -> None:
+    """--trace, --timeline: a file this process writes."""
     if value is None:
         return
     path = Path(value)
+    what = _flag(attribute)
     if path.is_dir():
-        raise ConfigError(f"--trace {value}: is a directory (expected a file to write the trace to)")
+        raise ConfigError(f"{what} {value}: is a directory (expected a file to write the {what[2:]} to)")
     if not path.parent.is_dir():
-        raise ConfigError(f"--trace {value}: the directory {path.parent} does not exist")
+        raise ConfigError(f"{what} {value}: the directory {path.parent} does not exist")
 
 
 def _traceable_names(names: tuple[str, ...], flag: str) -> None:
@@ -168,6 +170,11 @@ class MasterOptions:
     ha_lag_ms: int = 0
     ha_lag_to: str | None = None
     peer_secret: bytes | None = attrs.field(default=None, repr=False)   # the HA port authenticates slaves
+    # auto: fdatasync through io_uring where the kernel allows (reference/real/uring.py); thread: on
+    # the flush thread always (bench groupcommit measures the two side by side)
+    flush_engine: str = attrs.field(default="auto", validator=attrs.validators.in_(("auto", "thread")))
+    # bench: each request's moments (reference/real/timeline.py), written when the master stops
+    timeline: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path), validator=_trace_path)
 
     def __attrs_post_init__(self) -> None:
         require_secret(self.host, self.peer_secret, "HA")
@@ -202,8 +209,15 @@ class ReplicaOptions:
     fsync_interval_ms: int = attrs.field(default=1_000, validator=positive_flag)
     peer_secret: bytes | None = attrs.field(default=None, repr=False)   # proves this slave to the master
     trace: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path), validator=_trace_path)
+    timeline: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path), validator=_trace_path)
+    # Fault injection, a slow link back: each ACK leaves ``ack_lag_ms`` after this slave queued it
+    # (`bench ack` puts the round trip here, in the lightly loaded slave, instead of in a proxy)
+    ack_lag_ms: int = 0
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.ack_lag_ms, int) or isinstance(self.ack_lag_ms, bool) \
+                or not 0 <= self.ack_lag_ms <= MAX_HA_LAG_MS:
+            raise ConfigError(f"--inject-ack-lag-ms {self.ack_lag_ms!r}: 0..{MAX_HA_LAG_MS}")
         _replica_name(self.name, "--name")
         if self.trace is not None:
             _traceable_names((self.name,), "--name")

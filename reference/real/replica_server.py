@@ -10,6 +10,8 @@ import errno
 import selectors
 import signal
 import socket
+import time
+from collections import deque
 from collections.abc import Callable
 
 from pathlib import Path
@@ -29,6 +31,7 @@ from reference.record import scan_log
 from reference.real.loop import Conn, Loop, RoleLoop, Worker, now_ms
 from reference.real.netroute import route
 from reference.real.peerauth import ClientAuth
+from reference.real.timeline import Timeline
 from reference.real.options import ReplicaOptions
 from reference.replica import ReplicaCore
 from spec.config import ConfigError
@@ -37,6 +40,7 @@ RECONNECT_MS = 200
 REFUSED_RETRY_MS = 5000      # after the master refused this slave (a diverged log): retry, slowly
 CONNECT_TIMEOUT_MS = 2000
 OUT_BYTES = 1 << 20
+MAX_LAGGED_ACKS = 4096             # --inject-ack-lag-ms: ACKs held at once; more coalesce
 
 
 class SlaveStopped(RuntimeError):
@@ -86,6 +90,12 @@ class ReplicaRuntime:
         self._fsync_in_flight = False
         self.failure: str | None = None
         self._refused = False
+        # --timeline: when each DATA arrived and each ACK left (reference/real/timeline.py)
+        self.timeline = Timeline(opts.timeline) if opts.timeline is not None else None
+        self._unsent_ack: int | None = None
+        # --inject-ack-lag-ms: ACKs held until their time, oldest first (one timer for the head)
+        self._lagged_acks: deque[tuple[float, Ack]] = deque()
+        self._ack_timer_set = False
         now = now_ms()
         self.loop.call_at(now, self._connect)
         self.loop.call_at(now + opts.heartbeat_interval_ms, self._heartbeat)
@@ -139,6 +149,12 @@ class ReplicaRuntime:
         self.flusher.stop()
         self.store.close()
         self.loop.close()
+        if self.timeline is not None:
+            try:
+                self.timeline.write()
+            except OSError as err:
+                self.log(f"--timeline {self.timeline.path}: not written ({err})")
+            self.timeline = None
         if self.trace_out is not None:
             if self.failure is None:         # a clean stop: nothing of this slave is left to happen
                 self.core.close()
@@ -197,6 +213,7 @@ class ReplicaRuntime:
         self._perform()
 
     def _close(self, reason: str, reconnect: bool = True) -> None:
+        self._lagged_acks.clear()
         conn, self.conn = self.conn, None
         if conn is None or not conn.close(reason):
             return
@@ -216,6 +233,9 @@ class ReplicaRuntime:
         if problem is not None:
             self._close(problem)
             return
+        if self._unsent_ack is not None and self.timeline is not None and not conn.out:
+            self.timeline.mark("ack_sent", offset=self._unsent_ack)
+            self._unsent_ack = None
         if conn.writing != bool(conn.out):
             conn.writing = bool(conn.out)
             self.loop.selector.modify(conn.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out else 0),
@@ -236,6 +256,8 @@ class ReplicaRuntime:
                 if self.conn is not conn:
                     return
                 if isinstance(frame, Data):
+                    if self.timeline is not None:
+                        self.timeline.mark("data_in", offset=frame.offset + len(frame.data))
                     if self.follower is not None:
                         self.follower.on_data(frame.offset, frame.data, frame.epoch, frame.epoch_start,
                                               frame.confirm_offset)
@@ -260,6 +282,38 @@ class ReplicaRuntime:
                     self._close(problem)
 
     # ------------------------------------------------------------------ timers
+
+    def _hold_ack(self, frame: Ack) -> None:
+        """--inject-ack-lag-ms: the ACK leaves ack_lag_ms from now (to the fraction of a ms).  What a
+        master feeds is bounded here by coalescing: past MAX_LAGGED_ACKS held, the newest replaces the
+        last held (ACKs are cumulative), which leaves no later than the one it replaced."""
+        due = time.monotonic_ns() / 1e6 + self.opts.ack_lag_ms
+        if len(self._lagged_acks) >= MAX_LAGGED_ACKS:
+            self._lagged_acks[-1] = (self._lagged_acks[-1][0], frame)
+            return
+        self._lagged_acks.append((due, frame))
+        if not self._ack_timer_set:
+            self._ack_timer_set = True
+            self.loop.call_at(due, self._send_lagged_acks)
+
+    def _send_lagged_acks(self) -> None:
+        self._ack_timer_set = False
+        conn = self.conn
+        if conn is None or conn.closed:
+            self._lagged_acks.clear()        # they answered data of a connection that is gone
+            return
+        now = time.monotonic_ns() / 1e6
+        while self._lagged_acks and self._lagged_acks[0][0] <= now:
+            _, frame = self._lagged_acks.popleft()
+            if not conn.queue(frame):
+                self._close("the master does not read what this slave sends")
+                return
+            if self.timeline is not None:
+                self._unsent_ack = frame.offset
+        self._flush()
+        if self._lagged_acks and self.conn is conn:
+            self._ack_timer_set = True
+            self.loop.call_at(self._lagged_acks[0][0], self._send_lagged_acks)
 
     def _heartbeat(self) -> None:
         self.core.heartbeat()
@@ -328,8 +382,14 @@ class ReplicaRuntime:
                 if self.conn is not None:
                     frame = (Ack(e.offset, e.records) if isinstance(e, fx.SendAck)
                              else Handshake(e.offset, e.chain, self.opts.name, e.records))
-                    if not self.conn.queue(frame):
+                    if self.timeline is not None and isinstance(e, fx.SendAck):
+                        self.timeline.mark("ack_queued", offset=e.offset)
+                    if self.opts.ack_lag_ms and isinstance(e, fx.SendAck):
+                        self._hold_ack(frame)
+                    elif not self.conn.queue(frame):
                         self._close("the master does not read what this slave sends")
+                    elif self.timeline is not None and isinstance(e, fx.SendAck):
+                        self._unsent_ack = e.offset
             elif isinstance(e, fx.CloseMaster):
                 self._close(e.reason)
             elif isinstance(e, fx.SendEpochQuery):

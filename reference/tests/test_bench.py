@@ -20,10 +20,10 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     results = json.loads((tmp_path / "all.json").read_text())
     ack = results["ack"]
     assert {(r["mode"], r["producers"]) for r in ack["rows"]} == {
-        (m, p) for m in ("BLOCKING", "DECOUPLED", "DECOUPLED_MASTER_LAG") for p in (1, 4)}
-    lagged = [r for r in ack["rows"] if r["mode"] == "DECOUPLED_MASTER_LAG"]
+        (m, p) for m in ("BLOCKING", "DECOUPLED", "DECOUPLED_SLAVE_LAG") for p in (1, 4)}
+    lagged = [r for r in ack["rows"] if r["mode"] == "DECOUPLED_SLAVE_LAG"]
     assert all(r["rtt_ms"] >= 2 * ack["delay_ms_each_way"] and r["cpu_us_per_msg"]["proxy"] == 0 for r in lagged)
-    assert all("master_lag_over_proxy" in r for r in ack["ratios"])
+    assert all("slave_lag_over_proxy" in r for r in ack["ratios"])
     assert all(r["statuses"] == {"PUT_OK": 40} for r in ack["rows"] + ack["sync_flush_sync_master"])
     network = ack["network"]          # the bound probed by the same run: the proxy alone, an echo behind it
     assert network["through_proxy_ms"]["p50"] >= 2 * ack["delay_ms_each_way"] > network["direct_ms"]["p50"]
