@@ -57,8 +57,8 @@ def _summary(ms: list[float]) -> dict:
 def breakdown(master: Path, replica: Path | None = None, since_ns: int = 0, flush_leg: bool = True,
               replica_leg: bool = False) -> dict:
     """The phases of every PUT_OK whose request arrived at or after ``since_ns`` (the load's start:
-    the warm-up is left out).  The replica leg needs the slave's timeline."""
-    assert flush_leg or replica_leg
+    the warm-up is left out).  The replica leg needs the slave's timeline; with neither leg (ASYNC_FLUSH,
+    ASYNC_MASTER) the release runs from the write."""
     marks = read(master) + (read(replica) if replica is not None else [])
     by_req: dict[int, dict[str, int]] = {}
     offsets: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in OFFSET_KINDS}
@@ -91,7 +91,7 @@ def breakdown(master: Path, replica: Path | None = None, since_ns: int = 0, flus
             t[kind] = first_at(kind, end)
         if any(t[a] is None or t[b] is None for _, a, b in legs):
             continue
-        ends = ([t["fsync_done"]] if flush_leg else []) + ([t["ack"]] if replica_leg else [])
+        ends = ([t["fsync_done"]] if flush_leg else []) + ([t["ack"]] if replica_leg else []) or [t["written"]]
         spans = [("admission", t["arrive"], t["put"]), ("write", t["put"], t["written"]),
                  *((name, t[a], t[b]) for name, a, b in legs),
                  ("release", max(ends), t["answer"]), ("send", t["answer"], t["sent"])]

@@ -47,8 +47,8 @@ POINTS: dict[str, tuple[list[str], int, float | None, bool, bool, bool]] = {
     "tsp_fixed_64": ([*TSP, "--transient-store-pool-enable", "true", "--commit-on-replica-wait", "true"], 64, None,
                      True, False, True),
 }
-BREAKDOWN_POINTS = ("group_commit_64", "group_commit_thread_64", "decoupled_64", "slave_lag_64", "decoupled_256",
-                    "slave_lag_256")
+BREAKDOWN_POINTS = ("async_flush_64", "group_commit_64", "group_commit_thread_64", "decoupled_64", "slave_lag_64",
+                    "decoupled_256", "slave_lag_256")
 
 
 def _x(p: dict) -> float:

@@ -15,6 +15,8 @@ GOALS = {
                    "ASYNC_FLUSH throughput of the same master (group commit makes the fsync nearly free)",
     "tsp": "the pathology reproduced (p50 about the commit interval with the pool on) and the fix within 1.2x of "
            "pool-off",
+    "goals": "issue 39's goals, each a ratio within one run, the median of the runs' ratios, this tree beside the "
+             "tree before (--baseline), every point beside the bound it is measured against",
     "sim": "simulated steps/s of the core on one core, checked against the spec and not",
     "rss": "peak resident memory of the master and of the slave under 150 MiB each while 2 GiB go through them "
            "(SYNC_FLUSH + SYNC_MASTER), independent of how much was written",
@@ -78,6 +80,63 @@ def bounds_table(results: dict) -> list[str]:
             lines.append(f"| SYNC_FLUSH latency, {ratio['producers']} producers | {g['avg_ms']} ms | "
                          f"{ratio['sync_latency_bound_ms']} ms | {ratio['sync_latency_over_bound']:.2f}x | "
                          f"ASYNC_FLUSH {a['avg_ms']} ms + 2 x fdatasync p50 {d['fdatasync_ms']['p50']} ms |")
+    return lines + [""]
+
+
+def _fmt(value) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def goals_section(result: dict) -> list[str]:
+    """Issue 39's goals, before and after, medians of the runs (reference/bench/goals.py)."""
+    trees = ("before", "after") if result["baseline"] else ("after",)
+    b = result["bounds"]
+    lines = [f"## The goals of issue 39: medians of {result['runs']} runs, side by side", "",
+             f"`ackorder bench goals --goal-runs {result['runs']} --count {result['count']}"
+             + (" --baseline DIR`, DIR the tree before issue 39 (053d52f)" if result["baseline"] else "`")
+             + f". Each run measured every point of both trees once, alternating, and probed its bounds first: "
+             f"the round trip through the delaying proxy alone "
+             + ", ".join(f"{x['through_proxy_ms']} ms" for x in b) + " (directly "
+             + ", ".join(f"{x['direct_ms']} ms" for x in b) + "), this disk's fdatasync p50 "
+             + ", ".join(f"{x['fdatasync_p50_ms']} ms" for x in b) + ". A goal's figure is the median of the "
+             "runs' ratios; — is a point the tree before cannot run (a flag it has not).", "",
+             "| goal | bound | " + " | ".join(trees) + " | target | | runs (after) |",
+             "|---|---|" + "---|" * len(trees) + "---|---|---|"]
+    for r in result["rows"]:
+        met = {True: "met", False: "**not met**", None: "—"}[r["met"]]
+        lines.append(f"| {r['goal']} | {r['bound']} | " + " | ".join(_fmt(r[t]) for t in trees)
+                     + f" | {'≥' if r['higher_is_better'] else '≤'} {r['target']} | {met} | "
+                     + ", ".join(_fmt(v) for v in r["after_runs"]) + " |")
+    lines += ["", "The points of the median run (msgs/s, average latency, CPU µs per message master / slave / load / "
+                  "proxy):", "", "| point | " + " | ".join(trees) + " |", "|---|" + "---|" * len(trees)]
+    for name in result["medians"]["after"]:
+        cells = []
+        for t in trees:
+            m = result["medians"].get(t, {}).get(name)
+            cells.append("—" if m is None else f"{m['msgs_per_s']:,.0f} msgs/s, {m['avg_ms']} ms, "
+                         + " / ".join(str(v) for v in m["cpu_us_per_msg"].values()))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "### Where a request's time goes", "",
+              "From the master's and the slave's timelines (`broker master|replica --timeline`, one request in "
+              "8 sampled; reference/bench/breakdown.py) of this tree's median run: the mean of each phase in ms. "
+              "The client's latency less the broker's (arrival to answer drained) is the load generator's "
+              "own loop and the loopback.", ""]
+    names = list(result["breakdowns"])
+    phases: list[str] = []
+    for n in names:
+        phases += [p for p in result["breakdowns"][n]["phases_ms"] if p not in phases]
+    lines += ["| phase | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for p in phases:
+        lines.append(f"| {p} | " + " | ".join(_fmt(result["breakdowns"][n]["phases_ms"].get(p, {}).get("avg"))
+                                               for n in names) + " |")
+    for label, key in (("broker (arrival to answer drained)", "broker"), ("outside the broker", "outside"),
+                       ("client's average", "client"), ("msgs/s", "x")):
+        cells = []
+        for n in names:
+            d = result["breakdowns"][n]
+            cells.append({"broker": _fmt(d["broker_ms"]["avg"]), "outside": _fmt(d["outside_broker_ms"]),
+                          "client": _fmt(d["client_avg_ms"]), "x": f"{d['msgs_per_s']:,.0f}"}[key])
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines + [""]
 
 
@@ -180,6 +239,19 @@ def plot(result: dict, path: Path) -> None:
         axes[0].set_ylabel("resident MiB")
         axes[0].legend(fontsize=7)
         axes[1].axis("off")
+    elif name == "goals":
+        rows = result["rows"]
+        labels = [r["goal"][:48] for r in rows]
+        for i, tree in enumerate(t for t in ("before", "after") if t in rows[0]):
+            # each figure over its target, so that 1 is the goal for all of them (lower-is-better inverted)
+            vals = [(r[tree] / r["target"] if r["higher_is_better"] else r["target"] / r[tree]) if r[tree] else 0
+                    for r in rows]
+            axes[0].barh([y + 0.4 * i for y in range(len(rows))], vals, height=0.4, label=tree)
+        axes[0].axvline(1.0, color="grey", linestyle="--")
+        axes[0].set_yticks([y + 0.2 for y in range(len(rows))], labels, fontsize=6)
+        axes[0].set_xlabel("figure / goal (1 = met)")
+        axes[0].legend(fontsize=7)
+        axes[1].axis("off")
     elif name == "cpu":
         modes = [r["mode"] for r in result["rows"]]
         axes[0].barh(modes, [r["cpu_us_per_msg"]["master"] for r in result["rows"]])
@@ -247,12 +319,16 @@ def write_docs(results: dict, docs: Path) -> Path:
              "threads share one channel per broker; one thread and one selector). CPU per message is user + "
              "system time from /proc over the measured load, divided by the messages.", ""]
     lines += bounds_table(results)
+    if "goals" in results:
+        lines += goals_section(results["goals"])
     lines += headline(results)
     for name, result in results.items():
         png = docs / "benchmarks" / f"{name}.png"
         plot(result, png)
         lines += [f"## `{name}`", "", f"Goal: {GOALS[name]}.", ""]
-        if name == "sim":
+        if name == "goals":
+            lines += ["The table is at the top of this page."]
+        elif name == "sim":
             from reference.bench.simrates import BOUNDS, markdown
 
             lines += markdown(result) + [""] + BOUNDS

@@ -85,11 +85,10 @@ def _point(work: Path, flags: list[str], producers: int, count: int, size: int, 
 
 def _breakdown(work: Path, flags: list[str], replicated: bool, since_ns: int, result) -> dict:
     """The point's phases (reference/bench/breakdown.py): the flush leg under SYNC_FLUSH, the replica
-    leg under SYNC_MASTER; and what the client saw beyond the broker's own time (its loop, loopback)."""
+    leg under SYNC_MASTER (neither: admission, write, release, send); and what the client saw beyond
+    the broker's own time (its loop, loopback)."""
     flush = flags[flags.index("--flush-disk-type") + 1] == "SYNC_FLUSH" if "--flush-disk-type" in flags else False
     sync_master = "SYNC_MASTER" in flags and replicated
-    if not (flush or sync_master):
-        return {}
     out = breakdown(work / "master.timeline", work / "r1.timeline" if replicated else None, since_ns,
                     flush_leg=flush, replica_leg=sync_master)
     broker = out["broker_ms"]["avg"]

@@ -67,9 +67,9 @@ class Loop:
 
     # --- on the loop thread ----------------------------------------------------------------
 
-    def add_reader(self, fd: int, fn: Callable[[], None]) -> None:
+    def add_reader(self, fd: int, fn: Callable[[], None], name: str) -> None:
         """Call ``fn()`` on the loop thread whenever ``fd`` is readable (an eventfd's completions)."""
-        self.selector.register(fd, selectors.EVENT_READ, _Reader(fn))
+        self.selector.register(fd, selectors.EVENT_READ, _Reader(fn, name))
 
     def remove_reader(self, fd: int) -> None:
         try:
@@ -118,10 +118,14 @@ class Loop:
 
 
 class _Reader:
-    __slots__ = ("fn",)
+    __slots__ = ("fn", "name")
 
-    def __init__(self, fn: Callable[[], None]) -> None:
+    def __init__(self, fn: Callable[[], None], name: str) -> None:
         self.fn = fn
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
 
 
 def submit(loop, fn: Callable[[], object]) -> concurrent.futures.Future:
@@ -180,8 +184,8 @@ class RoleLoop:
     def run_once(self, max_wait_ms: int | None, on_event: Callable) -> None:
         self._loop.run_once(max_wait_ms, on_event)
 
-    def add_reader(self, fd: int, fn: Callable[[], None]) -> None:
-        self._loop.add_reader(fd, self._guarded(fn))
+    def add_reader(self, fd: int, fn: Callable[[], None], name: str) -> None:
+        self._loop.add_reader(fd, self._guarded(fn), name)
 
     def remove_reader(self, fd: int) -> None:
         self._loop.remove_reader(fd)

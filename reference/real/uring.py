@@ -71,7 +71,7 @@ class FsyncRing:
         self._jobs: dict[int, _Job] = {}
         self._ids = itertools.count(1)
         self.closed = False
-        loop.add_reader(self.efd, self._reap)
+        loop.add_reader(self.efd, self._reap, "fsync-ring")
 
     def submit(self, fds: list[int], datasync: list[bool], done: Callable[[], None],
                failed: Callable[[OSError], None]) -> None:
@@ -117,7 +117,11 @@ class FsyncRing:
             if self.closed or not self._peek():
                 return
             cqe = self._cqe[0]
-            job_id, res = cqe.user_data, cqe.res
+            job_id = cqe.user_data
+            try:
+                res = cqe.res
+            except OSError as err:          # the binding raises a negative result rather than return it
+                res = -(err.errno or errno.EIO)
             liburing.io_uring_cqe_seen(self.ring, cqe)
             job = self._jobs.get(job_id)
             assert job is not None, job_id

@@ -1,0 +1,167 @@
+"""Issue 39's runtime parts: fdatasync through io_uring (and its failures), the per-request
+timeline and its breakdown, the slave's ACK lag and its bound, exact loop timers."""
+
+import os
+import re
+import time
+
+import pytest
+
+from reference.bench.breakdown import TimelineError, breakdown
+from reference.frames import Ack
+from reference.real import timeline as timeline_mod
+from reference.real.load import run_load
+from reference.real.loop import Loop
+from reference.real.options import ReplicaOptions
+from reference.real.replica_server import ReplicaRuntime
+from reference.real.uring import FsyncRing
+from reference.tests.realproc import start_master, start_replica, wait_for_line
+from reference.tests.test_real_runtime import SMALL, procs  # noqa: F401  (the fixture)
+
+
+def _turns(loop: Loop, until, limit_s: float = 5.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while not until():
+        assert time.monotonic() < deadline, "nothing happened"
+        loop.run_once(50, lambda key, mask: None)
+
+
+# ------------------------------------------------------------------ io_uring
+
+
+def test_an_fsync_on_the_ring_answers_done_and_closes_its_descriptors(tmp_path):
+    loop = Loop()
+    ring = FsyncRing(loop)          # this machine has io_uring: the test fails, never skips, where it has not
+    path = tmp_path / "f"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"x" * 4096)
+    copies = [os.dup(fd), os.dup(fd), os.open(tmp_path, os.O_RDONLY)]
+    answers = []
+    ring.submit(copies, [True, True, False], lambda: answers.append("done"), lambda err: answers.append(err))
+    _turns(loop, lambda: answers)
+    assert answers == ["done"]
+    for c in copies:                 # each closed once every fsync of the job finished
+        with pytest.raises(OSError):
+            os.fstat(c)
+    os.close(fd)
+    ring.close()
+    loop.close()
+
+
+def test_a_failed_fsync_on_the_ring_answers_its_error_once_for_the_whole_job(tmp_path):
+    loop = Loop()
+    ring = FsyncRing(loop)
+    r, w = os.pipe()                 # fsync on a pipe: EINVAL from the kernel, as a disk's EIO would come
+    good = os.open(tmp_path, os.O_RDONLY)
+    answers = []
+    ring.submit([r, good], [True, False], lambda: answers.append("done"), lambda err: answers.append(err))
+    _turns(loop, lambda: answers)
+    assert len(answers) == 1 and isinstance(answers[0], OSError) and answers[0].errno == 22, answers
+    os.close(w)
+    ring.close()
+    loop.close()
+
+
+@pytest.mark.parametrize("engine", ["auto", "thread"])
+def test_a_failed_fsync_never_acks_on_either_engine(tmp_path, procs, engine):  # noqa: F811
+    from reference.status import PutStatus
+    from reference.tests.test_real_runtime import put
+
+    master = start_master(tmp_path / "m", "--flush-disk-type", "SYNC_FLUSH", "--inject-fsync-eio-after", "5",
+                          "--sync-flush-timeout-ms", "300", "--flush-engine", engine, *SMALL)
+    procs.append(master)
+    statuses = [PutStatus(put(master.port, k, b"m" * 64).status) for k in range(1, 12)]
+    ok = [i for i, s in enumerate(statuses) if s is PutStatus.PUT_OK]
+    assert ok and ok == list(range(len(ok))) and len(ok) <= 5
+    assert PutStatus.FLUSH_DISK_TIMEOUT in statuses and statuses[-1] is PutStatus.SERVICE_NOT_AVAILABLE
+    wait_for_line(master, r"fsync failed")
+    master.terminate()
+    stats = re.search(r"^stats .*", master.output(), re.M).group(0)
+    on_ring = int(re.search(r"fsyncs_io_uring=(\d+)", stats).group(1)) if "fsyncs_io_uring" in stats else 0
+    assert (on_ring > 0) == (engine == "auto"), stats        # auto took the ring here; thread never does
+
+
+# ------------------------------------------------------------------ the timeline
+
+
+def test_a_master_and_its_slave_write_timelines_that_break_a_request_down(tmp_path, procs):  # noqa: F811
+    master = start_master(tmp_path / "m", "--flush-disk-type", "SYNC_FLUSH", "--broker-role", "SYNC_MASTER",
+                          "--replicas", "r1", "--ack-mode", "DECOUPLED", "--timeline", str(tmp_path / "m.tl"), *SMALL)
+    procs.append(master)
+    replica = start_replica(tmp_path / "r1", master, "r1", "--mapped-file-size-commit-log", str(64 * 1024),
+                            "--timeline", str(tmp_path / "r1.tl"), "--inject-ack-lag-ms", "20")
+    procs.append(replica)
+    wait_for_line(master, r"slave r1 connected")
+    since = time.monotonic_ns()
+    result = run_load(("127.0.0.1", master.port), 4, 200, 64)
+    assert result.statuses == {"PUT_OK": 200}
+    assert result.latency_ms["p50"] >= 20                  # every PUT_OK waited for an ACK held 20 ms
+    assert replica.terminate() == 0 and master.terminate() == 0
+    out = breakdown(tmp_path / "m.tl", tmp_path / "r1.tl", since, flush_leg=True, replica_leg=True)
+    assert out["requests"] == 200 // timeline_mod.SAMPLE_EVERY
+    phases = {k: v["avg"] for k, v in out["phases_ms"].items()}
+    assert phases["slave's ACK out"] >= 20 > phases["slave"]        # the hold is the ACK's, not the slave's
+    assert all(v >= 0 for k, v in phases.items() if k != "network back"), phases   # (two processes' marks)
+    assert out["broker_ms"]["avg"] >= 20
+
+
+def test_a_malformed_timeline_names_the_file_and_line(tmp_path):
+    bad = tmp_path / "t"
+    bad.write_text("# ackorder timeline v1\narrive,8,-1,100\nnot a mark\n")
+    with pytest.raises(TimelineError, match=r"t:3: expected kind,request,offset,ns"):
+        breakdown(bad)
+
+
+def test_the_timeline_stops_marking_at_its_bound_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(timeline_mod, "MAX_MARKS", 3)
+    t = timeline_mod.Timeline(tmp_path / "t")
+    for offset in range(5):
+        t.mark("ack", offset=offset)
+    t.mark_all("sent", [0, 8, 16])
+    t.write()
+    text = (tmp_path / "t").read_text()
+    assert text.startswith("# ackorder timeline v1 marks=3 dropped=5 ") and len(text.splitlines()) == 4
+
+
+@pytest.mark.parametrize("flag, value, says", [("--timeline", "{dir}", "is a directory"),
+                                               ("--timeline", "/nonexistent/t", "does not exist"),
+                                               ("--inject-ack-lag-ms", "-1", "0..10000")])
+def test_a_bad_timeline_or_ack_lag_is_one_line_and_exit_2(tmp_path, flag, value, says):
+    import subprocess
+    import sys
+
+    role = ["replica", "--master", "127.0.0.1:1", "--name", "r1"] if flag == "--inject-ack-lag-ms" else ["master"]
+    done = subprocess.run([sys.executable, "-m", "cli", "broker", *role, "--dir", str(tmp_path / "d"), flag,
+                           value.format(dir=tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+# ------------------------------------------------------------------ the slave's ACK lag
+
+
+def test_held_acks_past_the_bound_coalesce_into_the_newest(tmp_path, monkeypatch):
+    """What a master feeds is bounded: past MAX_LAGGED_ACKS held ACKs, the newest takes the last one's place
+    (ACKs are cumulative) and leaves no later than it would have."""
+    from reference.real import replica_server
+
+    monkeypatch.setattr(replica_server, "MAX_LAGGED_ACKS", 2)
+    rt = ReplicaRuntime(ReplicaOptions(directory=tmp_path, name="r1", master=("127.0.0.1", 1), ack_lag_ms=50),
+                        log=lambda msg: None)
+    try:
+        for offset in (100, 200, 300, 400):
+            rt._hold_ack(Ack(offset, 1))
+        assert [f.offset for _, f in rt._lagged_acks] == [100, 400]
+        rt._send_lagged_acks()           # no connection: they answered data of a connection that is gone
+        assert not rt._lagged_acks
+    finally:
+        rt.close_role()
+
+
+def test_a_timer_a_fraction_of_a_ms_away_fires_no_earlier():
+    loop = Loop()
+    fired = []
+    due = time.monotonic_ns() / 1e6 + 1.5
+    loop.call_at(due, lambda: fired.append(time.monotonic_ns() / 1e6))
+    _turns(loop, lambda: fired)
+    assert fired[0] >= due
+    loop.close()
