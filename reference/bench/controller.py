@@ -589,8 +589,9 @@ def update_docs(result: dict, docs: Path) -> Path:
 
 
 # Sections of benchmarks.md that `bench all` does not measure and keeps as they are: the controller's
-# (written by `bench controller`) and the real failover figures (from `ackorder chaos --failover --json`).
-KEPT_SECTIONS = (SECTION, "## `chaos --failover`")
+# (written by `bench controller`), role changes (`bench rolechange`), the real failover figures (from
+# `ackorder chaos --failover --json`) and the mutation campaign's (`ackorder mutate`).
+KEPT_SECTIONS = (SECTION, "## `rolechange`", "## `chaos --failover`", "## Mutation")
 
 
 def kept_section(text: str) -> list[str]:

@@ -93,7 +93,7 @@ def goals_section(result: dict) -> list[str]:
     b = result["bounds"]
     lines = [f"## The goals of issue 39: medians of {result['runs']} runs, side by side", "",
              f"`ackorder bench goals --goal-runs {result['runs']} --count {result['count']}"
-             + (" --baseline DIR`, DIR the tree before issue 39 (053d52f)" if result["baseline"] else "`")
+             + (f" --baseline {result['baseline']}`" if result["baseline"] else "`")
              + f". Each run measured every point of both trees once, alternating, and probed its bounds first: "
              f"the round trip through the delaying proxy alone "
              + ", ".join(f"{x['through_proxy_ms']} ms" for x in b) + " (directly "
@@ -118,7 +118,11 @@ def goals_section(result: dict) -> list[str]:
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", "### Where a request's time goes", "",
               "From the master's and the slave's timelines (`broker master|replica --timeline`, one request in "
-              "8 sampled; reference/bench/breakdown.py) of this tree's median run: the mean of each phase in ms. "
+              "8 sampled; reference/bench/breakdown.py): the mean of each phase in ms, from this tree's median "
+              "run of a point only this tree runs, else from one more measurement of the point with timelines "
+              "(the goals' runs of a point both trees run go without them: the tree before has none to pay "
+              "for). Under io_uring the fsync phase ends when the loop reaps its completion (no worker "
+              "returns: 'worker to loop' is 0); on the flush thread it ends when the thread has the GIL back. "
               "The client's latency less the broker's (arrival to answer drained) is the load generator's "
               "own loop and the loopback.", ""]
     names = list(result["breakdowns"])
@@ -188,9 +192,9 @@ def bounds(results: dict) -> list[str]:
             f"allows {p * 1000 / r['rtt_ms']:,.0f} msgs/s, i.e. {p / r['pool']:.0f}x BLOCKING when both pay the "
             f"same overhead per round trip. The seeds' 16.7x (and 20x) needs BLOCKING's per-request time to "
             f"exceed DECOUPLED's per-wave time by 4-25%; here DECOUPLED averaged {d['avg_ms'] if d else '?'} ms "
-            f"per request ({(d['avg_ms'] - r['rtt_ms']) if d else 0:.2f} ms over the round trip: each DATA and "
-            f"ACK wakes three processes — proxy, slave, proxy — on a shared machine whose load average was "
-            f"{d['load_average'] if d else '?'} on {os.cpu_count()} cores during the point).")
+            f"per request ({(d['avg_ms'] - r['rtt_ms']) if d else 0:.2f} ms over the round trip asked for; the "
+            f"load average was {d['load_average'] if d else '?'} on {os.cpu_count()} cores during the point)."
+            + (_where_it_went(d) if d and d.get("breakdown") else ""))
         if d:
             c = d["cpu_us_per_msg"]
             lines.append(f"- CPU per message at that point: master {c['master']} µs, slave {c['replica']} µs, load "
@@ -201,8 +205,9 @@ def bounds(results: dict) -> list[str]:
         d = r["disk"]
         lines.append(
             f"- This disk: {d['fdatasyncs_per_s']:,.0f} fdatasyncs/s, p50 {d['fdatasync_ms']['p50']} ms, p90 "
-            f"{d['fdatasync_ms']['p90']} ms. One fsync per message is bounded by that latency (plus a thread "
-            "hand-off each way); group commit pays one fsync per round, so SYNC_FLUSH adds about 1.5 fsync "
+            f"{d['fdatasync_ms']['p90']} ms. One fsync per message is bounded by that latency (plus the loop's "
+            "noticing it: io_uring posts to an eventfd, the flush thread had to take the GIL back first); group "
+            "commit pays one fsync per round, so SYNC_FLUSH adds about 1.5 fsync "
             "latencies to each request against ASYNC_FLUSH: with 64 synchronous producers its throughput is "
             "ASYNC_FLUSH's times processing / (processing + 1.5 x fsync). On a disk whose fsync is slow next to "
             "the master's processing (a shared virtual disk here) the 0.8x goal cannot be met.")
@@ -219,6 +224,17 @@ def bounds(results: dict) -> list[str]:
                      + ", ".join(f"{s['written_mib']:.0f} MiB written -> master {s['master_rss_mib']} / slave "
                                  f"{s['replica_rss_mib']} MiB" for s in r["at_quarters"]) + ".")
     return lines + [""]
+
+
+def _where_it_went(row: dict) -> str:
+    """One sentence from a point's timeline breakdown: the phases beyond the network, largest first."""
+    phases = {k: v["avg"] for k, v in row["breakdown"]["phases_ms"].items() if v["avg"] is not None}
+    network = sum(phases.pop(k, 0) for k in ("network to the slave", "network back"))
+    rest = sorted(phases.items(), key=lambda kv: -kv[1])
+    return (f" Its timeline: {network:.2f} ms in the network legs (the proxy's delay, its own time and its "
+            "lateness under load), then " + ", ".join(f"{k} {v:.2f}" for k, v in rest)
+            + f" ms, and {row['breakdown']['outside_broker_ms']} ms outside the broker (the load generator's "
+            "loop, loopback).")
 
 
 def plot(result: dict, path: Path) -> None:

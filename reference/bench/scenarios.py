@@ -39,13 +39,14 @@ SLAVE_LAG = "DECOUPLED_SLAVE_LAG"     # bench ack: the round trip's delay in the
 
 def _point(work: Path, flags: list[str], producers: int, count: int, size: int, delay_ms: float | None,
            tree: Path | None = None, profile: Path | None = None, connections: int | None = CONNECTIONS,
-           proxy_delay: bool = True) -> dict:
+           proxy_delay: bool = True, timeline: bool = True) -> dict:
     """One measurement: a fresh master (and slave behind the proxy, or connected directly when
     ``proxy_delay`` is off and the slave holds each ACK for the round trip), a warm-up, the load; with the CPU each
     process spent per message (user + system, from /proc), the load average, and where a request's
-    time went (the processes' timelines; not for a baseline tree, which has no --timeline)."""
+    time went (the processes' timelines: ``timeline`` off where the point is compared with a baseline
+    tree, which has no --timeline, so that only one side would pay for the marking)."""
     prefix = ["-m", "cProfile", "-o", str(profile)] if profile else []
-    timelines = tree is None
+    timelines = timeline and tree is None
     master = start_master(work / "master", [*flags, *(["--timeline", str(work / "master.timeline")]
                                                       if timelines else [])], tree, prefix)
     proxy = replica = None
@@ -321,13 +322,13 @@ def cpu(work: Path, count: int, size: int = 256, delay_ms: float = 2.0, baseline
             continue
         for name, flags, delay in points:
             progress(f"cpu {tree_name}: {name}")
-            row = _point(_fresh(work, f"cpu-{tree_name}-{name}"), flags, 64, count, size, delay, tree)
+            row = _point(_fresh(work, f"cpu-{tree_name}-{name}"), flags, 64, count, size, delay, tree, timeline=False)
             rows.append({"mode": f"{tree_name} {name}", "tree": str(tree or "current"), **row})
     out = {"scenario": "cpu", "size_bytes": size, "rows": rows, "ratios": []}
     if profile_to is not None:
         progress("cpu: profiling this master")
         prof = work / "master.prof"
-        _point(_fresh(work, "cpu-profile"), points[0][1], 64, count, size, delay_ms, profile=prof)
+        _point(_fresh(work, "cpu-profile"), points[0][1], 64, count, size, delay_ms, profile=prof, timeline=False)
         out["profile"] = profile_summary(prof, profile_to)
     if baseline is not None:
         for name, _, _ in points:

@@ -233,7 +233,13 @@ class SegmentStore:
         def synced() -> None:
             self._names_pending -= names
             done(upto)
-        ring.submit(fds, datasync, synced, failed)
+        try:
+            ring.submit(fds, datasync, synced, failed)
+        except OSError:                  # the ring took none of it (and closed): the caller's thread will
+            for fd in fds:
+                self.ops.close(fd)
+            self._fsyncs_done -= 1       # (the same flush, planned again: the injected fault counts it once)
+            raise
 
     def fsync(self, start: int, upto: int) -> None:
         """fdatasync every segment from ``start`` that holds bytes below ``upto``."""

@@ -214,6 +214,7 @@ class Conn:
         self.auth_port = auth_port or auth is not None
         self.decoder = FrameDecoder(max_frame_bytes, auth_aware(decode or decode_frame) if self.auth_port else decode)
         self.out = bytearray()
+        self.sent_bytes = 0          # all it ever sent (a timeline knows when a queued frame left)
         self.auth = auth
         self.auth_failed = False        # the peer failed to authenticate (or would not)
         self._held = bytearray()        # a client's frames queued before it authenticated
@@ -308,6 +309,7 @@ class Conn:
         except OSError as err:
             return f"send failed: {err.strerror or err}"
         del self.out[:n]
+        self.sent_bytes += n
         return None
 
     def drain(self, selector: selectors.BaseSelector) -> str | None:

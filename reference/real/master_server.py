@@ -123,10 +123,12 @@ class MasterRuntime(ConnServer):
         self._more_puts = False
         self.loop.call_at(now_ms() + IDLE_CHECK_MS, self._check_idle)
         self._shut = False
-        # --timeline: the answers queued and the DATA end offset queued per connection, not yet drained
+        # --timeline: the puts not yet written; per connection, the answers and DATA queued and not yet
+        # sent, each with the connection's byte count at which it will have left
         self.timeline = Timeline(opts.timeline) if opts.timeline is not None else None
-        self._unsent_answers: dict[int, list[int]] = {}
-        self._unsent_data_end: dict[int, int] = {}
+        self._unwritten_puts: list[int] = []
+        self._unsent_answers: dict[int, list[tuple[int, int]]] = {}
+        self._unsent_data: dict[int, list[tuple[int, int]]] = {}
 
     def _start_trace(self, path) -> None:
         """--trace: the core wrapped so that a trace hook sees every one of its events
@@ -182,21 +184,19 @@ class MasterRuntime(ConnServer):
         now = now_ms()
         if self._clean_due_ms is not None and now >= self._clean_due_ms:
             self.admission.clean(now)
-        put = []
         for _ in range(self.puts_per_turn):
             if (q := self.admission.next_runnable()) is None:
                 break
             if self.timeline is not None and self.timeline.samples(q.req_id):
                 self.timeline.mark("put", q.req_id)
-                put.append(q.req_id)
+                self._unwritten_puts.append(q.req_id)
             self.core.put(q.req_id, q.key, q.body, now)
             self.admission.appended(q.req_id)
             if self.fsync_ring is not None and self.fsync_ring.ready():
                 self.fsync_ring.reap()      # its PUT_OKs leave with this turn, not the next
+                now = max(now, now_ms())    # (the core heard of the fsync at a later now: time never goes back)
         self._more_puts = bool(self.admission.queue) and len(self.admission.holding) < self.admission.slots
         self._perform(now)
-        if self.timeline is not None:
-            self.timeline.mark_all("written", put)
         for _ in range(MAX_TURN_ROUNDS):
             if self.core.next_wakeup_ms(now) > now:
                 break
@@ -247,7 +247,7 @@ class MasterRuntime(ConnServer):
         self._dirty.discard(conn)
         self.guard.forget(conn.id)
         self._unsent_answers.pop(conn.id, None)
-        self._unsent_data_end.pop(conn.id, None)
+        self._unsent_data.pop(conn.id, None)
         self.stats[f"closed_{conn.kind}"] += 1
         self.log(f"{conn.kind} connection {conn.id} from {conn.peer} closed: {reason}")
         if conn.kind == SLAVE and tell_core:
@@ -257,11 +257,22 @@ class MasterRuntime(ConnServer):
     def _flush(self, conn: Conn) -> None:
         if (problem := conn.drain(self.loop.selector)) is not None:
             self._close(conn, problem)
-        elif self.timeline is not None and not conn.out:
-            if (answered := self._unsent_answers.pop(conn.id, None)) is not None:
-                self.timeline.mark_all("sent", answered)
-            if (end := self._unsent_data_end.pop(conn.id, None)) is not None:
-                self.timeline.mark("data_sent", offset=end)
+        elif self.timeline is not None:
+            self._mark_sent(conn)
+
+    def _mark_sent(self, conn: Conn) -> None:
+        """--timeline: the answers and DATA of this connection that its sends took so far."""
+        gone = conn.sent_bytes
+        answers = self._unsent_answers.get(conn.id)
+        if answers and answers[0][1] <= gone:
+            n = next((i for i, (_, at) in enumerate(answers) if at > gone), len(answers))
+            self.timeline.mark_all("sent", [req for req, _ in answers[:n]])
+            del answers[:n]
+        data = self._unsent_data.get(conn.id)
+        if data and data[0][1] <= gone:
+            n = next((i for i, (_, at) in enumerate(data) if at > gone), len(data))
+            self.timeline.mark("data_sent", offset=data[n - 1][0])      # the furthest of them
+            del data[:n]
 
     def _check_idle(self) -> None:
         now = now_ms()
@@ -345,6 +356,9 @@ class MasterRuntime(ConnServer):
             effects = self.admission.take_effects()
             effects += self.core.take_effects()
             if not effects:
+                if self._unwritten_puts:          # --timeline: their writes were among what just ran
+                    self.timeline.mark_all("written", self._unwritten_puts)
+                    self._unwritten_puts = []
                 return
             i = 0
             last_write = None
@@ -398,11 +412,17 @@ class MasterRuntime(ConnServer):
                 self.timeline.mark("fsync_submit", offset=e.upto)
             try:
                 if self.fsync_ring is not None:
-                    self.store.fsync_on_ring(self.fsync_ring, e.start, e.upto, lambda upto, e=e: self._fsync_done(e, True),
-                                             lambda err, e=e: self._fsync_failed(e, err))
-                    if self.timeline is not None:      # in the kernel's hands from here
-                        self.timeline.mark("fsync_start", offset=e.upto)
-                    return
+                    try:
+                        self.store.fsync_on_ring(self.fsync_ring, e.start, e.upto,
+                                                 lambda upto, e=e: self._fsync_done(e, True),
+                                                 lambda err, e=e: self._fsync_failed(e, err))
+                        if self.timeline is not None:      # in the kernel's hands from here
+                            self.timeline.mark("fsync_start", offset=e.upto)
+                        return
+                    except RingUnavailable as err:          # it ran none of it, and closed
+                        self.log(f"io_uring failed ({err}): fdatasync moves to the flush thread")
+                        self.stats["io_uring_failures"] += 1
+                        self.fsync_ring = None
                 job = self.store.fsync_job(e.start, e.upto)
             except OSError as err:
                 self._fsync_failed(e, err)
@@ -442,7 +462,7 @@ class MasterRuntime(ConnServer):
             if self.timeline is not None:
                 end = e.offset + len(e.data)
                 self.timeline.mark("data_queued", offset=end)
-                self._unsent_data_end[conn.id] = end
+                self._unsent_data.setdefault(conn.id, []).append((end, conn.sent_bytes + len(conn.out)))
             if flush:
                 self._flush(conn)
             else:
@@ -494,7 +514,7 @@ class MasterRuntime(ConnServer):
             if (self.timeline is not None and e.final and e.status == PutStatus.PUT_OK
                     and self.timeline.samples(e.req_id)):
                 self.timeline.mark("answer", e.req_id, e.next_offset)
-                self._unsent_answers.setdefault(conn.id, []).append(e.req_id)
+                self._unsent_answers.setdefault(conn.id, []).append((e.req_id, conn.sent_bytes + len(conn.out)))
         else:
             self._close(conn, "the producer does not read its responses")
 

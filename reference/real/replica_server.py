@@ -41,6 +41,7 @@ REFUSED_RETRY_MS = 5000      # after the master refused this slave (a diverged l
 CONNECT_TIMEOUT_MS = 2000
 OUT_BYTES = 1 << 20
 MAX_LAGGED_ACKS = 4096             # --inject-ack-lag-ms: ACKs held at once; more coalesce
+COALESCE_LOG_INTERVAL_MS = 10_000
 
 
 class SlaveStopped(RuntimeError):
@@ -96,6 +97,8 @@ class ReplicaRuntime:
         # --inject-ack-lag-ms: ACKs held until their time, oldest first (one timer for the head)
         self._lagged_acks: deque[tuple[float, Ack]] = deque()
         self._ack_timer_set = False
+        self._coalesce_logged_ms = -float(COALESCE_LOG_INTERVAL_MS)
+        self.acks_coalesced = 0
         now = now_ms()
         self.loop.call_at(now, self._connect)
         self.loop.call_at(now + opts.heartbeat_interval_ms, self._heartbeat)
@@ -214,6 +217,7 @@ class ReplicaRuntime:
 
     def _close(self, reason: str, reconnect: bool = True) -> None:
         self._lagged_acks.clear()
+        self._unsent_ack = None
         conn, self.conn = self.conn, None
         if conn is None or not conn.close(reason):
             return
@@ -289,6 +293,11 @@ class ReplicaRuntime:
         last held (ACKs are cumulative), which leaves no later than the one it replaced."""
         due = time.monotonic_ns() / 1e6 + self.opts.ack_lag_ms
         if len(self._lagged_acks) >= MAX_LAGGED_ACKS:
+            self.acks_coalesced += 1
+            if due >= self._coalesce_logged_ms + COALESCE_LOG_INTERVAL_MS:     # a flood logs every 10 s, not per ACK
+                self._coalesce_logged_ms = due
+                self.log(f"--inject-ack-lag-ms: {MAX_LAGGED_ACKS} ACKs held; a newer one replaces the last held "
+                         f"({self.acks_coalesced} so far)")
             self._lagged_acks[-1] = (self._lagged_acks[-1][0], frame)
             return
         self._lagged_acks.append((due, frame))

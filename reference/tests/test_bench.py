@@ -3,6 +3,8 @@ processes (no timing assertions: speed is measured by `ackorder bench`)."""
 
 import json
 
+import pytest
+
 from cli.main import build_parser
 
 
@@ -15,6 +17,7 @@ def test_bench_all_tiny_writes_docs(tmp_path):
                                       "--machine-examples", "2", "--compare-bugs", "none",
                                       "--sim-steps", "300,1000", "--sim-seeds", "0",
                                       "--rss-gib", "0.005", "--rss-size", "4096", "--cpu-count", "40",
+                                      "--goal-runs", "1",
                                       "--docs", str(tmp_path / "docs"), "--json", str(tmp_path / "all.json")])
     assert args.func(args) == 0
     results = json.loads((tmp_path / "all.json").read_text())
@@ -54,10 +57,18 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     cpu = results["cpu"]
     assert [r["mode"] for r in cpu["rows"]] == ["after sync_master_decoupled", "after sync_flush_group_commit"]
     assert all(r["cpu_us_per_msg"]["master"] >= 0 for r in cpu["rows"]) and "tottime" in cpu["profile"]   # /proc ticks: 10 ms
+    goals = results["goals"]          # issue 39's goals: every one computed, each beside its bound
+    assert goals["runs"] == 1 and goals["baseline"] is None and len(goals["bounds"]) == 1
+    assert all(r["after"] is not None and r["met"] in (True, False) for r in goals["rows"]), goals["rows"]
+    assert {"async_flush_64", "group_commit_64", "slave_lag_64"} <= set(goals["breakdowns"])
+    held = goals["breakdowns"]["slave_lag_64"]["phases_ms"]["slave's ACK out"]["avg"]
+    assert held >= 4.0 > goals["breakdowns"]["decoupled_64"]["phases_ms"]["slave's ACK out"]["avg"]
+    assert all("breakdown" in r and r["breakdown"]["requests"] > 0 for r in ack["rows"])
+    assert "## The goals of issue 39" in text and "### Where a request's time goes" in text
     assert "## The ratios" in text and "## What bounds these figures" in text
     assert text.index("## Each figure beside its bound") < text.index("## The ratios")    # the bounds lead
-    assert all(f"## `{name}`" in text for name in ("ack", "groupcommit", "tsp", "sim", "rss", "cpu"))
-    for name in ("ack", "groupcommit", "tsp", "sim", "rss", "cpu"):
+    assert all(f"## `{name}`" in text for name in ("ack", "groupcommit", "tsp", "goals", "sim", "rss", "cpu"))
+    for name in ("ack", "groupcommit", "tsp", "goals", "sim", "rss", "cpu"):
         assert (tmp_path / "docs" / "benchmarks" / f"{name}.png").stat().st_size > 1000
 
 
@@ -241,3 +252,35 @@ def test_bench_rolechange_refuses_bad_sizes():
 
     assert main(["bench", "rolechange", "--log-mib", "0"]) == 2
     assert main(["bench", "rolechange", "--log-mib", "16,5000"]) == 2      # past MAX_LOG_MIB: refused, nothing written
+
+
+@pytest.mark.full
+def test_bench_goals_runs_both_trees_each_run_and_takes_the_median_of_the_runs_ratios(tmp_path, monkeypatch):
+    """The structure of `ackorder bench goals --baseline` (never its timings): each run measures every point
+    from both trees, a point the tree before has no flag for only from this one, and a goal's figure is the
+    median of its per-run ratios."""
+    from reference.bench import goals as goals_mod
+    from reference.bench.simrates import HERE
+
+    keep = ("group_commit_64", "group_commit_thread_64", "fsync_per_message_64", "async_flush_64")
+    monkeypatch.setattr(goals_mod, "POINTS", {k: v for k, v in goals_mod.POINTS.items() if k in keep})
+    monkeypatch.setattr(goals_mod, "BREAKDOWN_POINTS", ("group_commit_64",))
+    seen = []
+    real = goals_mod._measure
+    monkeypatch.setattr(goals_mod, "_measure", lambda work, tree, name, *a, timeline: seen.append(
+        (tree is None, name, timeline)) or real(work, tree, name, *a, timeline=timeline))
+    out = goals_mod.goals(tmp_path, count=30, runs=3, baseline=HERE, progress=lambda s: None)
+    assert len(seen) == 3 * 7 + 1            # and once more with timelines, for the breakdown
+    assert seen[:2] == [(False, "group_commit_64", False), (True, "group_commit_64", False)]
+    assert seen[7:9] == [(True, "group_commit_64", False), (False, "group_commit_64", False)]   # run 2: after first
+    assert (True, "group_commit_thread_64", True) in seen      # only this tree runs it: it keeps its timelines
+    assert seen[-1] == (True, "group_commit_64", True) and out["breakdowns"]["group_commit_64"]["requests"] > 0
+    rows = {r["goal"]: r for r in out["rows"]}
+    per_message = rows["group commit / one fsync per message, 64 producers"]
+    for tree in ("before", "after"):
+        runs = per_message[f"{tree}_runs"]
+        assert len(runs) == 3 and per_message[tree] == round(sorted(runs)[1], 3)
+    thread = rows["the same, fdatasync on the flush thread (no io_uring)"]
+    assert thread["before"] is None and thread["after"] is not None      # a flag the tree before has not
+    decoupled = rows["DECOUPLED 64 / BLOCKING 64 throughput"]
+    assert decoupled["after"] is None and decoupled["met"] is None       # points not measured: no figure

@@ -101,7 +101,7 @@ def test_a_master_and_its_slave_write_timelines_that_break_a_request_down(tmp_pa
     assert out["requests"] == 200 // timeline_mod.SAMPLE_EVERY
     phases = {k: v["avg"] for k, v in out["phases_ms"].items()}
     assert phases["slave's ACK out"] >= 20 > phases["slave"]        # the hold is the ACK's, not the slave's
-    assert all(v >= 0 for k, v in phases.items() if k != "network back"), phases   # (two processes' marks)
+    assert all(v >= 0 for k, v in phases.items() if not k.startswith("network")), phases   # (two processes' marks)
     assert out["broker_ms"]["avg"] >= 20
 
 
@@ -157,11 +157,73 @@ def test_held_acks_past_the_bound_coalesce_into_the_newest(tmp_path, monkeypatch
         rt.close_role()
 
 
-def test_a_timer_a_fraction_of_a_ms_away_fires_no_earlier():
+def test_a_timer_due_at_a_fraction_of_a_ms_fires_once_that_moment_passed(monkeypatch):
+    """--inject-ack-lag-ms is exact: a timer due at 10.5 ms fires at 10.6, where a loop comparing whole
+    ms (floor(10.6) = 10) would have held it to 11."""
+    from reference.real import loop as loop_mod
+
+    clock_ns = [10_200_000]
+    monkeypatch.setattr(loop_mod.time, "monotonic_ns", lambda: clock_ns[0])
     loop = Loop()
     fired = []
-    due = time.monotonic_ns() / 1e6 + 1.5
-    loop.call_at(due, lambda: fired.append(time.monotonic_ns() / 1e6))
-    _turns(loop, lambda: fired)
-    assert fired[0] >= due
+    loop.call_at(10.5, lambda: fired.append(clock_ns[0]))
+    loop.run_once(0, lambda key, mask: None)
+    assert not fired                              # 10.2 ms: not yet
+    clock_ns[0] = 10_600_000
+    loop.run_once(0, lambda key, mask: None)
+    assert fired == [10_600_000]
+    loop.close()
+
+
+def test_a_ring_that_fails_a_submission_closes_and_the_master_moves_to_its_thread(tmp_path, monkeypatch):
+    """A failed io_uring_submit: the ring runs none of the job and closes (no entry it queued can reach
+    the kernel later against descriptors it no longer owns); the master logs it, fsyncs on its flush
+    thread from then on, and the put that waited is acknowledged."""
+    import threading
+
+    from reference.config import StoreConfig
+    from reference.real import uring
+    from reference.real.master_server import MasterRuntime
+    from reference.real.options import MasterOptions
+    from reference.status import PutStatus
+    from reference.tests.test_real_runtime import put
+
+    def failing_submit(ring):
+        raise OSError(11, "Resource temporarily unavailable")
+    lines = []
+    opts = MasterOptions(directory=tmp_path, config=StoreConfig(flush_disk_type="SYNC_FLUSH",
+                                                                mapped_file_size_commit_log=1 << 20,
+                                                                max_message_size=4096),
+                         port=0, ha_port=0)
+    runtime = MasterRuntime(opts, log=lines.append)
+    assert runtime.fsync_ring is not None
+    monkeypatch.setattr(uring.liburing, "io_uring_submit", failing_submit)
+    thread = threading.Thread(target=runtime.run, daemon=True)
+    thread.start()
+    try:
+        assert [put(runtime.port, k, b"x" * 64).status for k in (1, 2)] == [int(PutStatus.PUT_OK)] * 2
+    finally:
+        runtime.stop()
+        thread.join(10)
+    assert runtime.fsync_ring is None and runtime.stats["io_uring_failures"] == 1
+    assert any("io_uring failed" in line and "flush thread" in line for line in lines), lines
+    assert runtime.stats["fsyncs"] >= 2 and runtime.stats["fsyncs_io_uring"] == 0
+
+
+def test_closing_a_ring_waits_for_the_fsyncs_in_flight(tmp_path):
+    """A role that closes with an fsync in flight (a node's role change): the ring finishes it before it
+    is torn down (tearing it down would cancel one not yet started), answers nobody, closes the fds."""
+    loop = Loop()
+    ring = FsyncRing(loop)
+    fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"y" * 65536)
+    copies = [os.dup(fd), os.open(tmp_path, os.O_RDONLY)]
+    answers = []
+    ring.submit(copies, [True, False], lambda: answers.append("done"), answers.append)
+    ring.close()
+    assert ring.finished_at_close == 1 and answers == []
+    for c in copies:
+        with pytest.raises(OSError):
+            os.fstat(c)
+    os.close(fd)
     loop.close()
