@@ -173,9 +173,9 @@ def goals(work: Path, count: int, runs: int = 3, baseline: Path | None = None, t
                 run_dir = work / f"run{run}-{tree_name}"
                 run_dir.mkdir(parents=True, exist_ok=True)
                 # a point both trees run goes without timelines (the tree before has none to pay for);
-                # one only this tree runs keeps them (its slave's hold is a bound)
+                # one only this tree runs, or any with no tree before, keeps them (a slave's hold is a bound)
                 points[tree_name].setdefault(name, []).append(
-                    _measure(run_dir, tree, name, count, tsp_count, size, timeline=spec[4]))
+                    _measure(run_dir, tree, name, count, tsp_count, size, timeline=spec[4] or baseline is None))
     rows = []
     for name, compute, target, higher, bound in _goals():
         row = {"goal": name, "target": target, "higher_is_better": higher, "bound": bound}

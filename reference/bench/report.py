@@ -233,8 +233,8 @@ def _where_it_went(row: dict) -> str:
     rest = sorted(phases.items(), key=lambda kv: -kv[1])
     return (f" Its timeline: {network:.2f} ms in the network legs (the proxy's delay, its own time and its "
             "lateness under load), then " + ", ".join(f"{k} {v:.2f}" for k, v in rest)
-            + f" ms, and {row['breakdown']['outside_broker_ms']} ms outside the broker (the load generator's "
-            "loop, loopback).")
+            + f" ms, and {_fmt(row['breakdown']['outside_broker_ms'])} ms outside the broker (the load "
+            "generator's loop, loopback).")
 
 
 def plot(result: dict, path: Path) -> None:

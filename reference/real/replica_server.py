@@ -93,7 +93,7 @@ class ReplicaRuntime:
         self._refused = False
         # --timeline: when each DATA arrived and each ACK left (reference/real/timeline.py)
         self.timeline = Timeline(opts.timeline) if opts.timeline is not None else None
-        self._unsent_ack: int | None = None
+        self._unsent_acks: list[tuple[int, int]] = []     # (offset, the connection's byte count past it)
         # --inject-ack-lag-ms: ACKs held until their time, oldest first (one timer for the head)
         self._lagged_acks: deque[tuple[float, Ack]] = deque()
         self._ack_timer_set = False
@@ -217,7 +217,7 @@ class ReplicaRuntime:
 
     def _close(self, reason: str, reconnect: bool = True) -> None:
         self._lagged_acks.clear()
-        self._unsent_ack = None
+        self._unsent_acks.clear()
         conn, self.conn = self.conn, None
         if conn is None or not conn.close(reason):
             return
@@ -237,9 +237,11 @@ class ReplicaRuntime:
         if problem is not None:
             self._close(problem)
             return
-        if self._unsent_ack is not None and self.timeline is not None and not conn.out:
-            self.timeline.mark("ack_sent", offset=self._unsent_ack)
-            self._unsent_ack = None
+        acks = self._unsent_acks
+        if acks and self.timeline is not None and acks[0][1] <= conn.sent_bytes:     # the ACKs its sends took
+            n = next((i for i, (_, at) in enumerate(acks) if at > conn.sent_bytes), len(acks))
+            self.timeline.mark("ack_sent", offset=acks[n - 1][0])
+            del acks[:n]
         if conn.writing != bool(conn.out):
             conn.writing = bool(conn.out)
             self.loop.selector.modify(conn.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out else 0),
@@ -318,7 +320,7 @@ class ReplicaRuntime:
                 self._close("the master does not read what this slave sends")
                 return
             if self.timeline is not None:
-                self._unsent_ack = frame.offset
+                self._unsent_acks.append((frame.offset, conn.sent_bytes + len(conn.out)))
         self._flush()
         if self._lagged_acks and self.conn is conn:
             self._ack_timer_set = True
@@ -398,7 +400,7 @@ class ReplicaRuntime:
                     elif not self.conn.queue(frame):
                         self._close("the master does not read what this slave sends")
                     elif self.timeline is not None and isinstance(e, fx.SendAck):
-                        self._unsent_ack = e.offset
+                        self._unsent_acks.append((e.offset, self.conn.sent_bytes + len(self.conn.out)))
             elif isinstance(e, fx.CloseMaster):
                 self._close(e.reason)
             elif isinstance(e, fx.SendEpochQuery):

@@ -100,14 +100,19 @@ class FsyncRing:
             rc = liburing.io_uring_submit(self.ring)
         except OSError as err:
             rc = -(err.errno or errno.EIO)
-        if rc != len(fds):                      # some of it may run: the ring's close waits for that
+        if rc != len(fds):
+            if rc > 0:       # the kernel took some: the close waits for them before the caller closes the fds
+                taken = _Job([], lambda: None, lambda err: None)
+                taken.remaining = rc
+                self._jobs[job_id] = taken
+                self._next_id += 1
             self._broken(-rc if rc < 0 else errno.EAGAIN,
                          f"io_uring_submit: {os.strerror(-rc) if rc < 0 else f'{rc} of {len(fds)} submitted'}")
         self._jobs[job_id] = _Job(fds, done, failed)
         self._next_id += 1
 
     def _broken(self, code: int, why: str) -> None:
-        self.close()
+        self.close(answer_later=True)
         raise RingUnavailable(code, why)
 
     def ready(self) -> bool:
@@ -118,9 +123,10 @@ class FsyncRing:
     def reap(self) -> None:
         self._reap()
 
-    def _reap(self, answer: bool = True) -> None:
+    def _reap(self, answer: str = "now") -> None:
         """The eventfd is readable: every completion so far, each answered once its job is whole
-        (``answer`` off: at close, where the jobs are finished but nobody is told)."""
+        ("now"; at a close: "later", on the loop's next turn, when a failed submission closes the ring
+        under a runtime that goes on; "never", when the role itself closes)."""
         if self.closed:
             return
         try:
@@ -138,22 +144,25 @@ class FsyncRing:
                 res = -(err.errno or errno.EIO)
             liburing.io_uring_cqe_seen(self.ring, cqe)
             job = self._jobs.get(job_id)
-            assert job is not None, job_id     # a job leaves only with its last completion
+            if job is None and answer != "now":
+                continue                        # (closing after a short submission: what it could not count)
+            assert job is not None, job_id     # a job (or what the kernel took of one) leaves with its last
             if res < 0 and job.error is None:
                 job.error = OSError(-res, f"fdatasync: {os.strerror(-res)}")
             job.remaining -= 1
             if job.remaining == 0:
                 del self._jobs[job_id]
                 self._close_fds(job)
-                if not answer:
+                if answer == "never":
                     continue
-                if job.error is not None:
-                    job.failed(job.error)
-                else:
-                    job.done()
+                call, arg = (job.failed, (job.error,)) if job.error is not None else (job.done, ())
+                if answer == "later":
+                    self.loop.call_soon(call, *arg)
+                    continue
+                call(*arg)
                 if self.closed:                 # the answer closed the role
                     return
-        if answer:
+        if answer == "now":
             self.loop.call_soon(self._reap)     # more than a pass's worth: the rest on the next turn
 
     def _peek(self) -> bool:
@@ -171,17 +180,18 @@ class FsyncRing:
             except OSError:
                 pass
 
-    def close(self) -> None:
+    def close(self, answer_later: bool = False) -> None:
         """Stop watching, once the jobs in flight have finished (tearing the ring down would
         cancel an fsync the kernel has not started, a directory's among them: the next role of a
-        node takes the log as flushed).  They are not answered: the role is closing."""
+        node takes the log as flushed).  They are not answered when the role is closing; they are, on
+        the loop's next turn, when a failed submission closes the ring (``answer_later``)."""
         if self.closed:
             return
         deadline = time.monotonic() + CLOSE_WAIT_S
         in_flight = len(self._jobs)
         while self._jobs and time.monotonic() < deadline:
             select.select([self.efd], [], [], 0.05)
-            self._reap(answer=False)
+            self._reap("later" if answer_later else "never")
         self.finished_at_close = in_flight - len(self._jobs)
         self.closed = True
         self.loop.remove_reader(self.efd)

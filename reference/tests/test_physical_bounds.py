@@ -176,9 +176,10 @@ def test_a_timer_due_at_a_fraction_of_a_ms_fires_once_that_moment_passed(monkeyp
 
 
 def test_a_ring_that_fails_a_submission_closes_and_the_master_moves_to_its_thread(tmp_path, monkeypatch):
-    """A failed io_uring_submit: the ring runs none of the job and closes (no entry it queued can reach
-    the kernel later against descriptors it no longer owns); the master logs it, fsyncs on its flush
-    thread from then on, and the put that waited is acknowledged."""
+    """A failed io_uring_submit: the ring closes (no entry it queued can reach the kernel later against
+    descriptors it no longer owns); the master logs it and fsyncs on its flush thread from then on.  The
+    flush is planned once: with every fsync after the first failing by injection, the first put is still
+    acknowledged and the second is not."""
     import threading
 
     from reference.config import StoreConfig
@@ -196,18 +197,21 @@ def test_a_ring_that_fails_a_submission_closes_and_the_master_moves_to_its_threa
                                                                 max_message_size=4096),
                          port=0, ha_port=0)
     runtime = MasterRuntime(opts, log=lines.append)
-    assert runtime.fsync_ring is not None
+    ring = runtime.fsync_ring
+    assert ring is not None
+    runtime.store.fail_fsync_after = 1
     monkeypatch.setattr(uring.liburing, "io_uring_submit", failing_submit)
     thread = threading.Thread(target=runtime.run, daemon=True)
     thread.start()
     try:
-        assert [put(runtime.port, k, b"x" * 64).status for k in (1, 2)] == [int(PutStatus.PUT_OK)] * 2
+        assert put(runtime.port, 1, b"x" * 64).status == int(PutStatus.PUT_OK)
+        assert put(runtime.port, 2, b"x" * 64).status != int(PutStatus.PUT_OK)     # the injected EIO
     finally:
         runtime.stop()
         thread.join(10)
-    assert runtime.fsync_ring is None and runtime.stats["io_uring_failures"] == 1
+    assert runtime.fsync_ring is None and runtime.stats["io_uring_failures"] == 1 and ring.closed
     assert any("io_uring failed" in line and "flush thread" in line for line in lines), lines
-    assert runtime.stats["fsyncs"] >= 2 and runtime.stats["fsyncs_io_uring"] == 0
+    assert runtime.stats["fsyncs"] == 1 and runtime.stats["fsyncs_io_uring"] == 0
 
 
 def test_closing_a_ring_waits_for_the_fsyncs_in_flight(tmp_path):
@@ -226,4 +230,29 @@ def test_closing_a_ring_waits_for_the_fsyncs_in_flight(tmp_path):
         with pytest.raises(OSError):
             os.fstat(c)
     os.close(fd)
+    loop.close()
+
+
+def test_a_short_submission_closes_the_ring_after_what_the_kernel_took(tmp_path, monkeypatch):
+    """The kernel took one entry of a two-fsync job: the ring cannot run the job, so it closes and says
+    so, but only once that entry finished (it holds one of the caller's descriptors, which the caller
+    closes next)."""
+    from reference.real import uring
+    from reference.real.uring import RingUnavailable
+
+    real_submit = uring.liburing.io_uring_submit
+
+    def short(ring):
+        real_submit(ring)          # both reach the kernel; the ring is told one did, and must wait for it
+        return 1
+    loop = Loop()
+    ring = FsyncRing(loop)
+    fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT, 0o644)
+    copies = [os.dup(fd), os.open(tmp_path, os.O_RDONLY)]
+    monkeypatch.setattr(uring.liburing, "io_uring_submit", short)
+    with pytest.raises(RingUnavailable, match="1 of 2 submitted"):
+        ring.submit(copies, [True, False], lambda: None, lambda err: None)
+    assert ring.closed and ring.finished_at_close == 1
+    for c in [*copies, fd]:
+        os.close(c)                # still the caller's: the ring closed none of them
     loop.close()
