@@ -123,6 +123,8 @@ def goals_section(result: dict) -> list[str]:
               "(the goals' runs of a point both trees run go without them: the tree before has none to pay "
               "for). Under io_uring the fsync phase ends when the loop reaps its completion (no worker "
               "returns: 'worker to loop' is 0); on the flush thread it ends when the thread has the GIL back. "
+              "A phase between two processes (the network legs) is good to a few tens of µs: a sender marks "
+              "after its send returned, and the receiver may have read it first. "
               "The client's latency less the broker's (arrival to answer drained) is the load generator's "
               "own loop and the loopback.", ""]
     names = list(result["breakdowns"])

@@ -45,6 +45,7 @@ ACCEPTS_PER_TURN = 64
 MAX_TURN_ROUNDS = 8              # tick + perform rounds per turn while the core has work due now
 PRODUCER_OUT_BYTES = 16 << 20    # responses a producer has not read yet
 IDLE_CHECK_MS = 1000
+MAX_UNWRITTEN_MARKS = 4096       # --timeline: sampled puts waiting for their write to be marked
 PUTS_PER_TURN = 16
 HA_MAX_FRAME_BYTES = 4096        # a slave sends HANDSHAKE and ACK frames, tens of bytes
 
@@ -189,6 +190,8 @@ class MasterRuntime(ConnServer):
                 break
             if self.timeline is not None and self.timeline.samples(q.req_id):
                 self.timeline.mark("put", q.req_id)
+                if len(self._unwritten_puts) >= MAX_UNWRITTEN_MARKS:    # a read-only store writes none
+                    self._unwritten_puts.clear()
                 self._unwritten_puts.append(q.req_id)
             self.core.put(q.req_id, q.key, q.body, now)
             self.admission.appended(q.req_id)
@@ -356,9 +359,6 @@ class MasterRuntime(ConnServer):
             effects = self.admission.take_effects()
             effects += self.core.take_effects()
             if not effects:
-                if self._unwritten_puts:          # --timeline: their writes were among what just ran
-                    self.timeline.mark_all("written", self._unwritten_puts)
-                    self._unwritten_puts = []
                 return
             i = 0
             last_write = None
@@ -369,7 +369,11 @@ class MasterRuntime(ConnServer):
                     while (j < len(effects) and isinstance(effects[j], fx.WriteData)
                            and effects[j].start == e.start and effects[j].offset == effects[j - 1].end):
                         j += 1
-                    if self._write(effects[i:j], now):
+                    written = self._write(effects[i:j], now)
+                    if self._unwritten_puts:        # --timeline: the puts this batch of effects writes
+                        self.timeline.mark_all("written", self._unwritten_puts)
+                        self._unwritten_puts = []
+                    if written:
                         if last_write is not None and last_write.start != e.start and last_write.end == e.offset:
                             # one append or commit that ends one segment (its blank) and goes on in the next
                             self.stats["writes_across_segment_roll"] += 1
