@@ -87,7 +87,7 @@ class Loop:
         """Wait for sockets (at most until the next timer), hand each ready key to
         ``on_event(key, mask)``, then run the calls from workers and the due timers."""
         timeout_ms = max_wait_ms if max_wait_ms is not None else 1000
-        if self._timers:     # (a timer's time may be a fraction of a ms: --inject-ha-lag-ms is exact)
+        if self._timers:     # (a timer may be due at a fraction of a ms: the injected HA and ACK lags are exact)
             timeout_ms = min(timeout_ms, max(0, self._timers[0][0] - time.monotonic_ns() / 1e6))
         if self._calls:
             timeout_ms = 0
