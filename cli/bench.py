@@ -136,6 +136,14 @@ def _seeds(text: str) -> tuple[int, ...]:
     return values
 
 
+def _sim_command(args: argparse.Namespace) -> str:
+    """The command line a sim section says it was written by (`bench sim` or `bench all`)."""
+    return (f"ackorder bench {args.scenario} --sim-steps {args.sim_steps} --sim-seeds {args.sim_seeds}"
+            + (" --full" if args.full else "") + (f" --baseline {args.baseline}" if args.baseline else "")
+            + f" --campaign-seeds {args.campaign_seeds} --machine-examples {args.machine_examples}"
+            + f" --compare-bugs {args.compare_bugs}")
+
+
 def run(name: str, args: argparse.Namespace, console) -> dict:
     from reference.bench import scenarios
 
@@ -255,6 +263,7 @@ def run(name: str, args: argparse.Namespace, console) -> dict:
         # Where an event's time goes, beside what each goal allows: a campaign's seeds and the seeds' long runs.
         result["event_costs"] = event_costs(min(args.campaign_seeds, EVENT_COST_SEEDS), DEFAULT_STEPS, seeds,
                                             min(lengths[-1], EVENT_COST_STEPS), progress=step)
+        result["command"] = _sim_command(args)
         return result
 
 
@@ -362,11 +371,7 @@ def main(args: argparse.Namespace) -> int:
         from reference.bench.report import replace_section
         from reference.bench.simrates import SECTION, section
 
-        command = (f"ackorder bench sim --sim-steps {args.sim_steps} --sim-seeds {args.sim_seeds}"
-                   + (" --full" if args.full else "") + (f" --baseline {args.baseline}" if args.baseline else "")
-                   + f" --campaign-seeds {args.campaign_seeds} --machine-examples {args.machine_examples}"
-                   + f" --compare-bugs {args.compare_bugs}")
-        console.print(f"wrote {replace_section(args.docs, SECTION, section(results['sim'], command))}")
+        console.print(f"wrote {replace_section(args.docs, SECTION, section(results['sim'], results['sim']['command']))}")
     # the docs: a whole run of the plan only (a run of some group counts or one store is a look, not the table)
     if args.scenario == "controller" and not args.quick and args.store is None and not args.groups:
         from reference.bench.controller import update_docs

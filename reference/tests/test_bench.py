@@ -65,6 +65,8 @@ def test_bench_all_tiny_writes_docs(tmp_path):
     assert held >= 4.0 > goals["breakdowns"]["decoupled_64"]["phases_ms"]["slave's ACK out"]["avg"]
     assert all("breakdown" in r and r["breakdown"]["requests"] > 0 for r in ack["rows"])
     assert "## The goals of issue 39" in text and "### Where a request's time goes" in text
+    sim = text[text.index("## `sim`"):text.index("## `rss`")]    # the section `bench sim` writes, not a thinner one
+    assert "Written by `ackorder bench all --sim-steps 300,1000" in sim and "### Where an event's time goes" in sim
     assert "## The ratios" in text and "## What bounds these figures" in text
     assert text.index("## Each figure beside its bound") < text.index("## The ratios")    # the bounds lead
     assert all(f"## `{name}`" in text for name in ("ack", "groupcommit", "tsp", "goals", "sim", "rss", "cpu"))
