@@ -149,6 +149,11 @@ def _measure(work: Path, tree: Path | None, name: str, count: int, tsp_count: in
                   tree, proxy_delay=proxy, timeline=timeline)
 
 
+def _median_run(rows: list[dict]) -> dict:
+    """The run of a point with the median throughput (its figures kept together)."""
+    return sorted(rows, key=_x)[len(rows) // 2]
+
+
 def _median(values: list[float | None]) -> float | None:
     have = [v for v in values if v is not None]
     return round(statistics.median(have), 3) if have else None
@@ -193,7 +198,7 @@ def goals(work: Path, count: int, runs: int = 3, baseline: Path | None = None, t
     medians = {}
     for tree_name, _ in trees:
         for name, runs_rows in points[tree_name].items():
-            mid = sorted(runs_rows, key=_x)[len(runs_rows) // 2]
+            mid = _median_run(runs_rows)
             medians.setdefault(tree_name, {})[name] = {k: mid[k] for k in ("producers", "msgs_per_s", "avg_ms", "p99_ms",
                                                                            "cpu_us_per_msg", "statuses")}
     # where the time goes: this tree's median run of a point that kept its timelines, else one more
@@ -203,7 +208,7 @@ def goals(work: Path, count: int, runs: int = 3, baseline: Path | None = None, t
         runs_rows = points["after"].get(name)
         if not runs_rows:
             continue
-        row = sorted(runs_rows, key=_x)[len(runs_rows) // 2]
+        row = _median_run(runs_rows)
         if not row.get("breakdown"):
             progress(f"goals: {name} once more, with timelines")
             row = _measure(work / "timelines", None, name, count, tsp_count, size, timeline=True)

@@ -94,8 +94,8 @@ def goals_section(result: dict) -> list[str]:
     lines = [f"## The goals of issue 39: medians of {result['runs']} runs, side by side", "",
              f"`ackorder bench goals --goal-runs {result['runs']} --count {result['count']}"
              + (f" --baseline {result['baseline']}`" if result["baseline"] else "`")
-             + f". Each run measured every point of both trees once, alternating, and probed its bounds first: "
-             f"the round trip through the delaying proxy alone "
+             + ". Each run measured every point of both trees once, alternating, and probed its bounds first: "
+             "the round trip through the delaying proxy alone "
              + ", ".join(f"{x['through_proxy_ms']} ms" for x in b) + " (directly "
              + ", ".join(f"{x['direct_ms']} ms" for x in b) + "), this disk's fdatasync p50 "
              + ", ".join(f"{x['fdatasync_p50_ms']} ms" for x in b) + ". A goal's figure is the median of the "
